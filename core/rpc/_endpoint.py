@@ -1,0 +1,274 @@
+"""RpcEndpoint: one main thread, one FIFO mailbox, state touched only on that thread.
+
+Handlers are methods marked with ``@handler(MessageType)``. A handler runs on the main
+thread and returns the answer to an ask (a message, None, or a Future of one); raising
+answers the ask with a RemoteError. Everything else an endpoint does (timers, callbacks
+of futures, results of worker threads) comes back to the main thread through
+``run_async``.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import traceback
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from core.rpc._errors import (
+    EndpointStoppedError,
+    FencingTokenMismatchError,
+    NotMainThreadError,
+    RemoteError,
+)
+
+if TYPE_CHECKING:
+    from core.rpc._scheduler import ScheduledCall
+    from core.rpc._service import RpcService
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+Reply = Callable[[Any, BaseException | None], None]
+
+
+def handler(message_type: type, *, fenced: bool = True) -> Callable[[T], T]:
+    """Mark a method as the handler of ``message_type``.
+
+    ``fenced=False`` lets a message through a FencedRpcEndpoint without a token: for the
+    calls that hand the token out (registration) or that anyone may make (overviews).
+    """
+    def mark(method: T) -> T:
+        method.__rpc_handles__ = (message_type, fenced)  # type: ignore[attr-defined]
+        return method
+    return mark
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """A received message on its way through the mailbox."""
+
+    message: Any
+    sender: str
+    fencing_token: str | None = None
+    reply: Reply | None = None
+
+
+_STOP = object()
+
+
+class RpcEndpoint:
+    """Base of every endpoint (ResourceManager, Dispatcher, JobMaster, TaskExecutor, ...)."""
+
+    _handlers: dict[type, tuple[str, bool]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        handlers = dict(cls._handlers)
+        for name, member in vars(cls).items():
+            marked = getattr(member, "__rpc_handles__", None)
+            if marked:
+                handlers[marked[0]] = (name, marked[1])
+        cls._handlers = handlers
+
+    def __init__(self, endpoint_id: str) -> None:
+        self.endpoint_id = endpoint_id
+        self._mailbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=f"endpoint-{endpoint_id}",
+                                        daemon=True)
+        self._service: RpcService | None = None
+        self._terminated: Future[None] = Future()
+        self._stopping = False
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @property
+    def rpc_service(self) -> RpcService:
+        if self._service is None:
+            raise RuntimeError(f"endpoint {self.endpoint_id} is not started")
+        return self._service
+
+    def _start(self, service: RpcService) -> None:
+        """Called by the service; ``on_start`` then runs first on the main thread."""
+        self._service = service
+        self._thread.start()
+        self.run_async(self.on_start)
+
+    def on_start(self) -> None:
+        """Runs on the main thread before any message."""
+
+    def on_stop(self) -> None:
+        """Runs on the main thread after the last message it will handle."""
+
+    def stop(self) -> Future[None]:
+        """Ask the endpoint to stop; messages still in the mailbox fail loudly."""
+        if not self._stopping:
+            self._stopping = True
+            self._mailbox.put(_STOP)
+        return self._terminated
+
+    @property
+    def terminated(self) -> Future[None]:
+        return self._terminated
+
+    # -- main thread ---------------------------------------------------------------------
+
+    def is_main_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def validate_main_thread(self) -> None:
+        if not self.is_main_thread():
+            raise NotMainThreadError(
+                f"{type(self).__name__} {self.endpoint_id}: called from thread "
+                f"{threading.current_thread().name!r}, not from its main thread")
+
+    def run_async(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` on the main thread, after what is already in the mailbox."""
+        self._mailbox.put((fn, args, None))
+
+    def call_async(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """Like run_async, with the result (or the exception) in a Future."""
+        future: Future[T] = Future()
+        self._mailbox.put((fn, args, future))
+        return future
+
+    def schedule(self, delay: float, fn: Callable[..., Any], *args: Any) -> ScheduledCall:
+        """Run ``fn(*args)`` on the main thread after ``delay`` seconds."""
+        return self.rpc_service.scheduler.schedule(delay, lambda: self.run_async(fn, *args))
+
+    def on_main_thread(self, future: Future[T],
+                       callback: Callable[[T | None, BaseException | None], None]) -> None:
+        """Call ``callback(result, error)`` on the main thread once ``future`` is done."""
+        def done(f: Future[T]) -> None:
+            error = f.exception()
+            self.run_async(callback, None if error else f.result(), error)
+        future.add_done_callback(done)
+
+    def run_in_worker(self, fn: Callable[..., T], *args: Any,
+                      name: str = "worker") -> Future[T]:
+        """Run blocking ``fn`` on a fresh thread; the Future completes there."""
+        future: Future[T] = Future()
+
+        def work() -> None:
+            try:
+                future.set_result(fn(*args))
+            except BaseException as error:
+                future.set_exception(error)
+        threading.Thread(target=work, name=f"{self.endpoint_id}-{name}", daemon=True).start()
+        return future
+
+    # -- delivery ------------------------------------------------------------------------
+
+    def _deliver(self, invocation: Invocation) -> None:
+        """Called from the transport's thread: only enqueues."""
+        self._mailbox.put(invocation)
+
+    def _run(self) -> None:
+        while True:
+            item = self._mailbox.get()
+            if item is _STOP:
+                break
+            try:
+                self._process(item)
+            except Exception:  # the mailbox loop must outlive any one message
+                log.exception("%s: failed to process a mailbox item", self.endpoint_id)
+        self._safely(self.on_stop)
+        self._fail_remaining()
+        self._terminated.set_result(None)
+
+    def _process(self, item: Any) -> None:
+        if isinstance(item, Invocation):
+            self._handle(item)
+            return
+        fn, args, future = item
+        if future is None:
+            self._safely(fn, *args)
+            return
+        try:
+            future.set_result(fn(*args))
+        except BaseException as error:
+            future.set_exception(error)
+
+    def _safely(self, fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            log.exception("%s: unhandled error on the main thread", self.endpoint_id)
+
+    def _handle(self, invocation: Invocation) -> None:
+        try:
+            result = self._invoke(invocation)
+        except FencingTokenMismatchError as error:
+            if invocation.reply is None:
+                log.warning("%s: %s", self.endpoint_id, error)
+            else:
+                invocation.reply(None, _as_remote(error))
+            return
+        except Exception as error:
+            if invocation.reply is None:
+                log.exception("%s: handling %s failed", self.endpoint_id,
+                              type(invocation.message).__name__)
+            else:
+                invocation.reply(None, _as_remote(error))
+            return
+        if invocation.reply is None:
+            return
+        if isinstance(result, Future):
+            reply = invocation.reply
+            result.add_done_callback(
+                lambda f: reply(None, _as_remote(f.exception())) if f.exception()
+                else reply(f.result(), None))
+        else:
+            invocation.reply(result, None)
+
+    def _invoke(self, invocation: Invocation) -> Any:
+        entry = self._handlers.get(type(invocation.message))
+        if entry is None:
+            raise TypeError(f"{type(self).__name__} does not handle "
+                            f"{type(invocation.message).__name__}")
+        name, fenced = entry
+        self._check_fencing(invocation, fenced)
+        return getattr(self, name)(invocation.message)
+
+    def _check_fencing(self, invocation: Invocation, fenced: bool) -> None:
+        """Plain endpoints accept everything; FencedRpcEndpoint overrides this."""
+
+    def _fail_remaining(self) -> None:
+        while True:
+            try:
+                item = self._mailbox.get_nowait()
+            except queue.Empty:
+                return
+            error = EndpointStoppedError(f"endpoint {self.endpoint_id} stopped")
+            if isinstance(item, Invocation) and item.reply is not None:
+                item.reply(None, _as_remote(error))
+            elif isinstance(item, tuple) and item[2] is not None:
+                item[2].set_exception(error)
+
+
+class FencedRpcEndpoint(RpcEndpoint):
+    """An endpoint of a leader: fenced messages must carry this leader's token.
+
+    A restarted JobManager gets a new token, so late messages of a zombie TaskManager,
+    addressed to the old leader, are refused instead of corrupting the new one's state.
+    """
+
+    def __init__(self, endpoint_id: str, fencing_token: str | None = None) -> None:
+        super().__init__(endpoint_id)
+        self.fencing_token = fencing_token or uuid.uuid4().hex
+
+    def _check_fencing(self, invocation: Invocation, fenced: bool) -> None:
+        if fenced and invocation.fencing_token != self.fencing_token:
+            raise FencingTokenMismatchError(
+                f"{type(invocation.message).__name__} to {self.endpoint_id} carried fencing "
+                f"token {invocation.fencing_token!r}, the leader's is {self.fencing_token!r}")
+
+
+def _as_remote(error: BaseException | None) -> BaseException | None:
+    if error is None or isinstance(error, RemoteError):
+        return error
+    text = "".join(traceback.format_exception(error))
+    return RemoteError(type(error).__name__, str(error), text)

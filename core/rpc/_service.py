@@ -1,0 +1,206 @@
+"""RpcService: starts endpoints, hands out gateways, moves envelopes.
+
+Subclasses supply the transport (MQTT, or in-process for unit tests). Every message,
+whichever the transport, goes through the codec, so a unit test on LocalRpcService
+catches a message that could not cross the wire.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+import threading
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from core.rpc._codec import Envelope, decode, encode
+from core.rpc._endpoint import Invocation, RpcEndpoint
+from core.rpc._errors import AskTimeoutError, CodecError, RemoteError
+from core.rpc._gateway import Gateway
+from core.rpc._scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+G = TypeVar("G", bound=Gateway)
+EventCallback = Callable[[str, Any], None]
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_.:@-]+$")
+
+
+def check_endpoint_id(endpoint_id: str) -> str:
+    if not _SAFE_ID.match(endpoint_id):
+        raise ValueError(f"endpoint id {endpoint_id!r} must be letters, digits and _.:@- only")
+    return endpoint_id
+
+
+class RpcService(ABC):
+    """The transport-independent half of a service.
+
+    Thread model: ``send_*`` and ``publish`` may be called from any thread; received
+    envelopes are decoded on the transport's thread and only enqueued into mailboxes.
+    """
+
+    def __init__(self, service_id: str | None = None, *, ask_timeout: float = 10.0,
+                 framesize: int = 256 * 1024) -> None:
+        self.service_id = check_endpoint_id(service_id or f"svc-{uuid.uuid4().hex[:12]}")
+        self.ask_timeout = ask_timeout
+        self.framesize = framesize
+        self.scheduler = Scheduler(f"scheduler-{self.service_id}")
+        self._endpoints: dict[str, RpcEndpoint] = {}
+        self._pending: dict[str, tuple[Future[Any], Any]] = {}
+        self._lock = threading.Lock()
+        self._ids = itertools.count()
+
+    # -- endpoints and gateways -----------------------------------------------------------
+
+    def start_endpoint(self, endpoint: RpcEndpoint) -> RpcEndpoint:
+        check_endpoint_id(endpoint.endpoint_id)
+        with self._lock:
+            if endpoint.endpoint_id in self._endpoints:
+                raise ValueError(f"endpoint {endpoint.endpoint_id} is already started")
+            self._endpoints[endpoint.endpoint_id] = endpoint
+        self._endpoint_added(endpoint.endpoint_id)
+        endpoint._start(self)
+        return endpoint
+
+    def stop_endpoint(self, endpoint: RpcEndpoint, timeout: float = 10.0) -> None:
+        with self._lock:
+            self._endpoints.pop(endpoint.endpoint_id, None)
+        self._endpoint_removed(endpoint.endpoint_id)
+        endpoint.stop().result(timeout)
+
+    def gateway(self, gateway_type: type[G], target: str,
+                fencing_token: str | None = None) -> G:
+        return gateway_type(self, target, fencing_token)
+
+    def endpoint(self, endpoint_id: str) -> RpcEndpoint | None:
+        with self._lock:
+            return self._endpoints.get(endpoint_id)
+
+    # -- sending ----------------------------------------------------------------------------
+
+    def send_tell(self, target: str, message: Any, fencing_token: str | None = None,
+                  heartbeat: bool = False) -> None:
+        envelope = Envelope("tell", self.service_id, message, fencing_token=fencing_token)
+        self._transmit(target, encode(envelope, self.framesize), heartbeat=heartbeat)
+
+    def send_ask(self, target: str, message: Any, fencing_token: str | None = None,
+                 timeout: float | None = None) -> Future[Any]:
+        correlation_id = f"{self.service_id}:{next(self._ids)}"
+        envelope = Envelope("ask", self.service_id, message, correlation_id=correlation_id,
+                            reply_to=self.service_id, fencing_token=fencing_token)
+        data = encode(envelope, self.framesize)
+        future: Future[Any] = Future()
+        with self._lock:
+            self._pending[correlation_id] = (future, message)
+        limit = self.ask_timeout if timeout is None else timeout
+        self.scheduler.schedule(limit, lambda: self._time_out(correlation_id, target, limit))
+        self._transmit(target, data, heartbeat=False)
+        return future
+
+    def _time_out(self, correlation_id: str, target: str, limit: float) -> None:
+        with self._lock:
+            entry = self._pending.pop(correlation_id, None)
+        if entry is not None and not entry[0].done():
+            entry[0].set_exception(AskTimeoutError(
+                f"{type(entry[1]).__name__} to {target} got no answer within {limit:g} s "
+                f"(rpc.ask-timeout)"))
+
+    # -- receiving --------------------------------------------------------------------------
+
+    def _receive(self, target: str | None, data: bytes) -> None:
+        """Decode one payload and route it; called on the transport's thread."""
+        try:
+            envelope = decode(data, self.framesize)
+        except CodecError as error:
+            log.warning("%s: dropped a message for %s: %s", self.service_id, target, error)
+            return
+        if envelope.kind == "reply":
+            self._complete(envelope)
+        elif envelope.kind in ("tell", "ask") and target is not None:
+            self._dispatch(target, envelope)
+
+    def _dispatch(self, target: str, envelope: Envelope) -> None:
+        endpoint = self.endpoint(target)
+        reply = self._replier(envelope) if envelope.kind == "ask" else None
+        if endpoint is None:
+            if reply:
+                reply(None, RemoteError("EndpointNotFoundError", f"no endpoint {target}"))
+            return
+        endpoint._deliver(Invocation(envelope.message, envelope.sender,
+                                     envelope.fencing_token, reply))
+
+    def _replier(self, request: Envelope) -> Callable[[Any, BaseException | None], None]:
+        def reply(result: Any, error: BaseException | None) -> None:
+            error_data = None
+            if error is not None:
+                remote = error if isinstance(error, RemoteError) else RemoteError(
+                    type(error).__name__, str(error))
+                error_data = {"type": remote.type_name, "message": remote.remote_message,
+                              "traceback": remote.remote_traceback[-8000:]}
+                result = None
+            envelope = Envelope("reply", self.service_id, result,
+                                correlation_id=request.correlation_id, error=error_data)
+            try:
+                data = encode(envelope, self.framesize)
+            except CodecError as encode_error:
+                data = encode(Envelope("reply", self.service_id, None,
+                                       correlation_id=request.correlation_id,
+                                       error={"type": type(encode_error).__name__,
+                                              "message": str(encode_error)}), self.framesize)
+            self._transmit_reply(request.reply_to, data)
+        return reply
+
+    def _complete(self, envelope: Envelope) -> None:
+        with self._lock:
+            entry = self._pending.pop(envelope.correlation_id, None)
+        if entry is None:
+            return  # a late or duplicated answer: the ask already completed or timed out
+        future = entry[0]
+        if envelope.error is not None:
+            error = envelope.error
+            future.set_exception(RemoteError(error.get("type", "Error"),
+                                             error.get("message", ""),
+                                             error.get("traceback", "")))
+        else:
+            future.set_result(envelope.message)
+
+    # -- observers ------------------------------------------------------------------------
+
+    def encode_event(self, message: Any) -> bytes:
+        return encode(Envelope("event", self.service_id, message), self.framesize)
+
+    def decode_event(self, data: bytes) -> Any:
+        return decode(data, self.framesize).message
+
+    @abstractmethod
+    def publish(self, topic: str, message: Any, *, retained: bool = False, qos: int = 1) -> None:
+        """Publish an event or retained state under the cluster's topic root."""
+
+    @abstractmethod
+    def subscribe(self, topic_filter: str, callback: EventCallback) -> None:
+        """Call ``callback(topic, message)`` on the transport thread for every event."""
+
+    # -- transport ------------------------------------------------------------------------
+
+    @abstractmethod
+    def _transmit(self, target: str, data: bytes, *, heartbeat: bool) -> None: ...
+
+    @abstractmethod
+    def _transmit_reply(self, reply_to: str, data: bytes) -> None: ...
+
+    def _endpoint_added(self, endpoint_id: str) -> None:
+        """Hook for transports that subscribe per endpoint."""
+
+    def _endpoint_removed(self, endpoint_id: str) -> None:
+        """Hook for transports that subscribe per endpoint."""
+
+    def close(self) -> None:
+        """Stop every endpoint, then the transport."""
+        with self._lock:
+            endpoints = list(self._endpoints.values())
+        for endpoint in endpoints:
+            self.stop_endpoint(endpoint)
+        self.scheduler.stop()

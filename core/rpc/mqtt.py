@@ -1,0 +1,177 @@
+"""MqttRpcService: the real transport, one paho client per process.
+
+Topics (relative to ``clusterdeck/<cluster-id>/``): ``rpc/<endpoint>`` (QoS 1) carries
+tells and asks, ``heartbeat/<endpoint>`` (QoS 0) heartbeats, ``reply/<service>`` (QoS 1)
+answers. Correlation ids and reply addresses travel in the payload, as MQTT 3.1.1 (all
+amqtt speaks) has no response topics. ``presence/<service>`` is retained and doubles as
+the last will, so a dead process is seen within milliseconds.
+
+paho's callbacks run on its network thread: they decode, validate and enqueue, nothing
+more. Retained state is published again after every reconnect, because a restarted
+broker has forgotten it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from typing import Any
+
+import paho.mqtt.client as mqtt
+
+from broker.address import BrokerAddress
+from broker.client import make_client
+from core.rpc._errors import RpcError
+from core.rpc._service import EventCallback, RpcService
+from core.topics import Topics, topic_matches
+
+log = logging.getLogger(__name__)
+
+
+class BrokerUnreachableError(RpcError, ConnectionError):
+    """The broker could not be reached, or refused this client's credentials."""
+
+
+class MqttRpcService(RpcService):
+    def __init__(self, address: BrokerAddress, cluster_id: str, service_id: str | None = None,
+                 *, online: Any = None, offline: Any = None, **options: Any) -> None:
+        super().__init__(service_id, **options)
+        self.address = address
+        self.topics = Topics(cluster_id)
+        self._subscriptions: list[tuple[str, EventCallback]] = []
+        self._retained: dict[str, bytes] = {}
+        self._online = online
+        self._offline = offline
+        self.instance_id = ""
+        self._connected = threading.Event()
+        self._connect_error: str | None = None
+        will = None
+        if offline is not None:
+            will = (self.topics.presence(self.service_id), self.encode_event(offline), 1, True)
+        self._client = make_client(address, f"{cluster_id}.{self.service_id}", will=will)
+        self._client.on_connect = self._on_connect
+        self._client.on_disconnect = self._on_disconnect
+        self._client.on_message = self._on_message
+
+    # -- connection -------------------------------------------------------------------------
+
+    def connect(self, timeout: float = 10.0) -> MqttRpcService:
+        """Connect and wait for the broker's answer; raise BrokerUnreachableError."""
+        try:
+            self._client.connect_async(self.address.host, self.address.port, keepalive=10)
+        except (OSError, ValueError) as error:
+            raise BrokerUnreachableError(f"broker {self.address.url()}: {error}") from None
+        self._client.loop_start()
+        if not self._connected.wait(timeout) or self._connect_error:
+            self._client.loop_stop()
+            reason = self._connect_error or f"no answer within {timeout:g} s"
+            raise BrokerUnreachableError(f"cannot connect to broker {self.address.url()} "
+                                         f"as {self.address.username!r}: {reason}")
+        return self
+
+    @property
+    def is_connected(self) -> bool:
+        return self._client.is_connected()
+
+    def _on_connect(self, client: mqtt.Client, userdata: Any, flags: Any,
+                    reason: Any, properties: Any = None) -> None:
+        if reason.is_failure:
+            self._connect_error = str(reason)
+            self._connected.set()
+            client.disconnect()
+            return
+        topics = [self.topics.reply(self.service_id)]
+        for endpoint_id in self._endpoint_ids():
+            topics += [self.topics.rpc(endpoint_id), self.topics.heartbeat(endpoint_id)]
+        topics += [self.topics.absolute(f) for f, _ in self._subscriptions]
+        for topic in dict.fromkeys(topics):
+            client.subscribe(topic, qos=1)
+        if self._online is not None:
+            self.publish(f"presence/{self.service_id}", self._online, retained=True)
+        for topic, data in list(self._retained.items()):
+            client.publish(topic, data, qos=1, retain=True)
+        self._connected.set()
+
+    def _on_disconnect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any,
+                       properties: Any = None) -> None:
+        if reason.is_failure:
+            log.warning("%s: lost the broker (%s); reconnecting", self.service_id, reason)
+
+    def _endpoint_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._endpoints)
+
+    def _endpoint_added(self, endpoint_id: str) -> None:
+        self._client.subscribe(self.topics.rpc(endpoint_id), qos=1)
+        self._client.subscribe(self.topics.heartbeat(endpoint_id), qos=0)
+
+    def _endpoint_removed(self, endpoint_id: str) -> None:
+        self._client.unsubscribe([self.topics.rpc(endpoint_id),
+                                  self.topics.heartbeat(endpoint_id)])
+
+    # -- receiving ------------------------------------------------------------------------------
+
+    def _on_message(self, client: mqtt.Client, userdata: Any, msg: mqtt.MQTTMessage) -> None:
+        relative = self.topics.relative(msg.topic)
+        channel, _, name = relative.partition("/")
+        if channel in ("rpc", "heartbeat"):
+            self._receive(name, msg.payload)
+        elif channel == "reply":
+            self._receive(None, msg.payload)
+        else:
+            self._deliver_event(relative, msg.payload)
+
+    def _deliver_event(self, relative: str, data: bytes) -> None:
+        callbacks = [cb for f, cb in list(self._subscriptions) if topic_matches(f, relative)]
+        if not callbacks or not data:
+            return  # an empty payload clears a retained topic
+        try:
+            message = self.decode_event(data)
+        except RpcError as error:
+            log.warning("%s: dropped an event on %s: %s", self.service_id, relative, error)
+            return
+        for callback in callbacks:
+            try:
+                callback(relative, message)
+            except Exception:
+                log.exception("%s: event callback for %s failed", self.service_id, relative)
+
+    # -- sending ----------------------------------------------------------------------------------
+
+    def _transmit(self, target: str, data: bytes, *, heartbeat: bool) -> None:
+        if heartbeat:
+            self._client.publish(self.topics.heartbeat(target), data, qos=0)
+        else:
+            self._client.publish(self.topics.rpc(target), data, qos=1)
+
+    def _transmit_reply(self, reply_to: str, data: bytes) -> None:
+        self._client.publish(self.topics.reply(reply_to), data, qos=1)
+
+    def publish(self, topic: str, message: Any, *, retained: bool = False, qos: int = 1) -> None:
+        data = self.encode_event(message)
+        absolute = self.topics.absolute(topic)
+        if retained:
+            self._retained[absolute] = data
+        self._client.publish(absolute, data, qos=qos, retain=retained)
+
+    def clear_retained(self, topic: str) -> None:
+        absolute = self.topics.absolute(topic)
+        self._retained.pop(absolute, None)
+        self._client.publish(absolute, b"", qos=1, retain=True)
+
+    def subscribe(self, topic_filter: str, callback: EventCallback) -> None:
+        self._subscriptions.append((topic_filter, callback))
+        self._client.subscribe(self.topics.absolute(topic_filter), qos=1)
+
+    def close(self) -> None:
+        """Stop the endpoints, then leave the broker; a clean leave sends no will, so the
+        offline presence is published by hand first."""
+        super().close()
+        if self._offline is not None and self._client.is_connected():
+            info = self._client.publish(self.topics.presence(self.service_id),
+                                        self.encode_event(self._offline), qos=1, retain=True)
+            with contextlib.suppress(RuntimeError, ValueError):
+                info.wait_for_publish(2.0)
+        self._client.disconnect()
+        self._client.loop_stop()

@@ -1,0 +1,94 @@
+"""The wire codec refuses every malformed payload with a message that says why."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+import pytest
+
+from core.rpc import CodecError, Envelope, FrameTooLargeError, decode, encode, message
+
+
+class Colour(StrEnum):
+    RED = "red"
+    BLUE = "blue"
+
+
+@message
+@dataclass(frozen=True)
+class Inner:
+    name: str
+
+
+@message
+@dataclass(frozen=True)
+class Sample:
+    count: int
+    ratio: float
+    colour: Colour
+    tags: tuple[str, ...] = ()
+    inner: Inner | None = None
+    extra: dict[str, int] | None = None
+
+
+FRAME = 4096
+
+
+def wire(**overrides) -> bytes:
+    document = {"v": 1, "kind": "tell", "from": "a", "id": "", "reply_to": "", "fencing": None,
+                "type": "Sample", "body": {"count": 1, "ratio": 0.5, "colour": "red"},
+                "error": None}
+    document.update(overrides)
+    return json.dumps(document).encode()
+
+
+def test_a_message_survives_the_round_trip() -> None:
+    sample = Sample(3, 1.5, Colour.BLUE, ("a", "b"), Inner("x"), {"k": 2})
+    decoded = decode(encode(Envelope("tell", "me", sample), FRAME), FRAME)
+    assert decoded.message == sample
+    assert decoded.sender == "me"
+
+
+@pytest.mark.parametrize(("payload", "complaint"), [
+    (b"{not json", "malformed JSON"),
+    (b"[1, 2]", "must be a JSON object"),
+    (wire(v=2), "unknown wire version 2"),
+    (wire(kind="shout"), "unknown message kind"),
+    (wire(type="Pickle"), "unknown message type 'Pickle'"),
+    (wire(body={"count": "1", "ratio": 0.5, "colour": "red"}), "Sample.count: expected a whole"),
+    (wire(body={"count": True, "ratio": 0.5, "colour": "red"}), "Sample.count: expected a whole"),
+    (wire(body={"count": 1, "ratio": 0.5, "colour": "green"}), "is not a Colour"),
+    (wire(body={"count": 1, "ratio": 0.5}), "missing field 'colour'"),
+    (wire(body={"count": 1, "ratio": 0.5, "colour": "red", "evil": 1}), "unknown field"),
+    (wire(body={"count": 1, "ratio": 0.5, "colour": "red", "tags": [1]}), "Sample.tags[0]"),
+    (wire(body={"count": 1, "ratio": 0.5, "colour": "red", "inner": {"name": 5}}),
+     "Sample.inner"),
+    (wire(fencing=7), "'fencing' must be a string"),
+])
+def test_the_codec_rejects_bad_payloads_clearly(payload: bytes, complaint: str) -> None:
+    with pytest.raises(CodecError, match=re.escape(complaint)):
+        decode(payload, FRAME)
+
+
+def test_an_oversized_payload_is_rejected_on_receipt() -> None:
+    with pytest.raises(FrameTooLargeError, match=r"over rpc\.framesize"):
+        decode(b" " * (FRAME + 1), FRAME)
+
+
+def test_an_oversized_message_is_refused_at_the_sender_naming_the_limit() -> None:
+    big = Sample(1, 1.0, Colour.RED, tuple("x" * 100 for _ in range(100)))
+    with pytest.raises(FrameTooLargeError, match=r"Sample message is \d+ bytes, over "
+                                                 r"rpc\.framesize = 4096 bytes"):
+        encode(Envelope("tell", "me", big), FRAME)
+
+
+def test_an_unregistered_class_cannot_be_sent() -> None:
+    @dataclass(frozen=True)
+    class Unregistered:
+        x: int
+
+    with pytest.raises(CodecError, match="not a registered message type"):
+        encode(Envelope("tell", "me", Unregistered(1)), FRAME)

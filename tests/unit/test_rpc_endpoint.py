@@ -1,0 +1,219 @@
+"""The actor runtime on the in-process transport."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+import pytest
+
+from core.rpc import (
+    AskTimeoutError,
+    FencedRpcEndpoint,
+    FrameTooLargeError,
+    Gateway,
+    LocalRpcService,
+    NotMainThreadError,
+    RemoteError,
+    RpcEndpoint,
+    handler,
+    message,
+)
+from tests.waiting import wait_for
+
+
+@message
+@dataclass(frozen=True)
+class Append:
+    sender: int
+    sequence: int
+
+
+@message
+@dataclass(frozen=True)
+class GetLog:
+    pass
+
+
+@message
+@dataclass(frozen=True)
+class LogContents:
+    entries: tuple[tuple[int, int], ...]
+
+
+@message
+@dataclass(frozen=True)
+class Explode:
+    text: str
+
+
+@message
+@dataclass(frozen=True)
+class Blob:
+    data: str
+
+
+class Recorder(RpcEndpoint):
+    def __init__(self, endpoint_id: str = "recorder") -> None:
+        super().__init__(endpoint_id)
+        self.entries: list[tuple[int, int]] = []
+        self.threads: set[str] = set()
+
+    @handler(Append)
+    def append(self, msg: Append) -> None:
+        self.validate_main_thread()
+        self.threads.add(threading.current_thread().name)
+        self.entries.append((msg.sender, msg.sequence))
+
+    @handler(GetLog)
+    def get_log(self, msg: GetLog) -> LogContents:
+        return LogContents(tuple(self.entries))
+
+    @handler(Explode)
+    def explode(self, msg: Explode) -> None:
+        raise ValueError(msg.text)
+
+
+class Silent(RpcEndpoint):
+    @handler(GetLog)
+    def never_answers(self, msg: GetLog) -> Future[LogContents]:
+        return Future()
+
+
+class Leader(FencedRpcEndpoint):
+    @handler(GetLog)
+    def get_log(self, msg: GetLog) -> LogContents:
+        return LogContents(())
+
+    @handler(Append, fenced=False)
+    def open_call(self, msg: Append) -> LogContents:
+        return LogContents(((msg.sender, msg.sequence),))
+
+
+@pytest.fixture
+def service():
+    svc = LocalRpcService(ask_timeout=2.0, framesize=64 * 1024)
+    yield svc
+    svc.close()
+
+
+def test_messages_from_concurrent_senders_keep_each_senders_fifo_order(service) -> None:
+    recorder = service.start_endpoint(Recorder())
+    gateway = service.gateway(Gateway, "recorder")
+    senders = [threading.Thread(target=lambda s=s: [gateway.tell(Append(s, i))
+                                                    for i in range(200)]) for s in range(4)]
+    for thread in senders:
+        thread.start()
+    for thread in senders:
+        thread.join()
+    log = gateway.ask(GetLog()).result(5).entries
+    assert len(log) == 800
+    for sender in range(4):
+        assert [seq for s, seq in log if s == sender] == list(range(200))
+    assert recorder.threads == {"endpoint-recorder"}
+
+
+def test_validate_main_thread_raises_off_the_main_thread(service) -> None:
+    recorder = service.start_endpoint(Recorder())
+    with pytest.raises(NotMainThreadError, match="not from its main thread"):
+        recorder.validate_main_thread()
+    assert recorder.call_async(recorder.validate_main_thread).result(5) is None
+
+
+def test_an_unanswered_ask_fails_with_a_timeout_naming_the_message(service) -> None:
+    service.start_endpoint(Silent("silent"))
+    future = service.gateway(Gateway, "silent").ask(GetLog(), timeout=0.2)
+    with pytest.raises(AskTimeoutError, match=r"GetLog to silent got no answer within 0\.2 s"):
+        future.result(5)
+
+
+def test_an_ask_to_nobody_times_out(service) -> None:
+    with pytest.raises(AskTimeoutError):
+        service.gateway(Gateway, "nobody").ask(GetLog(), timeout=0.1).result(5)
+
+
+def test_an_exception_in_a_handler_reaches_the_caller_as_remote_error(service) -> None:
+    service.start_endpoint(Recorder())
+    with pytest.raises(RemoteError, match="ValueError: boom") as caught:
+        service.gateway(Gateway, "recorder").ask(Explode("boom")).result(5)
+    assert "raise ValueError" in caught.value.remote_traceback
+
+
+def test_a_stale_fencing_token_is_rejected(service) -> None:
+    leader = service.start_endpoint(Leader("leader"))
+    current = service.gateway(Gateway, "leader", leader.fencing_token)
+    stale = service.gateway(Gateway, "leader", "an-earlier-leaders-token")
+    assert current.ask(GetLog()).result(5) == LogContents(())
+    with pytest.raises(RemoteError) as caught:
+        stale.ask(GetLog()).result(5)
+    assert caught.value.type_name == "FencingTokenMismatchError"
+
+
+def test_an_unfenced_handler_accepts_any_token(service) -> None:
+    service.start_endpoint(Leader("leader"))
+    answer = service.gateway(Gateway, "leader", None).ask(Append(1, 2)).result(5)
+    assert answer.entries == ((1, 2),)
+
+
+def test_a_message_over_the_framesize_is_refused_at_the_sender() -> None:
+    small = LocalRpcService(framesize=4096)
+    try:
+        small.start_endpoint(Recorder())
+        with pytest.raises(FrameTooLargeError, match=r"over rpc.framesize = 4096 bytes"):
+            small.gateway(Gateway, "recorder").tell(Blob("x" * 5000))
+    finally:
+        small.close()
+
+
+def test_an_answer_over_the_framesize_fails_the_ask_instead_of_vanishing() -> None:
+    small = LocalRpcService(framesize=4096)
+    try:
+        small.start_endpoint(Recorder())
+        gateway = small.gateway(Gateway, "recorder")
+        for sequence in range(1000):
+            gateway.tell(Append(0, sequence))
+        with pytest.raises(RemoteError, match="FrameTooLargeError"):
+            gateway.ask(GetLog()).result(5)
+    finally:
+        small.close()
+
+
+def test_schedule_runs_on_the_main_thread_after_the_delay(service) -> None:
+    recorder = service.start_endpoint(Recorder())
+    seen: list[str] = []
+    recorder.schedule(0.05, lambda: seen.append(threading.current_thread().name))
+    wait_for(lambda: seen, 5, "the scheduled call")
+    assert seen == ["endpoint-recorder"]
+
+
+def test_on_start_runs_before_the_first_message_and_on_stop_after_the_last(service) -> None:
+    order: list[str] = []
+
+    class Lifecycle(Recorder):
+        def on_start(self) -> None:
+            order.append("start")
+
+        def on_stop(self) -> None:
+            order.append("stop")
+
+        @handler(Append)
+        def append(self, msg: Append) -> None:
+            order.append("message")
+
+    endpoint = service.start_endpoint(Lifecycle("lifecycle"))
+    service.gateway(Gateway, "lifecycle").tell(Append(0, 0))
+    wait_for(lambda: "message" in order, 5, "the message")
+    service.stop_endpoint(endpoint)
+    assert order == ["start", "message", "stop"]
+
+
+def test_asks_behind_the_stop_in_the_mailbox_fail_loudly(service) -> None:
+    gate = threading.Event()
+    recorder = service.start_endpoint(Recorder())
+    recorder.run_async(gate.wait, 5)
+    recorder.stop()
+    pending = service.gateway(Gateway, "recorder").ask(GetLog())
+    gate.set()
+    with pytest.raises(RemoteError, match="EndpointStoppedError"):
+        pending.result(5)
