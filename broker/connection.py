@@ -1,0 +1,78 @@
+"""The connection file: how local processes find a running cluster's broker.
+
+``clusterdeck broker`` writes it when it starts (the port may have been picked at
+random); JobManager, TaskManagers, clients and the GUI read it. It holds no secret,
+only the kind and where the broker listens; the login comes from the credentials
+file of the same cluster, chosen by role.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+
+from broker.address import BrokerAddress
+from broker.credentials import CredentialsError, load
+
+FILE_NAME = "broker.json"
+_FORMAT_VERSION = 1
+
+
+class NoBrokerError(RuntimeError):
+    """No broker is known for a cluster: it was never started in this data dir."""
+
+
+def connection_file(cluster_dir: Path) -> Path:
+    return Path(cluster_dir) / FILE_NAME
+
+
+def write_connection(cluster_dir: Path, kind: str, address: BrokerAddress) -> Path:
+    """Record where the broker of this cluster listens; atomic, so readers never see half."""
+    path = connection_file(cluster_dir)
+    data = {"version": _FORMAT_VERSION, "kind": kind, "host": address.host,
+            "port": address.port}
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+    return path
+
+
+def read_connection(cluster_dir: Path) -> tuple[str, BrokerAddress] | None:
+    """The (kind, address without login) last written, or None when there is none."""
+    path = connection_file(cluster_dir)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        raise NoBrokerError(f"the broker connection file is unreadable: {error}") from None
+    try:
+        if data["version"] != _FORMAT_VERSION:
+            raise NoBrokerError(f"broker connection file version {data['version']!r} is "
+                                f"not {_FORMAT_VERSION}")
+        return str(data["kind"]), BrokerAddress(str(data["host"]), int(data["port"]))
+    except (KeyError, TypeError, ValueError):
+        raise NoBrokerError("the broker connection file is malformed") from None
+
+
+def client_address(cluster_dir: Path, cluster_id: str, role: str) -> BrokerAddress:
+    """The address of this cluster's broker with the login of ``role``.
+
+    Raises NoBrokerError, naming the cluster, when its broker was never started here.
+    For an external broker the stored address carries no login: the credentials then
+    come from ``broker.url``, not from here.
+    """
+    found = read_connection(cluster_dir)
+    if found is None:
+        raise NoBrokerError(f"no broker is known for cluster {cluster_id!r}: start the "
+                            "cluster first (clusterdeck up)")
+    kind, address = found
+    if kind == "external":
+        return address
+    try:
+        username, password = load(cluster_dir, cluster_id).for_role(role)
+    except CredentialsError as error:
+        raise NoBrokerError(str(error)) from None
+    return address.with_credentials(username, password)

@@ -1,0 +1,140 @@
+"""Generated per-cluster broker logins, one per role, kept in the cluster's private dir.
+
+Every cluster gets its own random passwords the first time its broker starts, so a
+process of one cluster (or any other local program) cannot join another cluster's
+broker. The file is the single source: the broker builds its password file from it
+and every local client reads its own role's login from it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from broker.acl import check_cluster_id
+from core.paths import ensure_private_dir
+
+ROLES: tuple[str, ...] = ("jobmanager", "taskmanager", "client")
+FILE_NAME = "credentials.json"
+_FORMAT_VERSION = 1
+
+
+class CredentialsError(RuntimeError):
+    """The credentials file is missing, unreadable or belongs to another cluster."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """One (username, password) per role of one cluster; passwords never appear in repr."""
+
+    cluster_id: str
+    logins: Mapping[str, tuple[str, str]] = field(repr=False)
+
+    def __post_init__(self) -> None:
+        missing = [role for role in ROLES if role not in self.logins]
+        if missing:
+            raise CredentialsError(f"credentials of cluster {self.cluster_id!r} lack the "
+                                   f"role(s) {', '.join(missing)}")
+
+    def for_role(self, role: str) -> tuple[str, str]:
+        """The (username, password) a process of ``role`` connects with."""
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r} (known: {', '.join(ROLES)})")
+        return self.logins[role]
+
+    def usernames(self) -> list[str]:
+        return [self.logins[role][0] for role in ROLES]
+
+    def items(self) -> list[tuple[str, str]]:
+        """Every (username, password) pair, in role order: what the broker must accept."""
+        return [self.logins[role] for role in ROLES]
+
+
+def username_for(cluster_id: str, role: str) -> str:
+    return f"cd-{cluster_id}-{role}"
+
+
+def generate(cluster_id: str) -> Credentials:
+    """Fresh random logins for ``cluster_id``."""
+    check_cluster_id(cluster_id)
+    return Credentials(cluster_id, {
+        role: (username_for(cluster_id, role), secrets.token_urlsafe(24)) for role in ROLES})
+
+
+def credentials_file(cluster_dir: Path) -> Path:
+    return Path(cluster_dir) / FILE_NAME
+
+
+def load(cluster_dir: Path, cluster_id: str) -> Credentials:
+    """Read the credentials of an existing cluster; CredentialsError when there are none."""
+    path = credentials_file(cluster_dir)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CredentialsError(f"cluster {cluster_id!r} has no credentials yet: its broker "
+                               "has never been started") from None
+    except (OSError, ValueError) as error:
+        raise CredentialsError(f"cannot read the credentials of cluster {cluster_id!r}: "
+                               f"{error}") from None
+    return _from_json(data, cluster_id)
+
+
+def load_or_create(cluster_dir: Path, cluster_id: str) -> Credentials:
+    """The cluster's credentials, generated and saved (mode 0600) on first use.
+
+    Creation is atomic and never overwrites: when two processes race, both end up with
+    the logins of whichever wrote first.
+    """
+    check_cluster_id(cluster_id)
+    directory = ensure_private_dir(Path(cluster_dir))
+    path = credentials_file(directory)
+    if not path.exists():
+        _create_exclusively(path, generate(cluster_id))
+    path.chmod(0o600)
+    return load(directory, cluster_id)
+
+
+def _create_exclusively(path: Path, credentials: Credentials) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+            json.dump(_to_json(credentials), stream, indent=2)
+            stream.write("\n")
+            stream.flush()
+            os.fsync(stream.fileno())
+        with contextlib.suppress(FileExistsError):  # another process was first: keep its
+            os.link(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _to_json(credentials: Credentials) -> dict:
+    return {
+        "version": _FORMAT_VERSION,
+        "cluster_id": credentials.cluster_id,
+        "logins": {role: {"username": user, "password": password}
+                   for role, (user, password) in credentials.logins.items()},
+    }
+
+
+def _from_json(data: object, cluster_id: str) -> Credentials:
+    try:
+        if data["version"] != _FORMAT_VERSION:  # type: ignore[index]
+            raise CredentialsError(f"credentials file version {data['version']!r} is not "  # type: ignore[index]
+                                   f"{_FORMAT_VERSION}")
+        stored_id = data["cluster_id"]  # type: ignore[index]
+        logins = {role: (str(entry["username"]), str(entry["password"]))
+                  for role, entry in data["logins"].items()}  # type: ignore[index]
+    except (KeyError, TypeError, AttributeError):
+        raise CredentialsError(f"the credentials file of cluster {cluster_id!r} is "
+                               "malformed") from None
+    if stored_id != cluster_id:
+        raise CredentialsError(f"the credentials file belongs to cluster {stored_id!r}, "
+                               f"not {cluster_id!r}")
+    return Credentials(cluster_id, logins)

@@ -1,0 +1,102 @@
+"""The pure-Python amqtt broker, run inside this process when Mosquitto is missing.
+
+Its config is always built here: amqtt's default is a 0.0.0.0 listener open to
+anonymous clients. Logins are checked against an argon2 password file generated
+from the cluster's credentials; topics are confined per user with
+``TopicAccessControlListPlugin`` using ``acl`` (subscribe) and ``publish_acl``. The
+documented ``subscribe_acl`` key is not used: in 0.12.1 it stops the broker from
+starting. Known holes of amqtt 0.12.1 (retained messages and last wills skip the ACL)
+do not cross clusters because every cluster runs its own broker with only its own
+users in it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+from amqtt.broker import Broker
+from pwdlib import PasswordHash
+from pwdlib.hashers.argon2 import Argon2Hasher
+
+from broker.acl import cluster_topic_filter
+from broker.credentials import Credentials
+
+PASSWORD_NAME = "amqtt.passwd"
+
+_AUTH_PLUGIN = "amqtt.plugins.authentication.FileAuthPlugin"
+_ACL_PLUGIN = "amqtt.plugins.topic_checking.TopicAccessControlListPlugin"
+
+log = logging.getLogger(__name__)
+
+
+def write_password_file(path: Path, credentials: Credentials) -> None:
+    """``username:argon2-hash`` lines, mode 0600, replaced whole."""
+    hasher = PasswordHash((Argon2Hasher(),))
+    text = "".join(f"{username}:{hasher.hash(password)}\n"
+                   for username, password in credentials.items())
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    temporary.unlink(missing_ok=True)
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+        stream.write(text)
+    os.replace(temporary, path)
+
+
+def broker_config(*, host: str, port: int, password_file: Path,
+                  credentials: Credentials) -> dict[str, Any]:
+    """The amqtt 0.12 config: one TCP listener, file logins, per-user topic ACLs."""
+    if not host:
+        raise ValueError("the embedded broker needs an explicit host to listen on")
+    bind_host = f"[{host}]" if ":" in host else host
+    topics = [cluster_topic_filter(credentials.cluster_id)]
+    acl = {username: list(topics) for username in credentials.usernames()}
+    return {
+        "listeners": {"default": {"type": "tcp", "bind": f"{bind_host}:{port}"}},
+        "plugins": {
+            _AUTH_PLUGIN: {"password_file": str(password_file)},
+            _ACL_PLUGIN: {"acl": acl, "publish_acl": {u: list(t) for u, t in acl.items()}},
+        },
+    }
+
+
+async def serve(config: dict[str, Any], stop: asyncio.Event) -> None:
+    """Run the broker on the running loop until ``stop`` is set, then shut it down."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The 'acl' option is deprecated",
+                                category=DeprecationWarning)
+        broker = Broker(config)
+    await broker.start()
+    log.info("amqtt broker listening on %s", config["listeners"]["default"]["bind"])
+    try:
+        await stop.wait()
+    finally:
+        await broker.shutdown()
+        log.info("amqtt broker stopped")
+
+
+def run(config: dict[str, Any]) -> int:
+    """Serve in this (main) thread until SIGTERM or SIGINT; 0 after a clean stop.
+
+    Log lines go to stdout (the supervisor's log file): ours from INFO, amqtt's and
+    its state machine's (per-connection chatter) from WARNING only.
+    """
+    logging.basicConfig(level=logging.WARNING, stream=sys.stdout,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log.setLevel(logging.INFO)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await serve(config, stop)
+
+    asyncio.run(main())
+    return 0

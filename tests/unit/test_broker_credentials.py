@@ -1,0 +1,80 @@
+import json
+import stat
+
+import pytest
+
+from broker.credentials import (
+    ROLES,
+    CredentialsError,
+    credentials_file,
+    load,
+    load_or_create,
+)
+
+
+def test_credentials_file_is_private(tmp_path):
+    cluster_dir = tmp_path / "clusters" / "alpha"
+    load_or_create(cluster_dir, "alpha")
+    assert stat.S_IMODE(credentials_file(cluster_dir).stat().st_mode) == 0o600
+    assert stat.S_IMODE(cluster_dir.stat().st_mode) == 0o700
+
+
+def test_credentials_are_stable_across_loads(tmp_path):
+    first = load_or_create(tmp_path, "alpha")
+    assert load_or_create(tmp_path, "alpha") == first
+    assert load(tmp_path, "alpha") == first
+
+
+def test_every_role_has_its_own_login_named_after_the_cluster(tmp_path):
+    credentials = load_or_create(tmp_path, "alpha")
+    logins = [credentials.for_role(role) for role in ROLES]
+    assert [user for user, _ in logins] == [f"cd-alpha-{role}" for role in ROLES]
+    assert len({password for _, password in logins}) == len(ROLES)
+    assert all(len(password) >= 32 for _, password in logins)
+
+
+def test_two_clusters_get_different_passwords(tmp_path):
+    alpha = load_or_create(tmp_path / "alpha", "alpha")
+    beta = load_or_create(tmp_path / "beta", "beta")
+    assert alpha.for_role("client")[1] != beta.for_role("client")[1]
+
+
+def test_a_loosened_file_mode_is_tightened_again(tmp_path):
+    load_or_create(tmp_path, "alpha")
+    credentials_file(tmp_path).chmod(0o644)
+    load_or_create(tmp_path, "alpha")
+    assert stat.S_IMODE(credentials_file(tmp_path).stat().st_mode) == 0o600
+
+
+def test_repr_never_shows_a_password(tmp_path):
+    credentials = load_or_create(tmp_path, "alpha")
+    assert credentials.for_role("client")[1] not in repr(credentials)
+
+
+def test_unknown_role_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown role"):
+        load_or_create(tmp_path, "alpha").for_role("admin")
+
+
+def test_credentials_of_another_cluster_are_refused(tmp_path):
+    load_or_create(tmp_path, "alpha")
+    with pytest.raises(CredentialsError, match="belongs to cluster 'alpha'"):
+        load_or_create(tmp_path, "beta")
+
+
+def test_loading_without_a_file_says_the_broker_never_started(tmp_path):
+    with pytest.raises(CredentialsError, match="never been started"):
+        load(tmp_path, "alpha")
+
+
+def test_a_malformed_file_is_reported(tmp_path):
+    load_or_create(tmp_path, "alpha")
+    credentials_file(tmp_path).write_text(json.dumps({"version": 1}))
+    with pytest.raises(CredentialsError, match="malformed"):
+        load(tmp_path, "alpha")
+
+
+@pytest.mark.parametrize("cluster_id", ["", "a/b", "a+b", "#", "a b", "-x", "x" * 65])
+def test_cluster_ids_unsafe_in_topics_are_refused(tmp_path, cluster_id):
+    with pytest.raises(ValueError, match="cluster id"):
+        load_or_create(tmp_path, cluster_id)

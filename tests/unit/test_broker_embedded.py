@@ -1,0 +1,51 @@
+import stat
+
+from pwdlib import PasswordHash
+from pwdlib.hashers.argon2 import Argon2Hasher
+
+from broker import embedded
+from broker.credentials import load_or_create
+
+
+def config_for(tmp_path, host="127.0.0.1"):
+    credentials = load_or_create(tmp_path, "alpha")
+    return credentials, embedded.broker_config(host=host, port=4321,
+                                               password_file=tmp_path / "pw",
+                                               credentials=credentials)
+
+
+def test_the_only_listener_is_the_configured_one(tmp_path):
+    _, config = config_for(tmp_path)
+    assert config["listeners"] == {"default": {"type": "tcp", "bind": "127.0.0.1:4321"}}
+
+
+def test_ipv6_hosts_are_bracketed(tmp_path):
+    _, config = config_for(tmp_path, host="::1")
+    assert config["listeners"]["default"]["bind"] == "[::1]:4321"
+
+
+def test_logins_come_from_the_password_file_and_nothing_else(tmp_path):
+    _, config = config_for(tmp_path)
+    plugins = config["plugins"]
+    assert plugins["amqtt.plugins.authentication.FileAuthPlugin"] == {
+        "password_file": str(tmp_path / "pw")}
+    assert not any("Anonymous" in name for name in plugins)
+
+
+def test_every_user_is_confined_to_its_cluster_for_subscribe_and_publish(tmp_path):
+    credentials, config = config_for(tmp_path)
+    acl = config["plugins"]["amqtt.plugins.topic_checking.TopicAccessControlListPlugin"]
+    expected = {user: ["clusterdeck/alpha/#"] for user in credentials.usernames()}
+    assert acl == {"acl": expected, "publish_acl": expected}
+
+
+def test_password_file_holds_argon2_hashes_readable_by_its_owner_only(tmp_path):
+    credentials = load_or_create(tmp_path, "alpha")
+    path = tmp_path / "amqtt.passwd"
+    embedded.write_password_file(path, credentials)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    hashes = dict(line.split(":", 1) for line in path.read_text().splitlines())
+    hasher = PasswordHash((Argon2Hasher(),))
+    for user, password in credentials.items():
+        assert hashes[user].startswith("$argon2")
+        assert hasher.verify(password, hashes[user])
