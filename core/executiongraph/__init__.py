@@ -1,0 +1,81 @@
+"""The ExecutionGraph and its batch scheduler, as pure code: events in, instructions out.
+
+A JobMaster builds an ``ExecutionGraph`` from a JobGraph, wraps it in a ``Scheduler``
+with a restart strategy and an ``InputSplitAssigner``, feeds it what happens (``start``,
+``slot_offered``, ``task_state_changed``, ``request_split``, ``taskmanager_lost``,
+``restart_due``, ``cancel``) and carries out the instructions each event returns.
+``ExecutionGraph.snapshot()`` is what observers draw.
+"""
+
+from core.executiongraph.execution import Execution, ExecutionVertex, SlotRef
+from core.executiongraph.failover import failover_region
+from core.executiongraph.failures import TASKMANAGER_LOST, FailureRecord, TaskFailure
+from core.executiongraph.graph import ExecutionGraph, ExecutionJobVertex
+from core.executiongraph.instructions import (
+    CancelTask,
+    DeployTask,
+    ExecutionStateChanged,
+    Instruction,
+    JobCanceled,
+    JobFailed,
+    JobFinished,
+    JobStatusChanged,
+    NewAttempt,
+    NextInputSplit,
+    Rejected,
+    ReleaseSlot,
+    RequestSlot,
+    ScheduleOrUpdateConsumers,
+    ScheduleRestart,
+)
+from core.executiongraph.restart import (
+    ExponentialDelay,
+    FailureRate,
+    FixedDelay,
+    NoRestart,
+    RestartStrategy,
+)
+from core.executiongraph.scheduler import Scheduler
+from core.executiongraph.splits import InputSplitAssigner
+from core.executiongraph.states import ExecutionState, IllegalTransition, JobStatus
+from core.executiongraph.wiring import EdgeInput, EdgeOutput, ResultPartitionRef
+
+__all__ = [
+    "TASKMANAGER_LOST",
+    "CancelTask",
+    "DeployTask",
+    "EdgeInput",
+    "EdgeOutput",
+    "Execution",
+    "ExecutionGraph",
+    "ExecutionJobVertex",
+    "ExecutionState",
+    "ExecutionStateChanged",
+    "ExecutionVertex",
+    "ExponentialDelay",
+    "FailureRate",
+    "FailureRecord",
+    "FixedDelay",
+    "IllegalTransition",
+    "InputSplitAssigner",
+    "Instruction",
+    "JobCanceled",
+    "JobFailed",
+    "JobFinished",
+    "JobStatus",
+    "JobStatusChanged",
+    "NewAttempt",
+    "NextInputSplit",
+    "NoRestart",
+    "Rejected",
+    "ReleaseSlot",
+    "RequestSlot",
+    "RestartStrategy",
+    "ResultPartitionRef",
+    "ScheduleOrUpdateConsumers",
+    "ScheduleRestart",
+    "Scheduler",
+    "SlotRef",
+    "TaskFailure",
+    "failover_region",
+]

@@ -1,0 +1,128 @@
+"""One subtask and its attempts: ExecutionVertex -> Execution.
+
+An ExecutionVertex is one parallel instance of a JobVertex; it lives as long as the job.
+Each time it runs it gets a new Execution (an attempt) with a fresh ``attempt_id``, so
+every message about a task names exactly one attempt and a report from an old attempt can
+be told apart from one from the current attempt. Old attempts are kept: they are the
+subtask's history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.executiongraph.failures import FailureRecord
+from core.executiongraph.states import ExecutionState, IllegalTransition
+from core.jobs.graph import InputSplit
+
+
+@dataclass(frozen=True, order=True)
+class SlotRef:
+    """One task slot: the TaskManager that offers it and its index in the slot table."""
+
+    taskmanager_id: str
+    slot_index: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"taskmanager_id": self.taskmanager_id, "slot_index": self.slot_index}
+
+
+def subtask_id(vertex_id: str, subtask: int) -> str:
+    return f"{vertex_id}#{subtask}"
+
+
+@dataclass
+class Execution:
+    """One attempt of one subtask. Only the scheduler changes it, through ``transition``."""
+
+    job_id: str
+    vertex_id: str
+    subtask: int
+    attempt: int
+    state: ExecutionState = ExecutionState.CREATED
+    slot: SlotRef | None = None
+    state_timestamps: dict[ExecutionState, float] = field(default_factory=dict)
+    failure: FailureRecord | None = None
+    input_splits: list[InputSplit] = field(default_factory=list)
+    result: Any = None
+    partitions_lost: bool = False
+
+    @property
+    def attempt_id(self) -> str:
+        return f"{self.job_id}/{subtask_id(self.vertex_id, self.subtask)}/a{self.attempt}"
+
+    @property
+    def subtask_id(self) -> str:
+        return subtask_id(self.vertex_id, self.subtask)
+
+    @property
+    def taskmanager_id(self) -> str | None:
+        return self.slot.taskmanager_id if self.slot else None
+
+    @property
+    def start_time(self) -> float | None:
+        """When the attempt got its slot (Flink's UI counts from DEPLOYING)."""
+        return self.state_timestamps.get(ExecutionState.DEPLOYING)
+
+    @property
+    def end_time(self) -> float | None:
+        return self.state_timestamps.get(self.state) if self.state.is_terminal else None
+
+    @property
+    def has_usable_partitions(self) -> bool:
+        """True when consumers can read this attempt's output."""
+        return self.state is ExecutionState.FINISHED and not self.partitions_lost
+
+    def transition(self, new: ExecutionState, now: float) -> ExecutionState:
+        """Move to ``new`` and return the old state; raises on a move the table forbids."""
+        old = self.state
+        if not old.can_become(new):
+            raise IllegalTransition(f"{self.attempt_id}: {old} -> {new}")
+        self.state = new
+        self.state_timestamps[new] = now
+        return old
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "attempt_id": self.attempt_id, "attempt": self.attempt, "state": str(self.state),
+            "slot": self.slot.to_dict() if self.slot else None,
+            "state_timestamps": {str(s): t for s, t in self.state_timestamps.items()},
+            "start_time": self.start_time, "end_time": self.end_time,
+            "failure": self.failure.to_dict() if self.failure else None,
+            "input_splits": [split.split_id for split in self.input_splits],
+            "partitions_lost": self.partitions_lost,
+        }
+
+
+class ExecutionVertex:
+    """One subtask of a vertex, with every attempt it has made; the last is current."""
+
+    def __init__(self, job_id: str, vertex_id: str, subtask: int) -> None:
+        self.job_id = job_id
+        self.vertex_id = vertex_id
+        self.subtask = subtask
+        self.attempts: list[Execution] = [Execution(job_id, vertex_id, subtask, attempt=0)]
+
+    @property
+    def id(self) -> str:
+        return subtask_id(self.vertex_id, self.subtask)
+
+    @property
+    def current(self) -> Execution:
+        return self.attempts[-1]
+
+    def new_attempt(self) -> Execution:
+        """Start over with a fresh attempt; only a terminal attempt may be replaced."""
+        if not self.current.state.is_terminal:
+            raise IllegalTransition(
+                f"{self.current.attempt_id} is {self.current.state}, cannot start a new attempt")
+        execution = Execution(self.job_id, self.vertex_id, self.subtask,
+                              attempt=self.current.attempt + 1)
+        self.attempts.append(execution)
+        return execution
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "subtask": self.subtask, "state": str(self.current.state),
+                "attempt_id": self.current.attempt_id,
+                "attempts": [execution.to_dict() for execution in self.attempts]}

@@ -1,0 +1,63 @@
+"""What went wrong, as data: the failure a TaskManager reports and the record a job keeps.
+
+Exceptions never cross the wire, so a task's exception arrives as its type name, message
+and formatted traceback (with the chain of causes already in the text). The job keeps
+every failure, in order; the first one is the root cause a user is shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+TASKMANAGER_LOST = "TaskManagerLost"
+"""``exception_type`` of the failure given to executions whose TaskManager was lost."""
+
+
+@dataclass(frozen=True)
+class TaskFailure:
+    """Why one task failed, as reported (or, for a lost TaskManager, as concluded)."""
+
+    exception_type: str
+    message: str
+    traceback: str = ""
+    log_excerpt: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"exception_type": self.exception_type, "message": self.message,
+                "traceback": self.traceback, "log_excerpt": list(self.log_excerpt)}
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> TaskFailure:
+        return TaskFailure(exception_type=str(data["exception_type"]),
+                           message=str(data.get("message", "")),
+                           traceback=str(data.get("traceback", "")),
+                           log_excerpt=tuple(str(line) for line in data.get("log_excerpt", ())))
+
+
+@dataclass(frozen=True)
+class FailureRecord:
+    """One failure in a job's history: the reported failure plus where and when it struck."""
+
+    attempt_id: str
+    vertex_id: str
+    subtask: int
+    attempt: int
+    taskmanager_id: str | None
+    failure: TaskFailure
+    timestamp: float
+    input_splits: tuple[int, ...] = field(default=())
+
+    @property
+    def exception_type(self) -> str:
+        return self.failure.exception_type
+
+    @property
+    def message(self) -> str:
+        return self.failure.message
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"attempt_id": self.attempt_id, "vertex_id": self.vertex_id,
+                "subtask": self.subtask, "attempt": self.attempt,
+                "taskmanager_id": self.taskmanager_id, "timestamp": self.timestamp,
+                "input_splits": list(self.input_splits), **self.failure.to_dict()}

@@ -1,0 +1,403 @@
+"""The batch scheduler as a pure state machine: events in, instructions out.
+
+Every public method is one event (the job starts, a slot is offered, a task reports a
+new state, a TaskManager is lost, a restart is due, the user cancels) and returns the
+instructions the JobMaster must carry out, in order. Nothing here sends, sleeps, reads
+a clock or starts a thread, so the whole life of a job, failures included, is tested by
+feeding events to it. The JobMaster calls it from its main thread only.
+
+Scheduling follows Flink's lazy-from-sources batch mode: sources are scheduled when
+the job starts; a consumer vertex is scheduled once every producer on every input edge
+has finished (blocking exchange, ``ScheduleOrUpdateConsumers``). Reports are idempotent
+per attempt id: a duplicate changes nothing and a report from a replaced attempt is
+rejected, so retried or late messages cannot corrupt the graph.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from core.executiongraph.execution import Execution, ExecutionVertex, SlotRef
+from core.executiongraph.failover import failover_region
+from core.executiongraph.failures import TASKMANAGER_LOST, FailureRecord, TaskFailure
+from core.executiongraph.graph import ExecutionGraph, ExecutionJobVertex
+from core.executiongraph.instructions import (
+    CancelTask,
+    DeployTask,
+    ExecutionStateChanged,
+    Instruction,
+    JobCanceled,
+    JobFailed,
+    JobFinished,
+    JobStatusChanged,
+    NewAttempt,
+    NextInputSplit,
+    Rejected,
+    ReleaseSlot,
+    RequestSlot,
+    ScheduleOrUpdateConsumers,
+    ScheduleRestart,
+)
+from core.executiongraph.restart import NoRestart, RestartStrategy
+from core.executiongraph.splits import InputSplitAssigner
+from core.executiongraph.states import ExecutionState, JobStatus
+
+_REPORTABLE = frozenset({ExecutionState.RUNNING, ExecutionState.FINISHED,
+                         ExecutionState.FAILED, ExecutionState.CANCELED})
+_ON_A_TASKMANAGER = frozenset({ExecutionState.DEPLOYING, ExecutionState.RUNNING})
+
+
+@dataclass(frozen=True)
+class _PendingRestart:
+    due: float
+    subtasks: tuple[str, ...]
+
+
+class Scheduler:
+    """Drives one job's ExecutionGraph from start to FINISHED, FAILED or CANCELED.
+
+    ``partitions_outlive_taskmanagers`` says where result partitions live: True (today)
+    for the shared work directory, False for a TaskManager's local disk, in which case a
+    lost TaskManager takes the partitions of its finished subtasks with it.
+    """
+
+    def __init__(self, graph: ExecutionGraph, restart_strategy: RestartStrategy | None = None,
+                 splits: InputSplitAssigner | None = None, *,
+                 partitions_outlive_taskmanagers: bool = True) -> None:
+        self.graph = graph
+        self.restart_strategy: RestartStrategy = restart_strategy or NoRestart()
+        self.splits = splits or InputSplitAssigner()
+        self.partitions_outlive_taskmanagers = partitions_outlive_taskmanagers
+        self._waiting_for_slot: deque[Execution] = deque()
+        self._slots_in_use: dict[SlotRef, Execution] = {}
+        self._pending_restarts: list[_PendingRestart] = []
+        self._started_at: float | None = None
+
+    @property
+    def status(self) -> JobStatus:
+        return self.graph.status
+
+    # -- events ----------------------------------------------------------------------------
+
+    def start(self, now: float) -> list[Instruction]:
+        """Run the job: schedule every subtask whose inputs are ready, i.e. the sources."""
+        if self.status is not JobStatus.CREATED:
+            return [Rejected(None, f"job {self.graph.job_id} is {self.status}, not CREATED")]
+        self._started_at = now
+        out: list[Instruction] = [self._job(JobStatus.RUNNING, now)]
+        for vertex in self.graph.vertices.values():
+            if self.graph.inputs_available(vertex.id):
+                for subtask in vertex.subtasks:
+                    out += self._schedule(subtask.current, now)
+        return out
+
+    def slot_offered(self, taskmanager_id: str, slot_index: int,
+                     now: float) -> list[Instruction]:
+        """A slot arrived: deploy the longest-waiting scheduled subtask into it, or give
+        the slot back when nothing waits."""
+        slot = SlotRef(taskmanager_id, slot_index)
+        if slot in self._slots_in_use:
+            holder = self._slots_in_use[slot].attempt_id
+            return [Rejected(None, f"slot {taskmanager_id}:{slot_index} is in use by {holder}")]
+        execution = self._next_waiting() if self.status is JobStatus.RUNNING else None
+        if execution is None:
+            return [ReleaseSlot(slot)]
+        execution.slot = slot
+        self._slots_in_use[slot] = execution
+        changed = self._move(execution, ExecutionState.DEPLOYING, now)
+        vertex = self.graph.vertex(execution.vertex_id)
+        deploy = DeployTask(
+            job_id=self.graph.job_id, attempt_id=execution.attempt_id,
+            vertex_id=execution.vertex_id, subtask=execution.subtask,
+            parallelism=vertex.parallelism, attempt=execution.attempt, slot=slot,
+            inputs=self.graph.input_partitions(execution.vertex_id, execution.subtask),
+            outputs=self.graph.output_partitions(execution.vertex_id))
+        return [changed, deploy]
+
+    def task_state_changed(self, attempt_id: str, state: ExecutionState | str, now: float, *,
+                           failure: TaskFailure | None = None,
+                           result: Any = None) -> list[Instruction]:
+        """A TaskManager reports RUNNING, FINISHED, FAILED or CANCELED for one attempt."""
+        try:
+            state = ExecutionState(state)
+        except ValueError:
+            return [Rejected(attempt_id, f"unknown execution state {state!r}")]
+        execution = self._current(attempt_id)
+        if isinstance(execution, Rejected):
+            return [execution]
+        if state is execution.state:
+            return []
+        if state not in _REPORTABLE:
+            return [Rejected(attempt_id, f"a TaskManager cannot report {state}")]
+        if execution.state is ExecutionState.CANCELING:
+            return [] if state is ExecutionState.RUNNING else self._cancelled(execution, now)
+        if execution.state not in _ON_A_TASKMANAGER:
+            return [Rejected(attempt_id, f"{attempt_id} is {execution.state}, cannot become "
+                                         f"{state}")]
+        if state is ExecutionState.RUNNING:
+            return [self._move(execution, state, now)]
+        if state is ExecutionState.FINISHED:
+            execution.result = result
+            out = [self._move(execution, state, now), *self._release(execution)]
+            return out + self._after_finished(execution, now)
+        if state is ExecutionState.CANCELED:
+            failure = TaskFailure("UnexpectedCancellation",
+                                  "the task stopped as canceled, but no cancel was sent")
+        out = self._fail(execution, failure or TaskFailure(
+            "UnknownFailure", "the task failed without reporting a cause"), now)
+        out += self._release(execution)
+        return out + self._after_failures([execution.subtask_id], now)
+
+    def request_split(self, attempt_id: str, host: str | None) -> list[Instruction]:
+        """A running source asks for its next input split (Flink's RequestNextInputSplit)."""
+        execution = self._current(attempt_id)
+        if isinstance(execution, Rejected):
+            return [execution]
+        if execution.state not in _ON_A_TASKMANAGER:
+            return [Rejected(attempt_id, f"{attempt_id} is {execution.state}, not running")]
+        split = self.splits.next_split(execution.vertex_id, execution.subtask, host)
+        if split is not None:
+            execution.input_splits.append(split)
+        return [NextInputSplit(attempt_id, split)]
+
+    def taskmanager_lost(self, taskmanager_id: str, cause: str,
+                         now: float) -> list[Instruction]:
+        """A TaskManager died or stopped answering: its tasks fail (one failure event for
+        the restart strategy) and, with local partitions, its finished output is gone."""
+        out: list[Instruction] = []
+        failed: list[str] = []
+        message = f"lost TaskManager {taskmanager_id}: {cause}"
+        for slot in [s for s in self._slots_in_use if s.taskmanager_id == taskmanager_id]:
+            execution = self._slots_in_use.pop(slot)
+            if execution.state is ExecutionState.CANCELING:
+                out.append(self._move(execution, ExecutionState.CANCELED, now))
+            else:
+                out += self._fail(execution, TaskFailure(TASKMANAGER_LOST, message), now)
+                failed.append(execution.subtask_id)
+        if out and self.status is JobStatus.RUNNING:
+            out += self._run_due_restarts(now)
+        if not self.partitions_outlive_taskmanagers:
+            failed += self._lose_partitions(taskmanager_id, message, now)
+        if not failed:
+            return out + self._terminate_if_quiet(now)
+        return out + self._after_failures(failed, now)
+
+    def restart_due(self, now: float) -> list[Instruction]:
+        """The backoff of one or more earlier ``ScheduleRestart`` has passed: restart each
+        region whose subtasks have all stopped (the others follow their last cancel)."""
+        if self.status is not JobStatus.RUNNING:
+            return []
+        return self._run_due_restarts(now)
+
+    def _run_due_restarts(self, now: float) -> list[Instruction]:
+        """Give the stopped subtasks of every due region a fresh attempt and schedule those
+        whose inputs are ready. A region waits while a member it cancelled is CANCELING;
+        members that another restart already replaced are left alone."""
+        def ready(pending: _PendingRestart) -> bool:
+            return pending.due <= now and not any(
+                self._subtask(s).current.state is ExecutionState.CANCELING
+                for s in pending.subtasks)
+
+        due = [p for p in self._pending_restarts if ready(p)]
+        self._pending_restarts = [p for p in self._pending_restarts if p not in due]
+        out: list[Instruction] = []
+        fresh: list[Execution] = []
+        for pending in due:
+            for subtask_id in pending.subtasks:
+                subtask = self._subtask(subtask_id)
+                previous = subtask.current
+                if not (previous.state.is_terminal and not previous.has_usable_partitions):
+                    continue
+                self.splits.return_splits(subtask.vertex_id, subtask.subtask)
+                execution = self.graph.new_attempt(subtask)
+                execution.state_timestamps[ExecutionState.CREATED] = now
+                fresh.append(execution)
+                out.append(NewAttempt(execution.attempt_id, execution.vertex_id,
+                                      execution.subtask, execution.attempt,
+                                      previous.attempt_id, now))
+        for execution in fresh:
+            if self.graph.inputs_available(execution.vertex_id):
+                out += self._schedule(execution, now)
+        return out
+
+    def cancel(self, now: float) -> list[Instruction]:
+        """The user cancels the job: stop every task, then the job is CANCELED."""
+        if self.status.is_terminal or self.status is JobStatus.CANCELLING:
+            return []
+        if self.status is JobStatus.CREATED:
+            out: list[Instruction] = [self._move(execution, ExecutionState.CANCELED, now)
+                                      for execution in self.graph.current_executions()]
+            return [*out, self._job(JobStatus.CANCELED, now), JobCanceled(0.0)]
+        self._pending_restarts.clear()
+        out = [self._job(JobStatus.CANCELLING, now),
+               *self._cancel(self.graph.current_executions(), now)]
+        return out + self._terminate_if_quiet(now)
+
+    # -- what follows a finished or failed task --------------------------------------------
+
+    def _after_finished(self, execution: Execution, now: float) -> list[Instruction]:
+        if self.status is not JobStatus.RUNNING:
+            return self._terminate_if_quiet(now)
+        out: list[Instruction] = []
+        for consumer in self.graph.consumers_of(execution.vertex_id):
+            out += self._schedule_consumers(consumer, now)
+        if all(e.state is ExecutionState.FINISHED for e in self.graph.current_executions()):
+            results = {subtask.id: subtask.current.result for subtask in self.graph.subtasks()
+                       if subtask.current.result is not None}
+            out += [self._job(JobStatus.FINISHED, now),
+                    JobFinished(self._duration(now), results)]
+        return out
+
+    def _schedule_consumers(self, vertex: ExecutionJobVertex,
+                            now: float) -> list[Instruction]:
+        """Flink's ScheduleOrUpdateConsumers for a blocking exchange: once all inputs of
+        ``vertex`` are complete, schedule its subtasks that still wait."""
+        if not self.graph.inputs_available(vertex.id):
+            return []
+        waiting = [s.current for s in vertex.subtasks
+                   if s.current.state is ExecutionState.CREATED]
+        if not waiting:
+            return []
+        producers = tuple(dict.fromkeys(edge.source for edge in vertex.inputs))
+        out: list[Instruction] = [ScheduleOrUpdateConsumers(vertex.id, producers)]
+        for execution in waiting:
+            out += self._schedule(execution, now)
+        return out
+
+    def _after_failures(self, subtask_ids: list[str], now: float) -> list[Instruction]:
+        """One failure event: restart the failover region after the backoff, or give up."""
+        if self.status is not JobStatus.RUNNING:
+            return self._terminate_if_quiet(now)
+        if not self.restart_strategy.can_restart(now):
+            self._pending_restarts.clear()
+            out = [self._job(JobStatus.FAILING, now),
+                   *self._cancel(self.graph.current_executions(), now)]
+            return out + self._terminate_if_quiet(now)
+        failed = [self._subtask(subtask_id) for subtask_id in subtask_ids]
+        region = failover_region(self.graph, failed)
+        delay = self.restart_strategy.backoff()
+        region_ids = tuple(subtask.id for subtask in region)
+        self._pending_restarts.append(_PendingRestart(now + delay, region_ids))
+        failed_attempts = tuple(subtask.current.attempt_id for subtask in failed)
+        out: list[Instruction] = [ScheduleRestart(delay, now + delay, region_ids,
+                                                  failed_attempts)]
+        return out + self._cancel((subtask.current for subtask in region), now)
+
+    def _lose_partitions(self, taskmanager_id: str, message: str, now: float) -> list[str]:
+        """Mark the partitions of finished subtasks on a lost TaskManager as gone; those a
+        consumer still needs count as failed, so they are computed again."""
+        needed: list[str] = []
+        for subtask in self.graph.subtasks():
+            execution = subtask.current
+            if (execution.state is not ExecutionState.FINISHED
+                    or execution.taskmanager_id != taskmanager_id):
+                continue
+            execution.partitions_lost = True
+            if self.graph.partitions_needed(subtask):
+                self._record_failure(execution, TaskFailure(
+                    TASKMANAGER_LOST, f"{message} (its result partitions are gone)"), now)
+                needed.append(subtask.id)
+        return needed
+
+    def _cancel(self, executions: Iterable[Execution], now: float) -> list[Instruction]:
+        """Stop executions that have not stopped: at once if they never reached a
+        TaskManager, by a CancelTask otherwise."""
+        out: list[Instruction] = []
+        for execution in executions:
+            if execution.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
+                out.append(self._move(execution, ExecutionState.CANCELED, now))
+            elif execution.state in _ON_A_TASKMANAGER:
+                assert execution.taskmanager_id is not None
+                out.append(self._move(execution, ExecutionState.CANCELING, now))
+                out.append(CancelTask(execution.attempt_id, execution.taskmanager_id))
+        return out
+
+    def _cancelled(self, execution: Execution, now: float) -> list[Instruction]:
+        """A cancel is confirmed: the job may end, or a restart waiting for it may run."""
+        out = [self._move(execution, ExecutionState.CANCELED, now), *self._release(execution)]
+        if self.status is JobStatus.RUNNING:
+            return out + self._run_due_restarts(now)
+        return out + self._terminate_if_quiet(now)
+
+    def _terminate_if_quiet(self, now: float) -> list[Instruction]:
+        """FAILING or CANCELLING ends once every current attempt has stopped."""
+        if self.status not in (JobStatus.FAILING, JobStatus.CANCELLING):
+            return []
+        if not all(e.state.is_terminal for e in self.graph.current_executions()):
+            return []
+        if self.status is JobStatus.CANCELLING:
+            return [self._job(JobStatus.CANCELED, now), JobCanceled(self._duration(now))]
+        root_cause = self.graph.root_cause
+        assert root_cause is not None, "a job fails only after a recorded failure"
+        return [self._job(JobStatus.FAILED, now), JobFailed(self._duration(now), root_cause)]
+
+    # -- small steps -----------------------------------------------------------------------
+
+    def _schedule(self, execution: Execution, now: float) -> list[Instruction]:
+        changed = self._move(execution, ExecutionState.SCHEDULED, now)
+        self._waiting_for_slot.append(execution)
+        return [changed, RequestSlot(execution.attempt_id, execution.vertex_id,
+                                     execution.subtask)]
+
+    def _next_waiting(self) -> Execution | None:
+        """The oldest scheduled attempt still waiting; cancelled or replaced ones are
+        dropped from the queue here rather than searched for when they change."""
+        while self._waiting_for_slot:
+            execution = self._waiting_for_slot.popleft()
+            if execution.state is ExecutionState.SCHEDULED and self.graph.is_current(execution):
+                return execution
+        return None
+
+    def _fail(self, execution: Execution, failure: TaskFailure,
+              now: float) -> list[Instruction]:
+        execution.failure = self._record_failure(execution, failure, now)
+        return [self._move(execution, ExecutionState.FAILED, now)]
+
+    def _record_failure(self, execution: Execution, failure: TaskFailure,
+                        now: float) -> FailureRecord:
+        record = FailureRecord(
+            attempt_id=execution.attempt_id, vertex_id=execution.vertex_id,
+            subtask=execution.subtask, attempt=execution.attempt,
+            taskmanager_id=execution.taskmanager_id, failure=failure, timestamp=now,
+            input_splits=tuple(split.split_id for split in execution.input_splits))
+        self.graph.failures.append(record)
+        return record
+
+    def _release(self, execution: Execution) -> list[Instruction]:
+        slot = execution.slot
+        if slot is None or self._slots_in_use.get(slot) is not execution:
+            return []
+        del self._slots_in_use[slot]
+        return [ReleaseSlot(slot)]
+
+    def _move(self, execution: Execution, new: ExecutionState,
+              now: float) -> ExecutionStateChanged:
+        old = execution.transition(new, now)
+        failure = execution.failure if new is ExecutionState.FAILED else None
+        return ExecutionStateChanged(execution.attempt_id, execution.vertex_id,
+                                     execution.subtask, execution.attempt, old, new, now,
+                                     failure)
+
+    def _job(self, new: JobStatus, now: float) -> JobStatusChanged:
+        return JobStatusChanged(self.graph.transition(new, now), new, now)
+
+    def _current(self, attempt_id: str) -> Execution | Rejected:
+        """The attempt, if it is its subtask's current one; otherwise why not."""
+        execution = self.graph.execution(attempt_id)
+        if execution is None:
+            return Rejected(attempt_id, f"unknown attempt {attempt_id}")
+        if not self.graph.is_current(execution):
+            current = self._subtask(execution.subtask_id).current
+            return Rejected(attempt_id, f"stale attempt {attempt_id}: replaced by "
+                                        f"{current.attempt_id}")
+        return execution
+
+    def _subtask(self, subtask_id: str) -> ExecutionVertex:
+        vertex_id, _, index = subtask_id.rpartition("#")
+        return self.graph.subtask(vertex_id, int(index))
+
+    def _duration(self, now: float) -> float:
+        return now - self._started_at if self._started_at is not None else 0.0

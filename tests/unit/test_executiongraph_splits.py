@@ -1,0 +1,126 @@
+"""Input splits: handed out one at a time, local first, and returned when an attempt fails."""
+
+from core.executiongraph import ExecutionState as S
+from core.executiongraph import (
+    FixedDelay,
+    InputSplitAssigner,
+    JobStatus,
+    NextInputSplit,
+    Rejected,
+    ScheduleRestart,
+)
+from core.jobs.graph import InputSplit
+from tests.unit.test_executiongraph_helpers import Harness, word_count
+
+
+def splits(count: int, hosts: dict[int, tuple[str, ...]] | None = None) -> list[InputSplit]:
+    hosts = hosts or {}
+    return [InputSplit(split_id=i, vertex_id="source", path=f"/data/part-{i}.txt",
+                       hosts=hosts.get(i, ())) for i in range(count)]
+
+
+def test_every_split_is_handed_out_once_and_then_none():
+    assigner = InputSplitAssigner({"source": splits(3)})
+
+    handed = [assigner.next_split("source", 0, host=None) for _ in range(4)]
+
+    assert [s.split_id if s else None for s in handed] == [0, 1, 2, None]
+    assert assigner.kept("source") == {0: 1, 1: 1, 2: 1}
+
+
+def test_a_vertex_without_splits_gets_none():
+    assert InputSplitAssigner().next_split("source", 0, host="a") is None
+
+
+def test_a_split_stored_on_the_requesters_host_is_preferred():
+    assigner = InputSplitAssigner({"source": splits(3, hosts={2: ("host-b",)})})
+
+    assert assigner.next_split("source", 0, host="host-b").split_id == 2
+
+
+def test_without_a_local_split_the_requester_gets_any_other():
+    assigner = InputSplitAssigner({"source": splits(2, hosts={0: ("host-a",), 1: ("host-a",)})})
+
+    assert assigner.next_split("source", 0, host="host-z").split_id == 0
+
+
+def test_returned_splits_go_back_to_the_pool_and_are_counted():
+    assigner = InputSplitAssigner({"source": splits(3)})
+    assigner.next_split("source", 0, host=None)
+    assigner.next_split("source", 1, host=None)
+
+    returned = assigner.return_splits("source", 0)
+
+    assert [s.split_id for s in returned] == [0]
+    assert [s.split_id for s in assigner.remaining("source")] == [0, 2]
+    assert assigner.returned("source") == {0: 1}
+    assert assigner.held_by("source", 0) == []
+    assert [s.split_id for s in assigner.held_by("source", 1)] == [1]
+
+
+def test_a_running_source_is_answered_with_its_next_split_and_the_attempt_remembers_it():
+    harness = Harness(word_count(sources=1, reducers=1),
+                      splits=InputSplitAssigner({"source": splits(2)}))
+    harness.start()
+    harness.grant_slots()
+    attempt = harness.attempt("source", 0)
+
+    answers = [harness.scheduler.request_split(attempt, host="tm-1") for _ in range(3)]
+
+    assert [a[0].split.split_id if a[0].split else None for a in answers] == [0, 1, None]
+    assert all(isinstance(a[0], NextInputSplit) for a in answers)
+    assert [s.split_id for s in harness.graph.execution(attempt).input_splits] == [0, 1]
+
+
+def test_a_source_that_is_not_running_cannot_take_splits():
+    harness = Harness(word_count(sources=1, reducers=1),
+                      splits=InputSplitAssigner({"source": splits(2)}))
+    harness.start()
+
+    (rejected,) = harness.scheduler.request_split(harness.attempt("source", 0), host=None)
+
+    assert isinstance(rejected, Rejected)
+    assert len(harness.scheduler.splits.remaining("source")) == 2
+
+
+def test_the_splits_of_a_failed_attempt_are_reassigned_and_each_is_kept_once():
+    assigner = InputSplitAssigner({"source": splits(4)})
+    harness = Harness(word_count(sources=2, reducers=1), restart=FixedDelay(1, 1.0),
+                      splits=assigner)
+    harness.start()
+    harness.grant_slots()
+    first, second = harness.attempt("source", 0), harness.attempt("source", 1)
+    harness.scheduler.request_split(first, host=None)   # split 0
+    harness.scheduler.request_split(second, host=None)  # split 1
+    harness.scheduler.request_split(first, host=None)   # split 2
+    out = harness.report(first, S.FAILED)
+    assert harness.graph.root_cause.input_splits == (0, 2)
+
+    (restart,) = [i for i in out if isinstance(i, ScheduleRestart)]
+    harness.restart_due(restart.due)
+    harness.grant_slots()
+    rerun = harness.attempt("source", 0)
+    taken = []
+    while (answer := harness.scheduler.request_split(rerun, host=None)[0].split) is not None:
+        taken.append(answer.split_id)
+    harness.scheduler.request_split(second, host=None)
+    harness.run_to_end()
+
+    assert taken == [0, 2, 3]
+    assert harness.scheduler.status is JobStatus.FINISHED
+    assert assigner.kept("source") == {0: 1, 1: 1, 2: 1, 3: 1}
+    assert assigner.handed_out("source") == {0: 2, 1: 1, 2: 2, 3: 1}
+
+
+def test_a_replaced_attempt_cannot_take_more_splits():
+    harness = Harness(word_count(sources=1, reducers=1), restart=FixedDelay(1, 0.0),
+                      splits=InputSplitAssigner({"source": splits(2)}))
+    harness.start()
+    harness.grant_slots()
+    old = harness.attempt("source", 0)
+    (restart,) = [i for i in harness.report(old, S.FAILED) if isinstance(i, ScheduleRestart)]
+    harness.restart_due(restart.due)
+
+    (rejected,) = harness.scheduler.request_split(old, host=None)
+
+    assert isinstance(rejected, Rejected) and "stale" in rejected.reason
