@@ -1,19 +1,17 @@
-"""Shared by every test: an isolated clusterdeck home, and no display."""
+"""Shared by every test: one isolated clusterdeck home for the session, and no display.
+
+The home is set once, before any fixture runs: a cluster started by a module fixture
+restarts its processes with the environment of that moment, so it must never change.
+"""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
-import pytest
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
-
-@pytest.fixture(autouse=True)
-def _isolated_home(tmp_path_factory: pytest.TempPathFactory,
-                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep every test away from the user's own clusterdeck folders."""
-    if "CLUSTERDECK_HOME" not in os.environ or os.environ.get("CLUSTERDECK_TEST_HOME"):
-        home = tmp_path_factory.mktemp("home")
-        monkeypatch.setenv("CLUSTERDECK_HOME", str(home))
-        monkeypatch.setenv("CLUSTERDECK_TEST_HOME", "1")
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+_home = tempfile.mkdtemp(prefix="clusterdeck-test-home-")
+os.environ["CLUSTERDECK_HOME"] = _home
+atexit.register(shutil.rmtree, _home, True)

@@ -1,0 +1,213 @@
+"""``clusterdeck``: the command line. Exit codes are documented in docs/cli.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from core import __version__, paths, topics
+from core import protocol as p
+from core.config import Config, ConfigError, load, parse_override
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_CANCELED = 3
+EXIT_REJECTED = 4
+EXIT_UNREACHABLE = 5
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", type=Path, help="configuration file (default: the "
+                        "clusterdeck.toml in the user's config dir)")
+    common.add_argument("-D", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="override one configuration key")
+    common.add_argument("--cluster", help="cluster id (same as -D cluster.id=ID)")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = argparse.ArgumentParser(prog="clusterdeck", parents=[common],
+                                     description="A desktop cluster manager: a Flink-style "
+                                     "runtime over MQTT whose tasks run on PySpark.")
+    parser.add_argument("--version", action="version", version=f"clusterdeck {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    up = commands.add_parser("up", parents=[common], help="run a local cluster until Ctrl-C")
+    up.add_argument("--taskmanagers", type=int, help="TaskManagers to start")
+    up.add_argument("--slots", type=int, help="slots per TaskManager")
+    up.add_argument("--broker", choices=["auto", "mosquitto", "amqtt", "external"],
+                    help="broker kind")
+    up.add_argument("--check", action="store_true", help="start, wait until every "
+                    "TaskManager registered, print the status, stop")
+
+    status = commands.add_parser("status", parents=[common], help="TaskManagers and slots")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.add_argument("--broker", dest="broker_url", help="mqtt://user:password@host:port")
+
+    commands.add_parser("broker", parents=[common], help="run the cluster's broker")
+    jobmanager = commands.add_parser("jobmanager", parents=[common], help="run a JobManager")
+    jobmanager.add_argument("--broker", dest="broker_url", help="mqtt://user:pw@host:port")
+    taskmanager = commands.add_parser("taskmanager", parents=[common], help="run a TaskManager")
+    taskmanager.add_argument("--id", dest="resource_id", help="TaskManager id (default: "
+                             "host-pid)")
+    taskmanager.add_argument("--slots", type=int, help="task slots")
+    taskmanager.add_argument("--broker", dest="broker_url", help="mqtt://user:pw@host:port "
+                             "of a cluster on another machine")
+
+    config_cmd = commands.add_parser("config", parents=[common], help="configuration")
+    config_cmd.add_argument("action", choices=["show"], help="show: the effective values")
+    return parser
+
+
+def effective_config(args: argparse.Namespace) -> Config:
+    overrides = dict(parse_override(item) for item in args.overrides)
+    if args.cluster:
+        overrides["cluster.id"] = args.cluster
+    extra = {"taskmanagers": "taskmanager.count", "slots": "taskmanager.slots"}
+    for attribute, key in extra.items():
+        if getattr(args, attribute, None) is not None:
+            overrides[key] = getattr(args, attribute)
+    if args.command == "up" and args.broker:
+        overrides["broker.kind"] = args.broker
+    return load(args.config, overrides)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = effective_config(args)
+    except ConfigError as error:
+        print(f"clusterdeck: configuration error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    handler = {"up": cmd_up, "status": cmd_status, "broker": cmd_broker,
+               "jobmanager": cmd_jobmanager, "taskmanager": cmd_taskmanager,
+               "config": cmd_config}[args.command]
+    try:
+        return handler(config, args)
+    except KeyboardInterrupt:
+        return EXIT_FAILED
+
+
+def cmd_config(config: Config, args: argparse.Namespace) -> int:
+    print(f"# effective configuration (file: {args.config or paths.config_file()})")
+    print(config.to_toml(), end="")
+    return EXIT_OK
+
+
+def cmd_broker(config: Config, args: argparse.Namespace) -> int:
+    from broker.process import serve
+    return serve(config, paths.cluster_dir(config["cluster.id"]))
+
+
+def cmd_jobmanager(config: Config, args: argparse.Namespace) -> int:
+    from core.jobmanager.process import run_jobmanager
+    return run_jobmanager(config, args.broker_url)
+
+
+def cmd_taskmanager(config: Config, args: argparse.Namespace) -> int:
+    from core.taskmanager.process import run_taskmanager
+    return run_taskmanager(config, args.resource_id, args.broker_url)
+
+
+def cmd_status(config: Config, args: argparse.Namespace) -> int:
+    from broker.connection import NoBrokerError
+    from core.client import ClusterClient, ClusterUnreachableError
+    from core.rpc import RpcError
+    try:
+        with ClusterClient(config, args.broker_url, connect_timeout=5.0) as client:
+            overview = client.cluster_overview(timeout=5.0)
+    except (ClusterUnreachableError, NoBrokerError, RpcError, OSError) as error:
+        print(f"clusterdeck: cluster unreachable: {error}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    if args.json:
+        print(json.dumps(overview_json(overview), indent=2))
+    else:
+        print_overview(overview)
+    return EXIT_OK
+
+
+def overview_json(overview: p.ClusterOverview) -> dict:
+    document = asdict(overview)
+    document.pop("fencing_token", None)
+    document["taskmanagers"] = [
+        {**asdict(info), "state": info.state.value} for info in overview.taskmanagers]
+    return document
+
+
+def print_overview(overview: p.ClusterOverview) -> None:
+    print(f"cluster {overview.cluster_id}: JobManager pid {overview.jobmanager_pid}, "
+          f"{overview.slots_free}/{overview.slots_total} slots free")
+    header = f"{'TASKMANAGER':<20} {'STATE':<11} {'HOST':<16} {'PID':>7} {'SLOTS':>5} " \
+             f"{'FREE':>4} {'HEARTBEAT':>9}"
+    print(header)
+    for info in overview.taskmanagers:
+        age = "-" if info.heartbeat_age_s is None else f"{info.heartbeat_age_s:.1f} s"
+        print(f"{info.id:<20} {info.state.value:<11} {info.host[:16]:<16} {info.pid:>7} "
+              f"{info.slots_total:>5} {info.slots_free:>4} {age:>9}")
+        if info.lost_cause:
+            print(f"{'':<20} {info.lost_cause}")
+
+
+def cmd_up(config: Config, args: argparse.Namespace) -> int:
+    from core.localcluster import LocalCluster
+    from core.process import wait_for_termination
+    from core.supervisor import ProcessInfo
+
+    def report(info: ProcessInfo) -> None:
+        pid = f" (pid {info.pid})" if info.pid else ""
+        print(f"[{time.strftime('%H:%M:%S')}] {info.name}: {info.status.value}{pid}",
+              file=sys.stderr)
+
+    cluster = LocalCluster(config)
+    cluster.supervisor.add_listener(report)
+    try:
+        cluster.start()
+        overview = wait_for_taskmanagers(cluster, config["taskmanager.count"], timeout=60.0)
+        print_overview(overview)
+        print(f"logs: {paths.cluster_log_dir(cluster.cluster_id)}", file=sys.stderr)
+        if args.check:
+            return EXIT_OK
+        print("cluster running; Ctrl-C stops it", file=sys.stderr)
+        wait_for_termination()
+        return EXIT_OK
+    except TimeoutError as error:
+        print(f"clusterdeck: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        cluster.stop()
+
+
+def wait_for_taskmanagers(cluster: object, count: int, timeout: float) -> p.ClusterOverview:
+    """Wait on the retained cluster snapshot until ``count`` TaskManagers are registered."""
+    from core.client import ClusterClient
+    config = cluster.config  # type: ignore[attr-defined]
+    latest: list[p.ClusterOverview] = []
+    ready = threading.Event()
+
+    def on_state(_topic: str, overview: object) -> None:
+        if isinstance(overview, p.ClusterOverview):
+            latest[:] = [overview]
+            live = [t for t in overview.taskmanagers if t.state is p.TaskManagerState.REGISTERED]
+            if len(live) >= count:
+                ready.set()
+
+    with ClusterClient(config, connect_timeout=timeout) as client:
+        client.service.subscribe(topics.CLUSTER_STATE, on_state)
+        if not ready.wait(timeout):
+            raise TimeoutError(f"not all {count} TaskManagers registered within {timeout:g} s; "
+                               f"see the logs in {paths.cluster_log_dir(cluster.cluster_id)}")  # type: ignore[attr-defined]
+    return latest[0]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

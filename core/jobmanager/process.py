@@ -1,0 +1,43 @@
+"""``clusterdeck jobmanager``: the ResourceManager and the Dispatcher in one process."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+
+from core import protocol as p
+from core import topics
+from core.config import Config
+from core.gateways import ResourceManagerGateway
+from core.jobmanager.dispatcher import Dispatcher
+from core.jobmanager.resourcemanager import ResourceManager
+from core.process import broker_address, connect_service, setup_logging, wait_for_termination
+
+log = logging.getLogger(__name__)
+SERVICE_ID = "jobmanager"
+
+
+def run_jobmanager(config: Config, broker_url: str | None = None) -> int:
+    setup_logging("jobmanager")
+    service = connect_service(config, "jobmanager", SERVICE_ID,
+                              broker_address(config, "jobmanager", broker_url))
+    # A new token on every start: messages meant for an earlier leader are refused.
+    token = uuid.uuid4().hex
+    resource_manager = ResourceManager(config, token)
+    dispatcher = Dispatcher(service.gateway(ResourceManagerGateway, resource_manager.endpoint_id,
+                                            token), token)
+    service.start_endpoint(resource_manager)
+    service.start_endpoint(dispatcher)
+    service.publish(topics.LEADER, p.LeaderInfo(
+        resource_manager=resource_manager.endpoint_id, dispatcher=dispatcher.endpoint_id,
+        fencing_token=token, protocol_version=p.PROTOCOL_VERSION, pid=os.getpid(),
+        host=socket.gethostname(), started_at=time.time()), retained=True)
+    log.info("JobManager of cluster %s is leading (pid %d)", config["cluster.id"], os.getpid())
+    try:
+        wait_for_termination()
+    finally:
+        service.close()
+    return 0

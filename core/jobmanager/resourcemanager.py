@@ -1,0 +1,146 @@
+"""The ResourceManager: knows every TaskManager and slot, and notices when one is lost.
+
+A loss is seen two ways: the TaskManager's last will on its retained presence topic
+(the broker publishes it within milliseconds of the process dying), or the phi-accrual
+detector on its heartbeats (the only way to see a hung process, and the only way at all
+on amqtt, which never enforces keepalive).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from core import protocol as p
+from core import topics
+from core.config import Config
+from core.gateways import TaskExecutorGateway
+from core.heartbeat import HeartbeatMonitor
+from core.jobmanager.taskmanagers import Registration, TaskManagerRegistry
+from core.rpc import FencedRpcEndpoint, handler
+
+log = logging.getLogger(__name__)
+ENDPOINT_ID = "resourcemanager"
+LossListener = Callable[[str, str], None]
+
+
+class ResourceManager(FencedRpcEndpoint):
+    def __init__(self, config: Config, fencing_token: str | None = None) -> None:
+        super().__init__(ENDPOINT_ID, fencing_token)
+        self.cluster_id = config["cluster.id"]
+        self.interval: float = config["heartbeat.interval"]
+        self.registry = TaskManagerRegistry(self.cluster_id)
+        self.heartbeats: HeartbeatMonitor[p.SlotReport] = HeartbeatMonitor.from_config(config)
+        self._loss_listeners: list[LossListener] = []
+
+    def on_start(self) -> None:
+        """Main thread: watch presence, then start the heartbeat rounds."""
+        self.rpc_service.subscribe(
+            topics.PRESENCE_ALL, lambda _topic, msg: self.run_async(self._on_presence, msg))
+        self._publish_snapshot()
+        self._heartbeat_round()
+
+    def add_loss_listener(self, listener: LossListener) -> None:
+        """``listener(resource_id, cause)`` runs on this endpoint's main thread."""
+        self._loss_listeners.append(listener)
+
+    # -- registration ---------------------------------------------------------------------------
+
+    @handler(p.RegisterTaskManager, fenced=False)
+    def register_task_manager(self, request: p.RegisterTaskManager) -> p.RegistrationResponse:
+        reason = self.registry.refusal(request)
+        if reason:
+            log.warning("refused TaskManager %s: %s", request.resource_id, reason)
+            return p.RefuseRegistration(reason)
+        outcome, registration = self.registry.register(request, time.time())
+        assert registration is not None
+        if outcome == "already":
+            return p.AlreadyRegistered(registration.registration_id, self.endpoint_id,
+                                       self.fencing_token, self.interval)
+        self.heartbeats.monitor(request.resource_id, time.monotonic())
+        log.info("TaskManager %s registered (%s, pid %d, %d slots)", request.resource_id,
+                 request.host, request.pid, len(request.slot_report.slots))
+        self.rpc_service.publish(topics.CLUSTER_EVENTS,
+                                 p.TaskManagerRegistered(self._info(registration)))
+        self._publish_snapshot()
+        return p.AcknowledgeRegistration(registration.registration_id, self.endpoint_id,
+                                         self.fencing_token, self.interval)
+
+    # -- liveness -------------------------------------------------------------------------------
+
+    @handler(p.TaskManagerHeartbeat)
+    def heartbeat_from_task_manager(self, heartbeat: p.TaskManagerHeartbeat) -> None:
+        registration = self.registry.get(heartbeat.resource_id)
+        before = registration.slot_report if registration else None
+        if not self.registry.accept_heartbeat(heartbeat):
+            self._disconnect(heartbeat.resource_id, "not registered at this ResourceManager")
+            return
+        self.heartbeats.receive(heartbeat.resource_id, heartbeat.slot_report, time.monotonic())
+        if before != heartbeat.slot_report:
+            self._publish_snapshot()
+
+    def _heartbeat_round(self) -> None:
+        now = time.monotonic()
+        for resource_id in self.heartbeats.lost_targets(now):
+            age = self.heartbeats.heartbeat_age(resource_id, now) or 0.0
+            self._lose(resource_id, f"no heartbeat for {age:.1f} s", "heartbeat timeout")
+        for registration in self.registry.registered():
+            self._gateway(registration).heartbeat_from_resource_manager(
+                p.ResourceManagerHeartbeat(registration.registration_id, self.fencing_token))
+        self._publish_snapshot()
+        self.schedule(self.interval, self._heartbeat_round)
+
+    def _on_presence(self, presence: Any) -> None:
+        if (isinstance(presence, p.Presence) and presence.role == "taskmanager"
+                and presence.status is p.PresenceStatus.OFFLINE):
+            self._lose(presence.service_id, "process exited (last will)", "last will",
+                       presence.instance_id)
+
+    def _lose(self, resource_id: str, cause: str, detected_by: str,
+              instance_id: str | None = None) -> None:
+        registration = self.registry.mark_lost(resource_id, f"TaskManager {resource_id} lost: "
+                                               f"{cause}", instance_id)
+        if registration is None:
+            return
+        self.heartbeats.unmonitor(resource_id)
+        log.warning("%s (detected by %s)", registration.lost_cause, detected_by)
+        self.rpc_service.publish(topics.CLUSTER_EVENTS, p.TaskManagerLost(
+            resource_id, registration.lost_cause, detected_by, time.time()))
+        self._publish_snapshot()
+        for listener in self._loss_listeners:
+            listener(resource_id, registration.lost_cause)
+
+    def _disconnect(self, resource_id: str, reason: str) -> None:
+        registration = self.registry.get(resource_id)
+        if registration is not None:
+            self._gateway(registration).disconnect(p.DisconnectTaskManager(resource_id, reason))
+
+    def _gateway(self, registration: Registration) -> TaskExecutorGateway:
+        return self.rpc_service.gateway(TaskExecutorGateway, registration.request.endpoint_id)
+
+    # -- observers ------------------------------------------------------------------------------
+
+    @handler(p.RequestClusterOverview, fenced=False)
+    def request_cluster_overview(self, _request: p.RequestClusterOverview) -> p.ClusterOverview:
+        return self.overview()
+
+    def overview(self) -> p.ClusterOverview:
+        infos = tuple(self._info(r) for r in self.registry.all())
+        live = [info for info in infos if info.state is p.TaskManagerState.REGISTERED]
+        return p.ClusterOverview(
+            cluster_id=self.cluster_id, taskmanagers=infos,
+            slots_total=sum(i.slots_total for i in live),
+            slots_free=sum(i.slots_free for i in live), jobmanager_pid=os.getpid(),
+            taken_at=time.time(), fencing_token=self.fencing_token)
+
+    def _info(self, registration: Registration) -> p.TaskManagerInfo:
+        age = self.heartbeats.heartbeat_age(registration.resource_id, time.monotonic())
+        return self.registry.info(registration, None if age is None else round(age, 3))
+
+    def _publish_snapshot(self) -> None:
+        """Retained, so a late observer sees the present at once; every heartbeat round
+        publishes it again so observers see the heartbeat ages move."""
+        self.rpc_service.publish(topics.CLUSTER_STATE, self.overview(), retained=True)

@@ -1,0 +1,105 @@
+"""The ResourceManager's book of TaskManagers: pure state, no transport.
+
+Registration follows seed 000: a TaskManager of another cluster or protocol version is
+refused; the same instance registering twice gets AlreadyRegistered; a restarted
+instance (new ``instance_id``) replaces its predecessor.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from core import protocol as p
+
+
+@dataclass
+class Registration:
+    request: p.RegisterTaskManager
+    registration_id: str
+    registered_at: float
+    slot_report: p.SlotReport
+    state: p.TaskManagerState = p.TaskManagerState.REGISTERED
+    lost_cause: str = ""
+    cpu_percent: float = 0.0
+    memory_bytes: int = 0
+
+    @property
+    def resource_id(self) -> str:
+        return self.request.resource_id
+
+    @property
+    def is_registered(self) -> bool:
+        return self.state is p.TaskManagerState.REGISTERED
+
+
+class TaskManagerRegistry:
+    """Owned by the ResourceManager's main thread."""
+
+    def __init__(self, cluster_id: str) -> None:
+        self.cluster_id = cluster_id
+        self._registrations: dict[str, Registration] = {}
+
+    def register(self, request: p.RegisterTaskManager,
+                 now: float) -> tuple[str, Registration | None]:
+        """Returns ("refused", None) with the reason in RefuseRegistration, or
+        ("acknowledged"|"already", registration)."""
+        current = self._registrations.get(request.resource_id)
+        if current and current.is_registered and current.request.instance_id == request.instance_id:
+            return "already", current
+        registration = Registration(request, uuid.uuid4().hex, now, request.slot_report)
+        self._registrations[request.resource_id] = registration
+        return "acknowledged", registration
+
+    def refusal(self, request: p.RegisterTaskManager) -> str | None:
+        if request.cluster_id != self.cluster_id:
+            return (f"wrong cluster id: this is cluster {self.cluster_id!r}, the TaskManager "
+                    f"belongs to {request.cluster_id!r}")
+        if request.protocol_version != p.PROTOCOL_VERSION:
+            return (f"incompatible protocol version {request.protocol_version}: this "
+                    f"JobManager speaks {p.PROTOCOL_VERSION}")
+        return None
+
+    def get(self, resource_id: str) -> Registration | None:
+        return self._registrations.get(resource_id)
+
+    def registered(self) -> list[Registration]:
+        return [r for r in self._registrations.values() if r.is_registered]
+
+    def accept_heartbeat(self, heartbeat: p.TaskManagerHeartbeat) -> bool:
+        """Record a heartbeat's slot report; False if its sender is not registered here."""
+        registration = self._registrations.get(heartbeat.resource_id)
+        if (registration is None or not registration.is_registered
+                or registration.registration_id != heartbeat.registration_id):
+            return False
+        registration.slot_report = heartbeat.slot_report
+        registration.cpu_percent = heartbeat.cpu_percent
+        registration.memory_bytes = heartbeat.memory_bytes
+        return True
+
+    def mark_lost(self, resource_id: str, cause: str,
+                  instance_id: str | None = None) -> Registration | None:
+        """Mark a TaskManager lost (its slots leave the pool); None if it was not live."""
+        registration = self._registrations.get(resource_id)
+        if registration is None or not registration.is_registered:
+            return None
+        if instance_id is not None and registration.request.instance_id != instance_id:
+            return None  # the will of an instance that was already replaced
+        registration.state = p.TaskManagerState.LOST
+        registration.lost_cause = cause
+        return registration
+
+    def info(self, registration: Registration,
+             heartbeat_age: float | None) -> p.TaskManagerInfo:
+        request = registration.request
+        report = registration.slot_report
+        live = registration.is_registered
+        return p.TaskManagerInfo(
+            id=request.resource_id, state=registration.state, host=request.host,
+            pid=request.pid, slots_total=len(report.slots), slots_free=report.free if live else 0,
+            heartbeat_age_s=heartbeat_age, registered_at=registration.registered_at,
+            endpoint_id=request.endpoint_id, lost_cause=registration.lost_cause,
+            cpu_percent=registration.cpu_percent, memory_bytes=registration.memory_bytes)
+
+    def all(self) -> list[Registration]:
+        return list(self._registrations.values())

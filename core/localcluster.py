@@ -1,0 +1,97 @@
+"""A local cluster: the broker, one JobManager and N TaskManagers under one Supervisor.
+
+Used by ``clusterdeck up`` and by the desktop app. Every child is started with this
+interpreter and the effective configuration written to the cluster's run directory, so a
+restarted child comes back exactly as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+from broker.address import BrokerAddress
+from broker.connection import write_connection
+from broker.credentials import load_or_create
+from broker.process import choose_port, resolve_kind, wait_ready
+from core import paths
+from core.config import Config
+from core.process import run_dir
+from core.supervisor import ProcessSpec, Supervisor
+
+log = logging.getLogger(__name__)
+
+
+def taskmanager_name(index: int) -> str:
+    return f"taskmanager-{index}"
+
+
+class LocalCluster:
+    def __init__(self, config: Config) -> None:
+        self.cluster_id: str = config["cluster.id"]
+        self.cluster_dir = paths.cluster_dir(self.cluster_id)
+        self.broker_kind = resolve_kind(config["broker.kind"])
+        if self.broker_kind != "external":
+            config = config.with_overrides({"broker.port": choose_port(config, self.cluster_dir)})
+        self.config = config
+        self.supervisor = Supervisor(config, paths.cluster_log_dir(self.cluster_id))
+        self.config_path = self._write_config()
+
+    def _write_config(self) -> Path:
+        directory = paths.ensure_private_dir(run_dir(self.cluster_id))
+        path = directory / "config.toml"
+        path.write_text(self.config.to_toml(), encoding="utf-8")
+        return path
+
+    def _spec(self, name: str, role: str, *command: str) -> ProcessSpec:
+        # Unbuffered, so a child's log lines reach its log file as they are written; the
+        # home pinned, so a restarted child finds the same cluster as the first one did.
+        env = {"PYTHONUNBUFFERED": "1"}
+        if paths.HOME_ENV in os.environ:
+            env[paths.HOME_ENV] = os.environ[paths.HOME_ENV]
+        return ProcessSpec(name, role, self._argv(*command), env=env)
+
+    def _argv(self, *command: str) -> tuple[str, ...]:
+        return (sys.executable, "-m", "core.cli", *command, "--config", str(self.config_path))
+
+    def start(self, ready_timeout: float = 30.0) -> None:
+        """Start the broker and wait until it accepts logins, then the JobManager and the
+        TaskManagers (which register on their own)."""
+        if self.broker_kind == "external":
+            address = BrokerAddress.parse(self.config["broker.url"])
+            write_connection(self.cluster_dir, "external", address.without_credentials())
+        else:
+            self.supervisor.add(self._spec("broker", "broker", "broker"))
+            self.supervisor.start_process("broker")
+            address = self.broker_address()
+            wait_ready(address, ready_timeout)
+        self.supervisor.add(self._spec("jobmanager", "jobmanager", "jobmanager"))
+        self.supervisor.start_process("jobmanager")
+        for index in range(1, self.config["taskmanager.count"] + 1):
+            self.add_taskmanager(index)
+
+    def add_taskmanager(self, index: int) -> str:
+        name = taskmanager_name(index)
+        self.supervisor.add(self._spec(name, "taskmanager", "taskmanager", "--id", name))
+        self.supervisor.start_process(name)
+        return name
+
+    def broker_address(self, role: str = "client") -> BrokerAddress:
+        """Known before the broker runs: its port is fixed here and the credentials are
+        created here, so nobody waits for the broker's connection file."""
+        if self.broker_kind == "external":
+            return BrokerAddress.parse(self.config["broker.url"])
+        username, password = load_or_create(self.cluster_dir, self.cluster_id).for_role(role)
+        return BrokerAddress(self.config["broker.host"], self.config["broker.port"],
+                             username, password)
+
+    def stop(self) -> None:
+        self.supervisor.stop()
+
+    def __enter__(self) -> LocalCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,1 @@
+"""The TaskManager process: a TaskExecutor endpoint with a slot table."""

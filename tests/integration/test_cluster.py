@@ -1,0 +1,146 @@
+"""A real local cluster: broker, JobManager and TaskManagers as OS processes, on each broker.
+
+One cluster per broker kind serves the whole module; a test that disturbs it waits until
+the cluster is whole again before it ends.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+import uuid
+
+import pytest
+
+from core import protocol as p
+from core.gateways import ResourceManagerGateway
+from tests.integration.clusters import broker_kinds, running_cluster
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+BOTH = ["taskmanager-1", "taskmanager-2"]
+
+
+@pytest.fixture(scope="module", params=broker_kinds())
+def cluster(request):
+    with running_cluster(request.param) as (local_cluster, watcher):
+        yield local_cluster, watcher
+
+
+def registration(cluster_id: str, resource_id: str, instance_id: str) -> p.RegisterTaskManager:
+    return p.RegisterTaskManager(
+        cluster_id=cluster_id, protocol_version=p.PROTOCOL_VERSION, resource_id=resource_id,
+        instance_id=instance_id, endpoint_id=f"taskexecutor.{resource_id}",
+        host=socket.gethostname(), pid=os.getpid(),
+        slot_report=p.SlotReport((p.SlotStatus(0),)))
+
+
+def resource_manager(watcher) -> ResourceManagerGateway:
+    leader = watcher.client.leader(10)
+    return watcher.client.service.gateway(ResourceManagerGateway, leader.resource_manager)
+
+
+def pid_of(local_cluster, name: str) -> int:
+    pid = local_cluster.supervisor.info(name).pid
+    assert pid is not None, f"{name} is not running"
+    return pid
+
+
+def test_up_with_two_taskmanagers_of_two_slots_reaches_four_free_slots(cluster) -> None:
+    _, watcher = cluster
+    overview = watcher.wait_registered(BOTH)
+    wait_for(lambda: watcher.latest.slots_free == 4, 10, "4 free slots")
+    assert watcher.latest.slots_total == 4
+    assert {t.slots_total for t in overview.taskmanagers if t.id in BOTH} == {2}
+
+
+def test_the_same_taskmanager_registering_twice_gets_already_registered(cluster) -> None:
+    local_cluster, watcher = cluster
+    probe = f"probe-{uuid.uuid4().hex[:6]}"
+    request = registration(local_cluster.cluster_id, probe, "one")
+    gateway = resource_manager(watcher)
+    first = gateway.register_task_manager(request).result(10)
+    second = gateway.register_task_manager(request).result(10)
+    assert isinstance(first, p.AcknowledgeRegistration)
+    assert isinstance(second, p.AlreadyRegistered)
+    assert second.registration_id == first.registration_id
+    # The probe never heartbeats: it must be lost, and leave the pool as it came.
+    wait_for(lambda: (t := watcher.taskmanager(probe)) and t.state is p.TaskManagerState.LOST,
+             1.5 + 0.2 + 3, "the silent probe lost")
+
+
+def test_a_wrong_cluster_id_is_refused(cluster) -> None:
+    _, watcher = cluster
+    answer = resource_manager(watcher).register_task_manager(
+        registration("some-other-cluster", "stranger", "x")).result(10)
+    assert isinstance(answer, p.RefuseRegistration)
+    assert "wrong cluster id" in answer.reason
+
+
+def test_an_incompatible_protocol_version_is_refused(cluster) -> None:
+    local_cluster, watcher = cluster
+    request = registration(local_cluster.cluster_id, "from-the-future", "x")
+    request = p.RegisterTaskManager(**{**request.__dict__, "protocol_version": 99})
+    answer = resource_manager(watcher).register_task_manager(request).result(10)
+    assert isinstance(answer, p.RefuseRegistration)
+    assert "protocol version 99" in answer.reason
+
+
+def test_a_killed_taskmanager_is_noticed_and_its_slots_leave_the_pool(cluster) -> None:
+    local_cluster, watcher = cluster
+    watcher.wait_registered(BOTH)
+    killed_at = time.monotonic()
+    os.kill(pid_of(local_cluster, "taskmanager-1"), signal.SIGKILL)
+    lost = wait_for(lambda: (t := watcher.taskmanager("taskmanager-1"))
+                    and t.state is p.TaskManagerState.LOST and t, 5, "taskmanager-1 lost")
+    assert time.monotonic() - killed_at < 2.0
+    assert "taskmanager-1" in lost.lost_cause
+    assert any(isinstance(e, p.TaskManagerLost) and e.detected_by == "last will"
+               for e in watcher.events)
+    assert watcher.latest.slots_total == 2
+    watcher.wait_registered(BOTH)  # the supervisor restarts it and it registers again
+
+
+def test_a_hung_taskmanager_is_lost_after_the_heartbeat_timeout_and_returns(cluster) -> None:
+    local_cluster, watcher = cluster
+    watcher.wait_registered(BOTH)
+    pid = pid_of(local_cluster, "taskmanager-2")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        wait_for(lambda: (t := watcher.taskmanager("taskmanager-2"))
+                 and t.state is p.TaskManagerState.LOST, 1.5 + 0.2 + 3, "taskmanager-2 lost")
+        assert "no heartbeat" in watcher.taskmanager("taskmanager-2").lost_cause
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    watcher.wait_registered(BOTH)
+    assert watcher.taskmanager("taskmanager-2").pid == pid  # the same process came back
+
+
+def test_a_killed_jobmanager_is_restarted_and_both_taskmanagers_register_again(cluster) -> None:
+    local_cluster, watcher = cluster
+    watcher.wait_registered(BOTH)
+    old_pid = pid_of(local_cluster, "jobmanager")
+    old_token = watcher.client.leader(5).fencing_token
+    os.kill(old_pid, signal.SIGKILL)
+    wait_for(lambda: watcher.latest.jobmanager_pid != old_pid
+             and set(BOTH) <= set(watcher.registered()), 30,
+             "a new JobManager with both TaskManagers registered")
+    assert watcher.latest.fencing_token != old_token
+
+
+def test_a_killed_broker_is_restarted_and_everyone_reconnects(cluster) -> None:
+    local_cluster, watcher = cluster
+    watcher.wait_registered(BOTH)
+    old_pid = pid_of(local_cluster, "broker")
+    os.kill(old_pid, signal.SIGKILL)
+    wait_for(lambda: local_cluster.supervisor.info("broker").pid not in (None, old_pid), 15,
+             "the broker restarted")
+    killed_at = time.time()
+    wait_for(lambda: watcher.latest.taken_at > killed_at
+             and set(BOTH) <= set(watcher.registered()), 30,
+             "a fresh snapshot with both TaskManagers registered")
+    overview = watcher.client.cluster_overview(timeout=10)
+    assert {t.id for t in overview.taskmanagers
+            if t.state is p.TaskManagerState.REGISTERED} >= set(BOTH)
