@@ -11,24 +11,38 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from core import __version__, paths, topics
+from broker.connection import NoBrokerError
+from core import __version__, exitcodes, paths, topics
 from core import protocol as p
+from core.client import ClusterUnreachableError
 from core.config import Config, ConfigError, load, parse_override
+from core.jobcommands import (
+    add_job_commands,
+    cmd_cancel,
+    cmd_list,
+    cmd_result,
+    cmd_run,
+    cmd_submit,
+    split_job_args,
+)
+from core.rpc import RemoteError
+from core.rpc.mqtt import BrokerUnreachableError
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_CANCELED = 3
-EXIT_REJECTED = 4
-EXIT_UNREACHABLE = 5
+EXIT_OK = exitcodes.OK
+EXIT_FAILED = exitcodes.FAILED
+EXIT_USAGE = exitcodes.USAGE
+EXIT_UNREACHABLE = exitcodes.UNREACHABLE
 
 
 def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    """The options every command takes, before or after the command's name. No copy has a
+    default (a subcommand's default would overwrite what was given before the command);
+    ``effective_config`` reads them with their defaults."""
+    common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     common.add_argument("--config", type=Path, help="configuration file (default: the "
                         "clusterdeck.toml in the user's config dir)")
-    common.add_argument("-D", dest="overrides", action="append", default=[],
-                        metavar="KEY=VALUE", help="override one configuration key")
+    common.add_argument("-D", dest="overrides", action="append", metavar="KEY=VALUE",
+                        help="override one configuration key")
     common.add_argument("--cluster", help="cluster id (same as -D cluster.id=ID)")
     return common
 
@@ -63,27 +77,32 @@ def build_parser() -> argparse.ArgumentParser:
     taskmanager.add_argument("--broker", dest="broker_url", help="mqtt://user:pw@host:port "
                              "of a cluster on another machine")
 
+    add_job_commands(commands, common)
+
     config_cmd = commands.add_parser("config", parents=[common], help="configuration")
     config_cmd.add_argument("action", choices=["show"], help="show: the effective values")
     return parser
 
 
 def effective_config(args: argparse.Namespace) -> Config:
-    overrides = dict(parse_override(item) for item in args.overrides)
-    if args.cluster:
+    args.config = getattr(args, "config", None)
+    overrides = dict(parse_override(item) for item in getattr(args, "overrides", []))
+    if getattr(args, "cluster", None):
         overrides["cluster.id"] = args.cluster
     extra = {"taskmanagers": "taskmanager.count", "slots": "taskmanager.slots"}
     for attribute, key in extra.items():
         if getattr(args, attribute, None) is not None:
             overrides[key] = getattr(args, attribute)
-    if args.command == "up" and args.broker:
+    if args.command in ("up", "run") and args.broker:
         overrides["broker.kind"] = args.broker
     return load(args.config, overrides)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    own, job_args = split_job_args(list(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(own)
+    args.job_args = job_args
     try:
         config = effective_config(args)
     except ConfigError as error:
@@ -91,10 +110,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     handler = {"up": cmd_up, "status": cmd_status, "broker": cmd_broker,
                "jobmanager": cmd_jobmanager, "taskmanager": cmd_taskmanager,
-               "config": cmd_config}[args.command]
+               "config": cmd_config, "submit": cmd_submit, "run": cmd_run, "list": cmd_list,
+               "cancel": cmd_cancel, "result": cmd_result}[args.command]
     try:
         return handler(config, args)
     except KeyboardInterrupt:
+        return EXIT_FAILED
+    except (NoBrokerError, ClusterUnreachableError, BrokerUnreachableError) as error:
+        print(f"clusterdeck: cluster unreachable: {error}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except RemoteError as error:
+        print(f"clusterdeck: {error.remote_message}", file=sys.stderr)
         return EXIT_FAILED
 
 
@@ -120,8 +146,7 @@ def cmd_taskmanager(config: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_status(config: Config, args: argparse.Namespace) -> int:
-    from broker.connection import NoBrokerError
-    from core.client import ClusterClient, ClusterUnreachableError
+    from core.client import ClusterClient
     from core.rpc import RpcError
     try:
         with ClusterClient(config, args.broker_url, connect_timeout=5.0) as client:
@@ -159,6 +184,7 @@ def print_overview(overview: p.ClusterOverview) -> None:
 
 
 def cmd_up(config: Config, args: argparse.Namespace) -> int:
+    from broker.process import BrokerStartError
     from core.localcluster import LocalCluster
     from core.process import wait_for_termination
     from core.supervisor import ProcessInfo
@@ -168,7 +194,11 @@ def cmd_up(config: Config, args: argparse.Namespace) -> int:
         print(f"[{time.strftime('%H:%M:%S')}] {info.name}: {info.status.value}{pid}",
               file=sys.stderr)
 
-    cluster = LocalCluster(config)
+    try:
+        cluster = LocalCluster(config)
+    except BrokerStartError as error:
+        print(f"clusterdeck: {error}", file=sys.stderr)
+        return EXIT_USAGE
     cluster.supervisor.add_listener(report)
     try:
         cluster.start()

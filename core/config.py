@@ -120,8 +120,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("taskmanager.count", positive_int, 2, "TaskManagers started by `clusterdeck up`."),
     Option("taskmanager.slots", positive_int, 2, "Task slots per TaskManager."),
     Option("heartbeat.interval", duration, 1.0, "Time between two heartbeats, both ways."),
-    Option("heartbeat.timeout", duration, 6.0, "Acceptable pause of the phi-accrual failure "
-           "detector: how long a silent peer is tolerated beyond its usual interval."),
+    Option("heartbeat.timeout", duration, 6.0, "How long a silent peer is tolerated: the "
+           "phi-accrual detector declares it lost within heartbeat.timeout + one interval of "
+           "its last heartbeat."),
     Option("heartbeat.threshold", real, 8.0, "Phi above which a silent peer is declared lost."),
     Option("rpc.ask-timeout", duration, 10.0, "Time an ask waits for its answer."),
     Option("rpc.framesize", size, 256 * 1024, "Largest message the runtime sends; larger "
@@ -150,6 +151,25 @@ OPTIONS: tuple[Option, ...] = (
     Option("log.backup-count", positive_int, 3, "Rotated process logs kept."),
     Option("spark.master", text, "", "Spark master URL of every TaskManager; empty means "
            "local[<taskmanager.slots>]."),
+    Option("spark.start", one_of("eager", "lazy"), "eager", "eager: a TaskManager starts its "
+           "SparkSession when it starts; lazy: at its first task."),
+    Option("job.split-size", size, 64 * 1024 * 1024, "Files larger than this are read as "
+           "byte-range input splits of this size, cut at line boundaries."),
+    Option("restart-strategy.type", one_of("none", "fixed-delay", "failure-rate",
+                                           "exponential-delay"), "fixed-delay",
+           "How a job restarts failed tasks; overridable per job."),
+    Option("restart-strategy.fixed-delay.attempts", positive_int, 3, "Restarts before the "
+           "job fails."),
+    Option("restart-strategy.fixed-delay.delay", duration, 1.0, "Pause before a restart."),
+    Option("restart-strategy.failure-rate.max-failures", positive_int, 3, "Failures allowed "
+           "within the interval."),
+    Option("restart-strategy.failure-rate.interval", duration, 60.0, "Window of "
+           "max-failures."),
+    Option("restart-strategy.failure-rate.delay", duration, 1.0, "Pause before a restart."),
+    Option("restart-strategy.exponential-delay.initial", duration, 1.0, "First pause."),
+    Option("restart-strategy.exponential-delay.max", duration, 60.0, "Longest pause."),
+    Option("restart-strategy.exponential-delay.multiplier", real, 2.0, "Growth per restart."),
+    Option("restart-strategy.exponential-delay.jitter", real, 0.1, "Random share of a pause."),
 )
 
 _BY_KEY = {option.key: option for option in OPTIONS}
@@ -226,6 +246,8 @@ def parse_override(assignment: str) -> tuple[str, str]:
 
 def load(path: Path | None = None, overrides: Mapping[str, Any] | None = None) -> Config:
     """Defaults, then ``path`` (the user's config file when None), then ``overrides``."""
+    if path is not None and not path.exists():
+        raise ConfigError(f"configuration file {path} does not exist")
     path = path or paths.config_file()
     values: dict[str, Any] = {}
     if path.exists():

@@ -1,6 +1,14 @@
 """The actor runtime: endpoints with one main thread, gateways, and their transports."""
 
-from core.rpc._codec import Envelope, decode, encode, message, message_types
+from core.rpc._codec import (
+    Envelope,
+    decode,
+    encode,
+    from_data,
+    message,
+    message_types,
+    to_data,
+)
 from core.rpc._endpoint import FencedRpcEndpoint, Invocation, RpcEndpoint, handler
 from core.rpc._errors import (
     AskTimeoutError,
@@ -40,7 +48,9 @@ __all__ = [
     "Scheduler",
     "decode",
     "encode",
+    "from_data",
     "handler",
     "message",
     "message_types",
+    "to_data",
 ]

@@ -70,7 +70,11 @@ def encode(envelope: Envelope, framesize: int) -> bytes:
         "body": _to_json(envelope.message) if envelope.message is not None else None,
         "error": envelope.error,
     }
-    data = json.dumps(document, separators=(",", ":"), allow_nan=False).encode()
+    try:
+        data = json.dumps(document, separators=(",", ":"), allow_nan=False).encode()
+    except (TypeError, ValueError) as error:
+        raise CodecError(f"{envelope.type_name or envelope.kind} cannot be sent: {error}") \
+            from None
     if len(data) > framesize:
         raise FrameTooLargeError(
             f"{envelope.type_name or envelope.kind} message is {len(data)} bytes, over "
@@ -83,7 +87,7 @@ def decode(data: bytes, framesize: int) -> Envelope:
     if len(data) > framesize:
         raise FrameTooLargeError(f"received {len(data)} bytes, over rpc.framesize = {framesize}")
     try:
-        document = json.loads(data)
+        document = json.loads(data, parse_constant=_refuse_constant)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise CodecError(f"malformed JSON: {error}") from None
     if not isinstance(document, dict):
@@ -108,6 +112,10 @@ def decode(data: bytes, framesize: int) -> Envelope:
     )
 
 
+def _refuse_constant(name: str) -> Any:
+    raise CodecError(f"malformed JSON: {name} is not a number JSON allows")
+
+
 def _decode_body(type_name: Any, body: Any) -> Any:
     if type_name is None:
         if body is not None:
@@ -126,6 +134,16 @@ def _decode_error(error: Any) -> dict[str, str] | None:
             isinstance(k, str) and isinstance(v, str) for k, v in error.items()):
         raise CodecError("field 'error' must be an object of strings")
     return error
+
+
+def to_data(value: Any) -> Any:
+    """A message (or any supported value) as plain JSON data, e.g. for files."""
+    return _to_json(value)
+
+
+def from_data(data: Any, cls: type, what: str = "") -> Any:
+    """Build and validate ``cls`` from plain JSON data, as a received message would be."""
+    return _from_json(data, cls, what or cls.__name__)
 
 
 def _to_json(value: Any) -> Any:

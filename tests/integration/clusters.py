@@ -19,7 +19,8 @@ from tests.waiting import wait_for
 
 FAST_HEARTBEATS = {"heartbeat.interval": 0.2, "heartbeat.timeout": 1.5,
                    "registration.max-backoff": 0.5, "rpc.ask-timeout": 5.0,
-                   "supervisor.restart-backoff": 0.1, "supervisor.shutdown-grace": 3.0}
+                   "supervisor.restart-backoff": 0.1, "supervisor.shutdown-grace": 3.0,
+                   "spark.start": "lazy"}
 
 
 def broker_kinds() -> list:

@@ -16,6 +16,7 @@ from tests.integration.clusters import broker_kinds
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
+NO_SPARK = ("-D", "spark.start=lazy")  # these clusters run no job: no JVM per TaskManager
 
 
 def clusterdeck(*args: str) -> list[str]:
@@ -32,7 +33,7 @@ def status_json(cluster_id: str) -> dict | None:
 def test_killing_the_supervisor_with_sigkill_leaves_no_cluster_process_alive(kind: str) -> None:
     cluster_id = f"orphans-{uuid.uuid4().hex[:6]}"
     up = subprocess.Popen(clusterdeck("up", "--cluster", cluster_id, "--taskmanagers", "2",
-                                      "--slots", "1", "--broker", kind),
+                                      "--slots", "1", "--broker", kind, *NO_SPARK),
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                           start_new_session=True)
     children: list[psutil.Process] = []
@@ -57,7 +58,7 @@ def test_killing_the_supervisor_with_sigkill_leaves_no_cluster_process_alive(kin
 def test_status_json_lists_each_taskmanager_with_the_documented_fields() -> None:
     cluster_id = f"status-{uuid.uuid4().hex[:6]}"
     up = subprocess.Popen(clusterdeck("up", "--cluster", cluster_id, "--taskmanagers", "1",
-                                      "--slots", "3", "--broker", "amqtt"),
+                                      "--slots", "3", "--broker", "amqtt", *NO_SPARK),
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         document = wait_for(lambda: (d := status_json(cluster_id)) and d["taskmanagers"] and d,

@@ -1,0 +1,9 @@
+"""Exit codes of every clusterdeck command and process, one table (docs/cli.md)."""
+
+OK = 0
+FAILED = 1           # the job failed, or the command could not do its work
+USAGE = 2            # bad command line or configuration
+CANCELED = 3         # the job was canceled
+REJECTED = 4         # the job was refused at submit (broken job file, bad artifact)
+UNREACHABLE = 5      # no broker or no JobManager answered
+REFUSED = 6          # a TaskManager's registration was refused (wrong cluster, version)
