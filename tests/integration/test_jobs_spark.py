@@ -1,0 +1,357 @@
+"""The job layer on a real Spark, in this process: every vertex's subtasks run through
+``run_subtask`` (``run_local``), and every result is checked against plain Python.
+
+One SparkSession (local[2]) serves the module.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import random
+import re
+import sys
+import textwrap
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from core.jobs.artifact import pack_artifact, unpack_artifact
+from core.jobs.errors import SubtaskCancelled, SubtaskFailed
+from core.jobs.loader import LoadedJob, load_job
+from core.jobs.local import run_local
+from core.jobs.runtime import cancel_subtask, run_subtask
+from core.jobs.splits import plan_splits
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+WORD = re.compile(r"[a-z']+")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    saved = {key: os.environ.get(key) for key in ("PYSPARK_PYTHON", "SPARK_LOCAL_IP")}
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # the workers' interpreter
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("clusterdeck-test-jobs")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def job_file(folder: Path, name: str, source: str) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+def through_artifact(path: Path, args: list[str], folder: Path) -> LoadedJob:
+    """Load a job the way a TaskManager does: from its unpacked artifact, bound to the
+    graph the client built."""
+    submitted = load_job(path, args).graph
+    artifact = pack_artifact(path)
+    entry = unpack_artifact(artifact.data, folder / "artifact", artifact.sha256)
+    return load_job(entry, args, expected=submitted)
+
+
+def words_in(files: list[Path]) -> tuple[Counter, int]:
+    counts: Counter = Counter()
+    lines = 0
+    for path in files:
+        for line in path.read_text().splitlines():
+            lines += 1
+            counts.update(WORD.findall(line.lower()))
+    return counts, lines
+
+
+@pytest.mark.parametrize("parallelism", [1, 3, 4])
+def test_word_count_over_many_small_files_matches_python(spark, tmp_path, parallelism):
+    data = EXAMPLES / "data" / "words"
+    expected, lines = words_in(sorted(data.glob("*.txt")))
+    job = through_artifact(EXAMPLES / "wordcount.py", [str(data), str(parallelism)], tmp_path)
+    result = run_local(job, spark, tmp_path / "work")
+
+    assert Counter(dict(map(tuple, result.rows()))) == expected
+    assert result.counters == {"lines": lines}
+    source, counter = (v.id for v in job.graph.vertices)
+    assert result.records(source) == (lines, sum(expected.values()))
+    assert result.records(counter) == (sum(expected.values()), len(expected))
+    assert len([r for r in result.subtasks if r.vertex_id == source]) == parallelism
+
+
+def big_text(path: Path, lines: int) -> None:
+    rng = random.Random(5)
+    vocabulary = ["spark", "flink", "slot", "vertex", "héllo", "mailbox", "split", "x" * 30]
+    path.write_text("\n".join(" ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 9)))
+                              for _ in range(lines)) + "\n", encoding="utf-8")
+
+
+def test_word_count_over_one_big_file_cut_into_blocks_reads_every_line_once(spark, tmp_path):
+    big = tmp_path / "big.txt"
+    big_text(big, 3000)
+    expected, lines = words_in([big])
+    job = load_job(EXAMPLES / "wordcount.py", [str(big), "3"])
+    splits = plan_splits(job.graph.vertices[0], block_size=16 * 1024)
+    assert len(splits) > 5 and all(split.length > 0 for split in splits)
+
+    result = run_local(job, spark, tmp_path / "work", block_size=16 * 1024,
+                       split_batch_bytes=40 * 1024)
+
+    assert Counter(dict(map(tuple, result.rows()))) == expected
+    assert result.counters == {"lines": lines}
+    source = job.graph.vertices[0].id
+    assert result.records(source)[0] == lines
+    read = sorted(i for r in result.subtasks if r.vertex_id == source for i in r.splits)
+    assert read == [split.split_id for split in splits]
+
+
+def test_the_lines_of_a_file_cut_into_blocks_each_arrive_once(spark, tmp_path):
+    big = tmp_path / "lines.txt"
+    big_text(big, 2000)
+    path = job_file(tmp_path, "lines.py", f"""
+        def build(env):
+            env.read_text({str(big)!r}, parallelism=3).collect()
+    """)
+    result = run_local(load_job(path), spark, tmp_path / "work", block_size=8 * 1024)
+    assert Counter(result.rows()) == Counter(big.read_text(encoding="utf-8").splitlines())
+
+
+def read_csv(name: str) -> list[dict[str, str]]:
+    with open(EXAMPLES / "data" / name, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_the_join_of_two_csv_files_matches_python(spark, tmp_path):
+    users = {int(u["user_id"]): u for u in read_csv("users.csv")}
+    expected = sorted((int(o["order_id"]), int(o["user_id"]), float(o["amount"]),
+                       users[int(o["user_id"])]["name"], users[int(o["user_id"])]["country"])
+                      for o in read_csv("orders.csv") if int(o["user_id"]) in users)
+    result = run_local(load_job(EXAMPLES / "join_csv.py"), spark, tmp_path / "work")
+    rows = result.rows()
+    assert sorted((r["order_id"], r["user_id"], r["amount"], r["name"], r["country"])
+                  for r in rows) == expected
+
+
+def test_the_sql_aggregate_matches_python_in_its_order(spark, tmp_path):
+    country = {int(u["user_id"]): u["country"] for u in read_csv("users.csv")}
+    revenue: Counter = Counter()
+    orders: Counter = Counter()
+    for order in read_csv("orders.csv"):
+        if int(order["user_id"]) in country:
+            revenue[country[int(order["user_id"])]] += float(order["amount"])
+            orders[country[int(order["user_id"])]] += 1
+    result = run_local(load_job(EXAMPLES / "sql_aggregate.py"), spark, tmp_path / "work")
+    rows = result.rows()
+    assert [row["country"] for row in rows] == sorted(revenue, key=revenue.get, reverse=True)
+    for row in rows:
+        assert row["orders"] == orders[row["country"]]
+        assert row["revenue"] == pytest.approx(revenue[row["country"]], abs=0.01)
+
+
+def test_collect_returns_every_row_as_json(spark, tmp_path):
+    path = job_file(tmp_path, "squares.py", """
+        def build(env):
+            env.set_parallelism(3)
+            env.from_range(0, 3000).map(lambda x: (x, x * x)).collect()
+    """)
+    result = run_local(load_job(path), spark, tmp_path / "work")
+    assert result.rows() == [[x, x * x] for x in range(3000)]
+    assert [r.records_out for r in result.subtasks] == [1000, 1000, 1000]
+
+
+PEOPLE = [{"name": f"p{i}", "city": ["Oslo", "Lima", "Pune", "Kyiv"][i % 4], "age": 20 + i % 37}
+          for i in range(200)]
+
+
+def test_a_keyed_reduce_and_a_broadcast_join_over_python_records(spark, tmp_path):
+    out = tmp_path / "oldest"
+    path = job_file(tmp_path, "people.py", f"""
+        PEOPLE = {PEOPLE!r}
+
+        def oldest(a, b):
+            return a if (a["age"], a["name"]) >= (b["age"], b["name"]) else b
+
+        def build(env):
+            env.set_parallelism(2)
+            people = env.from_collection(PEOPLE, name="people")
+            cities = env.from_collection([{{"city": "Oslo", "country": "NO"}},
+                                          {{"city": "Lima", "country": "PE"}}],
+                                         parallelism=1, name="cities")
+            people.key_by(lambda p: p["city"]).reduce(oldest).write_text({str(out)!r})
+            people.join(cities.broadcast(), on="city").collect(name="joined")
+    """)
+    result = run_local(load_job(path), spark, tmp_path / "work")
+
+    oldest = {}
+    for person in PEOPLE:
+        best = oldest.get(person["city"])
+        if best is None or (person["age"], person["name"]) >= (best["age"], best["name"]):
+            oldest[person["city"]] = person
+    lines = [line for f in sorted(out.glob("part-*.txt")) for line in f.read_text().splitlines()]
+    assert sorted(lines) == sorted(str(p) for p in oldest.values())
+    assert not (out / "_attempts").exists()
+    joined = result.rows("op-6")
+    assert sorted((r["name"], r["country"]) for r in joined) == sorted(
+        (p["name"], {"Oslo": "NO", "Lima": "PE"}[p["city"]]) for p in PEOPLE
+        if p["city"] in ("Oslo", "Lima"))
+
+
+def test_table_operators_keep_columns_into_parquet_and_csv_sinks(spark, tmp_path):
+    out = tmp_path / "out"
+    path = job_file(tmp_path, "orders.py", f"""
+        def build(env):
+            orders = env.read_csv({str(EXAMPLES / "data" / "orders.csv")!r},
+                                  schema="order_id INT, user_id INT, amount DOUBLE")
+            big = orders.filter(lambda order: order.amount > 100, name="big")
+            (big.key_by("user_id")
+                .aggregate({{"orders": ("*", "count"), "total": ("amount", "sum")}},
+                           parallelism=2)
+                .write_parquet({str(out / "totals")!r}))
+            big.key_by("user_id").count(parallelism=2).write_csv({str(out / "counts")!r})
+    """)
+    run_local(load_job(path), spark, tmp_path / "work")
+
+    expected: dict[int, list[float]] = {}
+    for order in read_csv("orders.csv"):
+        if float(order["amount"]) > 100:
+            expected.setdefault(int(order["user_id"]), []).append(float(order["amount"]))
+    totals = {row.user_id: (row.orders, row.total)
+              for row in spark.read.parquet(str(out / "totals")).collect()}
+    assert totals == {user: (len(a), pytest.approx(sum(a))) for user, a in expected.items()}
+    counts = {int(row["_1"]): int(row["_2"])
+              for row in spark.read.csv(str(out / "counts"), header=True).collect()}
+    assert counts == {user: len(a) for user, a in expected.items()}
+
+
+def test_pi_runs_unmodified_with_its_arguments_and_its_stop_leaves_spark_running(spark,
+                                                                                 tmp_path):
+    result = run_local(load_job(EXAMPLES / "pi.py", ["2", "20000"]), spark, tmp_path / "work")
+    estimate = float(re.search(r"Pi is roughly ([0-9.]+)", result.stdout).group(1))
+    assert estimate == pytest.approx(3.14159, abs=0.05)
+    assert spark.range(5).count() == 5
+
+
+def test_a_failing_script_fails_with_its_traceback_and_output(spark, tmp_path):
+    path = job_file(tmp_path, "fails.py", """
+        import sys
+        from pyspark import SparkConf, SparkContext
+
+        def check(n):
+            if n > 2:
+                raise ValueError(f"too big: {n}")
+
+        if __name__ == "__main__":
+            sc = SparkContext(conf=SparkConf().setAppName("fails"))
+            print("counted", sc.parallelize(range(5)).count(), "args", sys.argv[1:])
+            sc.stop()
+            check(int(sys.argv[1]))
+    """)
+    job = load_job(path, ["7"])
+    with pytest.raises(SubtaskFailed) as caught:
+        run_subtask(spark, job, "vertex-1", 0, "script-attempt", [], iter(()), tmp_path / "out")
+    failure = caught.value
+    assert failure.message == "ValueError: too big: 7"
+    assert failure.stdout == "counted 5 args ['7']\n"
+    assert 'fails.py", line 7, in check' in failure.traceback_text
+    assert "ValueError: too big: 7" in failure.stderr
+    exits = job_file(tmp_path, "exits.py", """
+        import sys
+        import pyspark
+        if __name__ == "__main__":
+            print("giving up", file=sys.stderr)
+            sys.exit(3)
+    """)
+    with pytest.raises(SubtaskFailed, match="SystemExit: 3") as caught:
+        run_subtask(spark, load_job(exits), "vertex-1", 0, "exit-attempt", [], iter(()),
+                    tmp_path / "out")
+    assert caught.value.stderr == "giving up\n"
+    assert spark.sparkContext.parallelize(range(3)).count() == 3
+
+
+def test_a_failing_subtask_reports_the_users_traceback(spark, tmp_path):
+    with pytest.raises(SubtaskFailed) as caught:
+        run_local(load_job(EXAMPLES / "failing_job.py"), spark, tmp_path / "work")
+    failure = caught.value
+    assert (failure.vertex_id, failure.subtask_index) == ("vertex-1", 3)
+    assert failure.message == "ValueError: record 777 is bad"
+    assert 'failing_job.py", line 12, in check' in failure.traceback_text
+    assert "pyspark" not in failure.traceback_text
+
+
+def test_cancel_stops_a_long_running_subtask(spark, tmp_path):
+    path = job_file(tmp_path, "slow.py", """
+        import time
+
+        def slow(x):
+            time.sleep(0.05)
+            return x
+
+        def build(env):
+            env.from_range(0, 100000).map(slow).collect()
+    """)
+    job = load_job(path)
+    [split] = plan_splits(job.graph.vertices[0])
+    outcome: list[BaseException] = []
+
+    def subtask() -> None:
+        try:
+            run_subtask(spark, job, "vertex-1", 0, "slow-attempt", [], iter([split]),
+                        tmp_path / "out")
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=subtask, daemon=True)
+    worker.start()
+    tracker = spark.sparkContext.statusTracker()
+    wait_for(lambda: tracker.getJobIdsForGroup("slow-attempt"), 60, "the slow Spark job")
+    cancel_subtask(spark, "slow-attempt")
+    worker.join(timeout=30)
+    assert not worker.is_alive(), "the subtask did not stop"
+    assert len(outcome) == 1 and isinstance(outcome[0], SubtaskCancelled)
+    wait_for(lambda: not [j for j in tracker.getJobIdsForGroup("slow-attempt")
+                          if tracker.getJobInfo(j).status == "RUNNING"], 10,
+             "no Spark job of the attempt running")
+
+
+def test_two_scripts_on_two_threads_keep_their_own_output_and_arguments(spark, tmp_path):
+    path = job_file(tmp_path, "echo.py", """
+        import sys
+        from pyspark.sql import SparkSession
+
+        if __name__ == "__main__":
+            spark = SparkSession.builder.getOrCreate()
+            spark.conf.set("spark.sql.shuffle.partitions", sys.argv[1])
+            total = spark.range(int(sys.argv[1]) * 10).groupBy().sum().collect()[0][0]
+            print(sys.argv[1:], total, spark.conf.get("spark.sql.shuffle.partitions"))
+            spark.stop()
+    """)
+    results: dict[str, object] = {}
+
+    def script(argument: str) -> None:
+        job = load_job(path, [argument])
+        results[argument] = run_subtask(spark, job, "vertex-1", 0, f"echo-{argument}", [],
+                                        iter(()), tmp_path / argument)
+
+    threads = [threading.Thread(target=script, args=(a,)) for a in ("3", "5")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert results["3"].stdout == "['3'] 435 3\n"
+    assert results["5"].stdout == "['5'] 1225 5\n"
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
