@@ -5,14 +5,21 @@ Used by the CLI and, through the bridge, by the desktop app.
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import json
 import threading
 import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from core import protocol as p
 from core import topics
 from core.config import Config
 from core.gateways import DispatcherGateway
+from core.jobs.artifact import pack_artifact
+from core.jobs.loader import load_job
 from core.process import broker_address, connect_service
 from core.rpc import AskTimeoutError, RpcError
 from core.rpc.mqtt import MqttRpcService
@@ -66,3 +73,66 @@ class ClusterClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class JobClient(ClusterClient):
+    """Submits jobs and follows them: what ``clusterdeck submit`` and the GUI use."""
+
+    def submit(self, job_file: Path | str, args: Sequence[str] = (), *,
+               parallelism: int | None = None, restart_strategy: dict[str, Any] | None = None,
+               task_timeout: float = 0.0) -> str:
+        """Load the job here (a broken file raises JobLoadError before anything is sent),
+        upload its artifact in chunks, submit it; returns the job id."""
+        job = load_job(job_file, args, parallelism=parallelism)
+        artifact = pack_artifact(job_file)
+        dispatcher = self.dispatcher()
+        upload_id = uuid.uuid4().hex
+        pieces = list(artifact.chunks(max(1024, self.config["rpc.framesize"] // 2)))
+        for index, piece in enumerate(pieces):
+            dispatcher.upload_artifact_chunk(p.UploadArtifactChunk(
+                upload_id, index, len(pieces), base64.b64encode(piece).decode(),
+                artifact.sha256)).result()
+        job_id = uuid.uuid4().hex[:16]
+        dispatcher.submit_job(p.SubmitJob(job_id, job.graph, upload_id, artifact.sha256,
+                                          tuple(args), restart_strategy, task_timeout)).result()
+        return job_id
+
+    def wait(self, job_id: str, on_progress: Callable[[p.JobSnapshot], None] | None = None,
+             poll: float = 5.0) -> p.JobResult:
+        """Block until the job ends. Keeps waiting while the JobManager is away (it
+        recovers its jobs); progress arrives as the job's retained snapshots."""
+        ended: list[p.JobResult] = []
+        done = threading.Event()
+
+        def on_result(_topic: str, result: Any) -> None:
+            if isinstance(result, p.JobResult) and result.is_terminal:
+                ended.append(result)
+                done.set()
+
+        self.service.subscribe(topics.job_result(job_id), on_result)
+        if on_progress is not None:
+            self.service.subscribe(topics.job_state(job_id), lambda _t, snapshot: isinstance(
+                snapshot, p.JobSnapshot) and on_progress(snapshot))
+        while not done.wait(poll):
+            with contextlib.suppress(RpcError):
+                result = self.dispatcher(poll).request_job_result(job_id, poll).result()
+                if result.is_terminal:
+                    return result
+        return ended[0]
+
+    def jobs(self) -> p.JobList:
+        return self.dispatcher().request_job_list().result()
+
+    def cancel(self, job_id: str) -> p.JobSummary:
+        return self.dispatcher().cancel_job(job_id).result()
+
+    def result(self, job_id: str) -> p.JobResult:
+        return self.dispatcher().request_job_result(job_id).result()
+
+
+def collected_rows(result: p.JobResult) -> list[Any]:
+    """The rows a job's collect() sinks gathered, in subtask order (they live in files)."""
+    rows: list[Any] = []
+    for path in result.collected_paths:
+        rows.extend(json.loads(Path(path).read_text(encoding="utf-8")))
+    return rows

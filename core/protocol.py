@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
+from core.executiongraph.failures import TaskFailure
+from core.executiongraph.wiring import EdgeInput, EdgeOutput
+from core.jobs.graph import InputSplit, JobGraph
 from core.rpc import message
 
 PROTOCOL_VERSION = 1
@@ -209,3 +213,314 @@ class TaskManagerLost:
     cause: str
     detected_by: str
     at: float = field(default=0.0)
+
+
+# -- jobs: submission, artifacts, results ------------------------------------------------
+# The JobGraph, InputSplit, partition wiring and failures are frozen dataclasses of their
+# own modules; the codec validates them field by field like any message.
+
+
+@message
+@dataclass(frozen=True)
+class UploadArtifactChunk:
+    """JobClient -> Dispatcher: one base64 piece of a job artifact (a zip), so an artifact
+    larger than rpc.framesize still travels; ``sha256`` is of the whole artifact."""
+
+    upload_id: str
+    index: int
+    total: int
+    data: str
+    sha256: str
+
+
+@message
+@dataclass(frozen=True)
+class ArtifactChunkReceived:
+    upload_id: str
+    index: int
+
+
+@message
+@dataclass(frozen=True)
+class SubmitJob:
+    """JobClient -> Dispatcher, after every artifact chunk was received."""
+
+    job_id: str
+    graph: JobGraph
+    upload_id: str
+    artifact_sha256: str
+    args: tuple[str, ...] = ()
+    restart_strategy: dict[str, Any] | None = None
+    task_timeout: float = 0.0
+
+
+@message
+@dataclass(frozen=True)
+class JobSubmitted:
+    job_id: str
+
+
+@message
+@dataclass(frozen=True)
+class RequestArtifactChunk:
+    """TaskExecutor -> Dispatcher: fetch a job's artifact to run its tasks."""
+
+    job_id: str
+    index: int
+
+
+@message
+@dataclass(frozen=True)
+class ArtifactChunk:
+    job_id: str
+    index: int
+    total: int
+    data: str
+    sha256: str
+
+
+@message
+@dataclass(frozen=True)
+class JobSummary:
+    job_id: str
+    name: str
+    kind: str
+    status: str
+    submitted_at: float
+    finished: int
+    total: int
+    duration: float | None = None
+
+
+@message
+@dataclass(frozen=True)
+class RequestJobList:
+    pass
+
+
+@message
+@dataclass(frozen=True)
+class JobList:
+    jobs: tuple[JobSummary, ...]
+
+
+@message
+@dataclass(frozen=True)
+class CancelJob:
+    job_id: str
+
+
+@message
+@dataclass(frozen=True)
+class RequestJobResult:
+    job_id: str
+
+
+@message
+@dataclass(frozen=True)
+class JobResult:
+    """Flink's JobResultSuccess and JobResultFailure in one message, told apart by
+    ``status`` (FINISHED, FAILED or CANCELED; RUNNING and the like while it is pending).
+
+    Collected rows and outputs stay in files (``collected_paths``), never in messages."""
+
+    job_id: str
+    name: str
+    status: str
+    duration: float | None = None
+    accumulators: dict[str, Any] = field(default_factory=dict)
+    records: dict[str, Any] = field(default_factory=dict)
+    outputs: tuple[str, ...] = ()
+    collected_paths: tuple[str, ...] = ()
+    stdout: str = ""
+    stderr: str = ""
+    root_cause: dict[str, Any] | None = None
+    failures: int = 0
+    finished: int = 0
+    total: int = 0
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in ("FINISHED", "FAILED", "CANCELED")
+
+
+# -- slots ---------------------------------------------------------------------------------
+
+
+@message
+@dataclass(frozen=True)
+class RequestSlot:
+    """JobMaster -> ResourceManager (tell): answered later by an OfferSlot."""
+
+    job_id: str
+    allocation_id: str
+    jobmaster: str
+
+
+@message
+@dataclass(frozen=True)
+class OfferSlot:
+    """ResourceManager -> JobMaster: a free slot, now allocated to ``allocation_id``."""
+
+    allocation_id: str
+    resource_id: str
+    endpoint_id: str
+    host: str
+    slot_index: int
+
+
+@message
+@dataclass(frozen=True)
+class FreeSlot:
+    """JobMaster -> ResourceManager (tell): the allocation is no longer needed."""
+
+    job_id: str
+    allocation_id: str
+
+
+@message
+@dataclass(frozen=True)
+class ReleaseJobSlots:
+    """JobMaster -> ResourceManager (tell): the job ended; drop its requests and slots."""
+
+    job_id: str
+
+
+# -- tasks ----------------------------------------------------------------------------------
+
+
+@message
+@dataclass(frozen=True)
+class SubmitTask:
+    """JobMaster -> TaskExecutor (ask): run one attempt of one subtask in a slot."""
+
+    job_id: str
+    graph: JobGraph
+    attempt_id: str
+    vertex_id: str
+    subtask: int
+    parallelism: int
+    attempt: int
+    slot_index: int
+    allocation_id: str
+    jobmaster: str
+    fencing_token: str
+    artifact_sha256: str
+    work_dir: str
+    args: tuple[str, ...] = ()
+    inputs: tuple[EdgeInput, ...] = ()
+    outputs: tuple[EdgeOutput, ...] = ()
+    task_timeout: float = 0.0
+
+
+@message
+@dataclass(frozen=True)
+class TaskOperationResult:
+    attempt_id: str
+    success: bool
+    message: str = ""
+
+
+@message
+@dataclass(frozen=True)
+class CancelTask:
+    """JobMaster -> TaskExecutor (ask): cancel the attempt's Spark job group, free its slot."""
+
+    job_id: str
+    attempt_id: str
+
+
+@message
+@dataclass(frozen=True)
+class TaskResult:
+    """What a finished attempt hands back; bulk data stays in the named files."""
+
+    records_in: int = 0
+    records_out: int = 0
+    counters: dict[str, Any] = field(default_factory=dict)
+    partitions: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    collected_path: str = ""
+    stdout: str = ""
+    stderr: str = ""
+
+
+@message
+@dataclass(frozen=True)
+class UpdateTaskExecutionState:
+    """TaskExecutor -> JobMaster (ask, fenced): sent again until acknowledged; applying it
+    twice changes nothing (updates are idempotent per attempt id)."""
+
+    job_id: str
+    attempt_id: str
+    state: str
+    failure: TaskFailure | None = None
+    result: TaskResult | None = None
+
+
+@message
+@dataclass(frozen=True)
+class UpdateAcknowledged:
+    attempt_id: str
+    accepted: bool
+    reason: str = ""
+
+
+@message
+@dataclass(frozen=True)
+class RequestNextInputSplit:
+    """A source task -> its JobMaster (ask, fenced)."""
+
+    job_id: str
+    attempt_id: str
+    host: str
+
+
+@message
+@dataclass(frozen=True)
+class NextInputSplit:
+    """None when the source's input is exhausted."""
+
+    split: InputSplit | None
+
+
+# -- job events and snapshots for observers ---------------------------------------------------
+
+
+@message
+@dataclass(frozen=True)
+class JobStatusEvent:
+    """On ``events/jobs/<job-id>``."""
+
+    job_id: str
+    old: str
+    new: str
+    at: float
+
+
+@message
+@dataclass(frozen=True)
+class ExecutionStateEvent:
+    """On ``events/jobs/<job-id>``: one execution moved; failures carry their record."""
+
+    job_id: str
+    attempt_id: str
+    vertex_id: str
+    subtask: int
+    attempt: int
+    old: str
+    new: str
+    at: float
+    taskmanager_id: str | None = None
+    slot_index: int | None = None
+    failure: dict[str, Any] | None = None
+
+
+@message
+@dataclass(frozen=True)
+class JobSnapshot:
+    """Retained on ``state/jobs/<job-id>``: the whole ExecutionGraph as data
+    (``ExecutionGraph.snapshot()``), so a late observer can redraw it at once."""
+
+    job_id: str
+    graph: dict[str, Any]

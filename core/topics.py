@@ -59,3 +59,23 @@ def topic_matches(topic_filter: str, topic: str) -> bool:
         if part not in ("+", topic_parts[index]):
             return False
     return len(filter_parts) == len(topic_parts)
+
+
+def job_events(job_id: str) -> str:
+    """Job status and execution state changes of one job."""
+    return f"events/jobs/{job_id}"
+
+
+def job_state(job_id: str) -> str:
+    """Retained JobSnapshot of one job."""
+    return f"state/jobs/{job_id}"
+
+
+def job_result(job_id: str) -> str:
+    """Retained JobResult of one job, once it ended."""
+    return f"state/results/{job_id}"
+
+
+JOB_EVENTS_ALL = "events/jobs/+"
+JOB_STATES_ALL = "state/jobs/+"
+JOB_LIST = "state/joblist"          # retained JobList

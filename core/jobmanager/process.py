@@ -8,11 +8,12 @@ import socket
 import time
 import uuid
 
+from core import paths, topics
 from core import protocol as p
-from core import topics
 from core.config import Config
 from core.gateways import ResourceManagerGateway
 from core.jobmanager.dispatcher import Dispatcher
+from core.jobmanager.jobstore import JobStore
 from core.jobmanager.resourcemanager import ResourceManager
 from core.process import broker_address, connect_service, setup_logging, wait_for_termination
 
@@ -27,8 +28,10 @@ def run_jobmanager(config: Config, broker_url: str | None = None) -> int:
     # A new token on every start: messages meant for an earlier leader are refused.
     token = uuid.uuid4().hex
     resource_manager = ResourceManager(config, token)
-    dispatcher = Dispatcher(service.gateway(ResourceManagerGateway, resource_manager.endpoint_id,
-                                            token), token)
+    cluster_dir = paths.cluster_dir(config["cluster.id"])
+    dispatcher = Dispatcher(config, service.gateway(ResourceManagerGateway,
+                                                    resource_manager.endpoint_id, token),
+                            JobStore(cluster_dir / "jobs"), cluster_dir / "work", token)
     service.start_endpoint(resource_manager)
     service.start_endpoint(dispatcher)
     service.publish(topics.LEADER, p.LeaderInfo(

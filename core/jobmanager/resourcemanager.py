@@ -17,8 +17,9 @@ from typing import Any
 from core import protocol as p
 from core import topics
 from core.config import Config
-from core.gateways import TaskExecutorGateway
+from core.gateways import JobMasterGateway, TaskExecutorGateway
 from core.heartbeat import HeartbeatMonitor
+from core.jobmanager.slotpool import PendingRequest, SlotPool
 from core.jobmanager.taskmanagers import Registration, TaskManagerRegistry
 from core.rpc import FencedRpcEndpoint, handler
 
@@ -33,6 +34,7 @@ class ResourceManager(FencedRpcEndpoint):
         self.cluster_id = config["cluster.id"]
         self.interval: float = config["heartbeat.interval"]
         self.registry = TaskManagerRegistry(self.cluster_id)
+        self.slots = SlotPool()
         self.heartbeats: HeartbeatMonitor[p.SlotReport] = HeartbeatMonitor.from_config(config)
         self._loss_listeners: list[LossListener] = []
 
@@ -55,12 +57,18 @@ class ResourceManager(FencedRpcEndpoint):
         if reason:
             log.warning("refused TaskManager %s: %s", request.resource_id, reason)
             return p.RefuseRegistration(reason)
+        previous = self.registry.get(request.resource_id)
+        if (previous and previous.is_registered
+                and previous.request.instance_id != request.instance_id):
+            self._lose(request.resource_id, "replaced by a new instance", "re-registration")
         outcome, registration = self.registry.register(request, time.time())
         assert registration is not None
         if outcome == "already":
             return p.AlreadyRegistered(registration.registration_id, self.endpoint_id,
                                        self.fencing_token, self.interval)
         self.heartbeats.monitor(request.resource_id, time.monotonic())
+        self.slots.add_taskmanager(request.resource_id, len(request.slot_report.slots))
+        self.run_async(self._assign_slots)
         log.info("TaskManager %s registered (%s, pid %d, %d slots)", request.resource_id,
                  request.host, request.pid, len(request.slot_report.slots))
         self.rpc_service.publish(topics.CLUSTER_EVENTS,
@@ -106,6 +114,7 @@ class ResourceManager(FencedRpcEndpoint):
         if registration is None:
             return
         self.heartbeats.unmonitor(resource_id)
+        self.slots.remove_taskmanager(resource_id)
         log.warning("%s (detected by %s)", registration.lost_cause, detected_by)
         self.rpc_service.publish(topics.CLUSTER_EVENTS, p.TaskManagerLost(
             resource_id, registration.lost_cause, detected_by, time.time()))
@@ -120,6 +129,38 @@ class ResourceManager(FencedRpcEndpoint):
 
     def _gateway(self, registration: Registration) -> TaskExecutorGateway:
         return self.rpc_service.gateway(TaskExecutorGateway, registration.request.endpoint_id)
+
+    # -- slots -----------------------------------------------------------------------------------
+
+    @handler(p.RequestSlot)
+    def request_slot(self, request: p.RequestSlot) -> None:
+        self.slots.request(PendingRequest(request.job_id, request.allocation_id,
+                                          request.jobmaster))
+        self._assign_slots()
+
+    @handler(p.FreeSlot)
+    def free_slot(self, request: p.FreeSlot) -> None:
+        self.slots.free(request.allocation_id)
+        self._assign_slots()
+
+    @handler(p.ReleaseJobSlots)
+    def release_job_slots(self, request: p.ReleaseJobSlots) -> None:
+        self.slots.release_job(request.job_id)
+        self._assign_slots()
+
+    def _assign_slots(self) -> None:
+        made = self.slots.assign()
+        for allocation in made:
+            registration = self.registry.get(allocation.slot.resource_id)
+            assert registration is not None
+            gateway = self.rpc_service.gateway(JobMasterGateway, allocation.request.jobmaster,
+                                               self.fencing_token)
+            gateway.offer_slot(p.OfferSlot(
+                allocation.request.allocation_id, allocation.slot.resource_id,
+                registration.request.endpoint_id, registration.request.host,
+                allocation.slot.index))
+        if made:
+            self._publish_snapshot()
 
     # -- observers ------------------------------------------------------------------------------
 
@@ -138,7 +179,8 @@ class ResourceManager(FencedRpcEndpoint):
 
     def _info(self, registration: Registration) -> p.TaskManagerInfo:
         age = self.heartbeats.heartbeat_age(registration.resource_id, time.monotonic())
-        return self.registry.info(registration, None if age is None else round(age, 3))
+        return self.registry.info(registration, None if age is None else round(age, 3),
+                                  self.slots.free_count(registration.resource_id))
 
     def _publish_snapshot(self) -> None:
         """Retained, so a late observer sees the present at once; every heartbeat round

@@ -89,14 +89,15 @@ class TaskManagerRegistry:
         registration.lost_cause = cause
         return registration
 
-    def info(self, registration: Registration,
-             heartbeat_age: float | None) -> p.TaskManagerInfo:
+    def info(self, registration: Registration, heartbeat_age: float | None,
+             slots_free: int) -> p.TaskManagerInfo:
+        """``slots_free`` comes from the slot pool, which is never a heartbeat late."""
         request = registration.request
         report = registration.slot_report
         live = registration.is_registered
         return p.TaskManagerInfo(
             id=request.resource_id, state=registration.state, host=request.host,
-            pid=request.pid, slots_total=len(report.slots), slots_free=report.free if live else 0,
+            pid=request.pid, slots_total=len(report.slots), slots_free=slots_free if live else 0,
             heartbeat_age_s=heartbeat_age, registered_at=registration.registered_at,
             endpoint_id=request.endpoint_id, lost_cause=registration.lost_cause,
             cpu_percent=registration.cpu_percent, memory_bytes=registration.memory_bytes)

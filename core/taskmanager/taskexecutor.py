@@ -13,17 +13,24 @@ import os
 import socket
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 import psutil
 
+from core import paths, topics
 from core import protocol as p
-from core import topics
 from core.config import Config
-from core.gateways import ResourceManagerGateway
+from core.gateways import DispatcherGateway, JobMasterGateway, ResourceManagerGateway
 from core.heartbeat import HeartbeatMonitor
-from core.rpc import RpcEndpoint, handler
+from core.jobs.loader import LoadedJob
+from core.rpc import RemoteError, RpcEndpoint, handler
+from core.taskmanager.artifacts import load_artifact
+from core.taskmanager.attemptlogs import AttemptLogHandler
+from core.taskmanager.runner import run_task
 from core.taskmanager.slots import SlotTable
+from core.taskmanager.spark import start_spark
+from core.taskmanager.tasks import Task, TaskOutcome
 
 log = logging.getLogger(__name__)
 RESOURCE_MANAGER = "resourcemanager"
@@ -50,14 +57,36 @@ class TaskExecutor(RpcEndpoint):
         self._retry_pending = False
         self._on_refused = on_refused
         self._os_process = psutil.Process()
+        self.host = socket.gethostname()
+        self.tasks: dict[str, Task] = {}
+        self._jobs: dict[str, Future[LoadedJob]] = {}
+        self._spark: Future[Any] | None = None
+        cluster_id = config["cluster.id"]
+        self.scratch = paths.cluster_dir(cluster_id) / "taskmanagers" / resource_id
+        self.attempt_logs = AttemptLogHandler(paths.cluster_log_dir(cluster_id) / "attempts")
+        logging.getLogger().addHandler(self.attempt_logs)
 
     def on_start(self) -> None:
-        """Main thread: follow the leader and the JobManager's presence, start heartbeats."""
+        """Main thread: follow the leader and the JobManager's presence, start heartbeats,
+        and start the SparkSession on a worker thread unless it is to start lazily."""
         service = self.rpc_service
         service.subscribe(topics.LEADER, lambda _t, m: self.run_async(self._on_leader, m))
         service.subscribe(topics.presence("jobmanager"),
                           lambda _t, m: self.run_async(self._on_jobmanager_presence, m))
+        if self.config["spark.start"] == "eager":
+            self.spark()
         self._heartbeat_round()
+
+    def on_stop(self) -> None:
+        for task in self.tasks.values():
+            task.cancel()
+        logging.getLogger().removeHandler(self.attempt_logs)
+
+    def spark(self) -> Future[Any]:
+        if self._spark is None:
+            self._spark = self.run_in_worker(start_spark, self.config, self.resource_id,
+                                             self.scratch, name="spark-start")
+        return self._spark
 
     @property
     def is_registered(self) -> bool:
@@ -165,3 +194,80 @@ class TaskExecutor(RpcEndpoint):
                 cpu_percent=self._os_process.cpu_percent(None),
                 memory_bytes=self._os_process.memory_info().rss))
         self.schedule(self.interval, self._heartbeat_round)
+
+    # -- tasks -------------------------------------------------------------------------------------
+
+    @handler(p.SubmitTask)
+    def submit_task(self, task: p.SubmitTask) -> p.TaskOperationResult:
+        if not self.is_registered:
+            return p.TaskOperationResult(task.attempt_id, False, "not registered")
+        if task.attempt_id in self.tasks:
+            return p.TaskOperationResult(task.attempt_id, True, "already running")
+        try:
+            self.slots.allocate(task.slot_index, task.allocation_id, task.job_id)
+        except (ValueError, IndexError) as error:
+            return p.TaskOperationResult(task.attempt_id, False, str(error))
+        jobmaster = self.rpc_service.gateway(JobMasterGateway, task.jobmaster,
+                                             task.fencing_token)
+        running = Task(task, self.spark(), self._job(task), self._split_source(task,
+                       jobmaster), run_task, self.attempt_logs,
+                       lambda t, outcome: self.run_async(self._task_done, t, outcome))
+        self.tasks[task.attempt_id] = running
+        running.start()
+        self._report(jobmaster, p.UpdateTaskExecutionState(task.job_id, task.attempt_id,
+                                                           "RUNNING"))
+        return p.TaskOperationResult(task.attempt_id, True)
+
+    @handler(p.CancelTask)
+    def cancel_task(self, request: p.CancelTask) -> p.TaskOperationResult:
+        task = self.tasks.get(request.attempt_id)
+        if task is None:
+            return p.TaskOperationResult(request.attempt_id, True, "not running here")
+        task.cancel()
+        return p.TaskOperationResult(request.attempt_id, True)
+
+    def _job(self, task: p.SubmitTask) -> Future[LoadedJob]:
+        """One download and one load of a job's artifact per TaskManager, on a worker."""
+        future = self._jobs.get(task.job_id)
+        if future is None or (future.done() and future.exception() is not None):
+            assert self.leader is not None
+            dispatcher = self.rpc_service.gateway(DispatcherGateway, self.leader.dispatcher,
+                                                  self.leader.fencing_token)
+            future = self.run_in_worker(load_artifact, dispatcher, task, self.scratch / "jobs",
+                                        name="artifact")
+            self._jobs[task.job_id] = future
+        return future
+
+    def _split_source(self, task: p.SubmitTask,
+                      jobmaster: JobMasterGateway) -> Callable[[], Any]:
+        """Called on the slot thread: a blocking ask there is fine."""
+        request = p.RequestNextInputSplit(task.job_id, task.attempt_id, self.host)
+        return lambda: jobmaster.request_next_input_split(request).result().split
+
+    def _task_done(self, task: Task, outcome: TaskOutcome) -> None:
+        """Main thread: free the slot first, so the next deployment finds it free."""
+        self.tasks.pop(task.attempt_id, None)
+        self.slots.free(task.deployment.slot_index)
+        jobmaster = self.rpc_service.gateway(JobMasterGateway, task.deployment.jobmaster,
+                                             task.deployment.fencing_token)
+        self._report(jobmaster, p.UpdateTaskExecutionState(
+            task.deployment.job_id, task.attempt_id, outcome.state, outcome.failure,
+            outcome.result))
+
+    def _report(self, jobmaster: JobMasterGateway, update: p.UpdateTaskExecutionState,
+                tries: int = 0) -> None:
+        """Send until acknowledged: a lost update would leave the job waiting forever."""
+        def answered(answer: Any, error: BaseException | None) -> None:
+            if error is None or (isinstance(error, RemoteError)
+                                 and error.type_name == "FencingTokenMismatchError"):
+                if isinstance(answer, p.UpdateAcknowledged) and not answer.accepted:
+                    log.info("update %s of %s not accepted: %s", update.state,
+                             update.attempt_id, answer.reason)
+                return
+            if tries >= 20:
+                log.error("giving up on reporting %s of %s: %s", update.state,
+                          update.attempt_id, error)
+                return
+            self.schedule(min(2.0, 0.1 * 2 ** tries), self._report, jobmaster, update,
+                          tries + 1)
+        self.on_main_thread(jobmaster.update_task_execution_state(update), answered)

@@ -1,0 +1,326 @@
+"""The JobMaster: runs one job. It owns the job's ExecutionGraph and scheduler, asks the
+ResourceManager for slots, deploys tasks to TaskExecutors, serves input splits and turns
+what the TaskManagers report into the job's progress, events and result.
+
+The scheduling logic is the pure state machine in ``core.executiongraph``; this endpoint
+only carries its instructions out over the transport.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from core import protocol as p
+from core import topics
+from core.config import Config
+from core.executiongraph import instructions as ins
+from core.executiongraph.execution import SlotRef
+from core.executiongraph.failures import TaskFailure
+from core.executiongraph.graph import ExecutionGraph
+from core.executiongraph.restart import (
+    ExponentialDelay,
+    FailureRate,
+    FixedDelay,
+    NoRestart,
+    RestartStrategy,
+)
+from core.executiongraph.scheduler import Scheduler
+from core.executiongraph.splits import InputSplitAssigner
+from core.gateways import ResourceManagerGateway, TaskExecutorGateway
+from core.jobmanager.jobstore import JobRecord
+from core.jobs.graph import JobKind
+from core.jobs.sinks import initialize_sinks
+from core.jobs.splits import plan_splits
+from core.rpc import FencedRpcEndpoint, handler
+
+log = logging.getLogger(__name__)
+SNAPSHOT_INTERVAL = 0.1  # at most ten snapshots a second, however busy the job
+
+
+def endpoint_id_of(job_id: str) -> str:
+    return f"jobmaster.{job_id}"
+
+
+def restart_strategy(settings: Mapping[str, Any]) -> RestartStrategy:
+    """The strategy named by ``restart-strategy.type`` with its ``restart-strategy.*``
+    settings (a Config, or a Config with a job's own overrides)."""
+    kind = settings["restart-strategy.type"]
+    key = f"restart-strategy.{kind}."
+    if kind == "fixed-delay":
+        return FixedDelay(settings[key + "attempts"], settings[key + "delay"])
+    if kind == "failure-rate":
+        return FailureRate(settings[key + "max-failures"], settings[key + "interval"],
+                           settings[key + "delay"])
+    if kind == "exponential-delay":
+        return ExponentialDelay(settings[key + "initial"], settings[key + "max"],
+                                settings[key + "multiplier"], settings[key + "jitter"])
+    return NoRestart()
+
+
+class JobMaster(FencedRpcEndpoint):
+    def __init__(self, config: Config, record: JobRecord,
+                 resource_manager: ResourceManagerGateway, fencing_token: str, work_dir: Path,
+                 on_status: Callable[[str, int, int], None],
+                 on_terminal: Callable[[p.JobResult], None]) -> None:
+        super().__init__(endpoint_id_of(record.job_id), fencing_token)
+        self.config = config
+        self.record = record
+        self.job_id = record.job_id
+        self.resource_manager = resource_manager
+        self.work_dir = work_dir
+        self._on_status = on_status
+        self._on_terminal = on_terminal
+        self.graph = ExecutionGraph(record.graph, record.job_id)
+        self.scheduler: Scheduler | None = None
+        self._allocations: dict[SlotRef, str] = {}
+        self._executors: dict[str, str] = {}  # TaskManager id -> TaskExecutor endpoint
+        self._hosts: dict[str, str] = {}
+        self._snapshot_due = False
+        self._ended = False
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def on_start(self) -> None:
+        """Main thread: plan the splits, subscribe to TaskManager losses, start the job."""
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.rpc_service.subscribe(topics.CLUSTER_EVENTS, self._on_cluster_event)
+        try:
+            if self.record.graph.kind is JobKind.DATAFLOW:
+                initialize_sinks(self.record.graph)
+            splits = InputSplitAssigner({
+                vertex.id: plan_splits(vertex, self.config["job.split-size"])
+                for vertex in self.record.graph.vertices
+                if vertex.is_source and self.record.graph.kind is JobKind.DATAFLOW})
+        except (OSError, ValueError) as error:
+            self._fail_before_start(error)
+            return
+        settings = self.config.with_overrides(self.record.restart_strategy or {})
+        self.scheduler = Scheduler(self.graph, restart_strategy(settings), splits)
+        self._execute(self.scheduler.start(time.time()))
+        self._publish_snapshot()
+
+    def _fail_before_start(self, error: Exception) -> None:
+        log.warning("job %s cannot start: %s", self.job_id, error)
+        root = {"exception_type": type(error).__name__, "message": str(error),
+                "traceback": "", "vertex_id": "", "subtask": -1}
+        self._end(p.JobResult(self.job_id, self.record.graph.name, "FAILED", duration=0.0,
+                              root_cause=root, failures=1))
+
+    @property
+    def progress(self) -> tuple[int, int]:
+        """(finished, total) subtasks; main thread only (others get it via on_status)."""
+        return self.graph.progress()
+
+    def cancel(self) -> None:
+        if self.scheduler is not None and not self._ended:
+            self._execute(self.scheduler.cancel(time.time()))
+
+    # -- from the ResourceManager and TaskExecutors ----------------------------------------
+
+    @handler(p.OfferSlot)
+    def offer_slot(self, offer: p.OfferSlot) -> None:
+        slot = SlotRef(offer.resource_id, offer.slot_index)
+        self._allocations[slot] = offer.allocation_id
+        self._executors[offer.resource_id] = offer.endpoint_id
+        self._hosts[offer.resource_id] = offer.host
+        if self.scheduler is None or self._ended:
+            self._free(slot)
+            return
+        self._execute(self.scheduler.slot_offered(offer.resource_id, offer.slot_index,
+                                                  time.time()))
+
+    @handler(p.UpdateTaskExecutionState)
+    def update_task_execution_state(self, update: p.UpdateTaskExecutionState
+                                    ) -> p.UpdateAcknowledged:
+        if self.scheduler is None:
+            return p.UpdateAcknowledged(update.attempt_id, False, "the job is not running")
+        out = self.scheduler.task_state_changed(update.attempt_id, update.state, time.time(),
+                                                failure=update.failure, result=update.result)
+        self._execute(out)
+        rejected = [i.reason for i in out if isinstance(i, ins.Rejected)]
+        return p.UpdateAcknowledged(update.attempt_id, not rejected, "; ".join(rejected))
+
+    @handler(p.RequestNextInputSplit)
+    def request_next_input_split(self, request: p.RequestNextInputSplit) -> p.NextInputSplit:
+        if self.scheduler is None:
+            raise RuntimeError("the job is not running")
+        out = self.scheduler.request_split(request.attempt_id, request.host)
+        for instruction in out:
+            if isinstance(instruction, ins.Rejected):
+                raise ValueError(instruction.reason)
+        self._execute(out)
+        split = next(i.split for i in out if isinstance(i, ins.NextInputSplit))
+        return p.NextInputSplit(split)
+
+    def _on_cluster_event(self, _topic: str, event: Any) -> None:
+        if isinstance(event, p.TaskManagerLost):
+            self.run_async(self._taskmanager_lost, event.resource_id, event.cause)
+
+    def _taskmanager_lost(self, resource_id: str, cause: str) -> None:
+        for slot in [s for s in self._allocations if s.taskmanager_id == resource_id]:
+            self._allocations.pop(slot)
+        if self.scheduler is not None and not self._ended:
+            self._execute(self.scheduler.taskmanager_lost(resource_id, cause, time.time()))
+
+    # -- carrying out the scheduler's instructions -------------------------------------------
+
+    def _execute(self, instructions: list[Any]) -> None:
+        for instruction in instructions:
+            carry_out = self._handlers.get(type(instruction).__name__)
+            if carry_out is not None:
+                carry_out(self, instruction)
+        if instructions:
+            self._schedule_snapshot()
+
+    def _job_status_changed(self, change: ins.JobStatusChanged) -> None:
+        self.rpc_service.publish(topics.job_events(self.job_id), p.JobStatusEvent(
+            self.job_id, str(change.old), str(change.new), change.timestamp))
+        self._on_status(str(change.new), *self.progress)
+
+    def _execution_state_changed(self, change: ins.ExecutionStateChanged) -> None:
+        execution = self.graph.execution(change.attempt_id)
+        slot = execution.slot if execution else None
+        self.rpc_service.publish(topics.job_events(self.job_id), p.ExecutionStateEvent(
+            self.job_id, change.attempt_id, change.vertex_id, change.subtask, change.attempt,
+            str(change.old), str(change.new), change.timestamp,
+            slot.taskmanager_id if slot else None, slot.slot_index if slot else None,
+            change.failure.to_dict() if change.failure else None))
+        if str(change.new) == "FINISHED":
+            self._on_status(str(self.graph.status), *self.progress)
+
+    def _request_slot(self, request: ins.RequestSlot) -> None:
+        self.resource_manager.request_slot(p.RequestSlot(
+            self.job_id, f"{request.attempt_id}/{uuid.uuid4().hex[:8]}", self.endpoint_id))
+
+    def _release_slot(self, release: ins.ReleaseSlot) -> None:
+        self._free(release.slot)
+
+    def _free(self, slot: SlotRef) -> None:
+        allocation_id = self._allocations.pop(slot, None)
+        if allocation_id is not None:
+            self.resource_manager.free_slot(p.FreeSlot(self.job_id, allocation_id))
+
+    def _deploy(self, deploy: ins.DeployTask) -> None:
+        slot = deploy.slot
+        task = p.SubmitTask(
+            job_id=self.job_id, graph=self.record.graph, attempt_id=deploy.attempt_id,
+            vertex_id=deploy.vertex_id, subtask=deploy.subtask,
+            parallelism=deploy.parallelism, attempt=deploy.attempt,
+            slot_index=slot.slot_index, allocation_id=self._allocations.get(slot, ""),
+            jobmaster=self.endpoint_id, fencing_token=self.fencing_token,
+            artifact_sha256=self.record.artifact_sha256, work_dir=str(self.work_dir),
+            args=self.record.args, inputs=deploy.inputs, outputs=deploy.outputs,
+            task_timeout=self.record.task_timeout)
+        gateway = self._executor(slot.taskmanager_id)
+        self.on_main_thread(gateway.submit_task(task), lambda answer, error: self._deployed(
+            deploy.attempt_id, answer, error))
+
+    def _deployed(self, attempt_id: str, answer: Any, error: BaseException | None) -> None:
+        if error is None and isinstance(answer, p.TaskOperationResult) and answer.success:
+            return
+        reason = str(error) if error else getattr(answer, "message", "refused")
+        if self.scheduler is not None and not self._ended:
+            self._execute(self.scheduler.task_state_changed(
+                attempt_id, "FAILED", time.time(),
+                failure=TaskFailure("DeploymentFailed", f"could not deploy: {reason}")))
+
+    def _cancel_task(self, cancel: ins.CancelTask) -> None:
+        gateway = self._executor(cancel.taskmanager_id)
+        self.on_main_thread(gateway.cancel_task(p.CancelTask(self.job_id, cancel.attempt_id)),
+                            lambda answer, error: None)
+
+    def _executor(self, taskmanager_id: str) -> TaskExecutorGateway:
+        return self.rpc_service.gateway(TaskExecutorGateway, self._executors[taskmanager_id])
+
+    def _schedule_restart(self, restart: ins.ScheduleRestart) -> None:
+        self.schedule(restart.delay, self._restart_due)
+
+    def _restart_due(self) -> None:
+        if self.scheduler is not None and not self._ended:
+            self._execute(self.scheduler.restart_due(time.time()))
+
+    def _job_finished(self, finished: ins.JobFinished) -> None:
+        results = [r for r in finished.results.values() if isinstance(r, p.TaskResult)]
+        self._end(self._result("FINISHED", finished.duration, results))
+
+    def _job_failed(self, failed: ins.JobFailed) -> None:
+        self._end(self._result("FAILED", failed.duration, [],
+                               root_cause=failed.root_cause.to_dict()))
+
+    def _job_canceled(self, canceled: ins.JobCanceled) -> None:
+        self._end(self._result("CANCELED", canceled.duration, []))
+
+    _handlers: dict[str, Callable[[JobMaster, Any], None]] = {
+        "JobStatusChanged": _job_status_changed,
+        "ExecutionStateChanged": _execution_state_changed,
+        "RequestSlot": _request_slot,
+        "ReleaseSlot": _release_slot,
+        "DeployTask": _deploy,
+        "CancelTask": _cancel_task,
+        "ScheduleRestart": _schedule_restart,
+        "JobFinished": _job_finished,
+        "JobFailed": _job_failed,
+        "JobCanceled": _job_canceled,
+    }
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def _result(self, status: str, duration: float, results: list[p.TaskResult],
+                root_cause: dict[str, Any] | None = None) -> p.JobResult:
+        finished, total = self.progress
+        accumulators: dict[str, Any] = {}
+        for result in results:
+            for name, value in result.counters.items():
+                accumulators[name] = accumulators.get(name, 0) + value
+        records = self._records_per_vertex()
+        return p.JobResult(
+            job_id=self.job_id, name=self.record.graph.name, status=status,
+            duration=round(duration, 3), accumulators=accumulators, records=records,
+            outputs=tuple(dict.fromkeys(o for r in results for o in r.outputs)),
+            collected_paths=tuple(r.collected_path for r in self._ordered_results()
+                                  if r.collected_path),
+            stdout="".join(r.stdout for r in results), stderr="".join(r.stderr for r in results),
+            root_cause=root_cause, failures=len(self.graph.failures), finished=finished,
+            total=total)
+
+    def _ordered_results(self) -> list[p.TaskResult]:
+        return [s.current.result for s in self.graph.subtasks()
+                if isinstance(s.current.result, p.TaskResult)]
+
+    def _records_per_vertex(self) -> dict[str, Any]:
+        records: dict[str, Any] = {}
+        for subtask in self.graph.subtasks():
+            result = subtask.current.result
+            if isinstance(result, p.TaskResult):
+                entry = records.setdefault(subtask.vertex_id, {"in": 0, "out": 0})
+                entry["in"] += result.records_in
+                entry["out"] += result.records_out
+        return records
+
+    def _end(self, result: p.JobResult) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        self.resource_manager.release_job_slots(p.ReleaseJobSlots(self.job_id))
+        self._allocations.clear()
+        self._publish_snapshot()
+        self._on_terminal(result)
+
+    # -- observers -----------------------------------------------------------------------------
+
+    def _schedule_snapshot(self) -> None:
+        if not self._snapshot_due:
+            self._snapshot_due = True
+            self.schedule(SNAPSHOT_INTERVAL, self._publish_snapshot)
+
+    def _publish_snapshot(self) -> None:
+        self._snapshot_due = False
+        snapshot = self.graph.snapshot()
+        snapshot["hosts"] = dict(self._hosts)
+        self.rpc_service.publish(topics.job_state(self.job_id),
+                                 p.JobSnapshot(self.job_id, snapshot), retained=True)

@@ -1,0 +1,104 @@
+"""The ResourceManager's slot pool: which slot of which TaskManager is allocated to which
+job, and which requests wait. Pure state, owned by the ResourceManager's main thread.
+
+The pool, not the TaskManagers' heartbeat reports, decides what is free: a report can be
+a heartbeat old, and a slot must never be given out twice.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SlotId:
+    resource_id: str
+    index: int
+
+
+@dataclass(frozen=True)
+class PendingRequest:
+    job_id: str
+    allocation_id: str
+    jobmaster: str
+
+
+@dataclass(frozen=True)
+class Allocation:
+    slot: SlotId
+    request: PendingRequest
+
+
+class SlotPool:
+    def __init__(self) -> None:
+        self._slots: dict[str, int] = {}  # live TaskManager -> number of slots
+        self._allocations: dict[str, Allocation] = {}  # allocation id -> allocation
+        self._by_slot: dict[SlotId, str] = {}
+        self._pending: deque[PendingRequest] = deque()
+
+    def add_taskmanager(self, resource_id: str, slots: int) -> None:
+        self._slots[resource_id] = slots
+
+    def remove_taskmanager(self, resource_id: str) -> list[Allocation]:
+        """The TaskManager left the pool; returns the allocations lost with it."""
+        self._slots.pop(resource_id, None)
+        lost = [a for a in self._allocations.values() if a.slot.resource_id == resource_id]
+        for allocation in lost:
+            self._drop(allocation.request.allocation_id)
+        return lost
+
+    def request(self, request: PendingRequest) -> None:
+        if request.allocation_id not in self._allocations and request not in self._pending:
+            self._pending.append(request)
+
+    def free(self, allocation_id: str) -> None:
+        self._drop(allocation_id)
+        self._pending = deque(r for r in self._pending if r.allocation_id != allocation_id)
+
+    def release_job(self, job_id: str) -> None:
+        for allocation_id in [a for a, alloc in self._allocations.items()
+                              if alloc.request.job_id == job_id]:
+            self._drop(allocation_id)
+        self._pending = deque(r for r in self._pending if r.job_id != job_id)
+
+    def assign(self) -> list[Allocation]:
+        """Match waiting requests with free slots, oldest request first, spreading the
+        work over TaskManagers (the one with most free slots first)."""
+        made: list[Allocation] = []
+        while self._pending:
+            slot = self._a_free_slot()
+            if slot is None:
+                break
+            request = self._pending.popleft()
+            allocation = Allocation(slot, request)
+            self._allocations[request.allocation_id] = allocation
+            self._by_slot[slot] = request.allocation_id
+            made.append(allocation)
+        return made
+
+    def free_count(self, resource_id: str) -> int:
+        total = self._slots.get(resource_id, 0)
+        return total - sum(1 for s in self._by_slot if s.resource_id == resource_id)
+
+    def allocation_of(self, slot: SlotId) -> Allocation | None:
+        allocation_id = self._by_slot.get(slot)
+        return self._allocations.get(allocation_id) if allocation_id else None
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def _a_free_slot(self) -> SlotId | None:
+        candidates = [(self.free_count(r), r) for r in self._slots if self.free_count(r) > 0]
+        if not candidates:
+            return None
+        _, resource_id = max(candidates, key=lambda c: (c[0], c[1]))
+        index = next(i for i in range(self._slots[resource_id])
+                     if SlotId(resource_id, i) not in self._by_slot)
+        return SlotId(resource_id, index)
+
+    def _drop(self, allocation_id: str) -> None:
+        allocation = self._allocations.pop(allocation_id, None)
+        if allocation is not None:
+            self._by_slot.pop(allocation.slot, None)

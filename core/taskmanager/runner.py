@@ -1,0 +1,73 @@
+"""How a TaskManager runs one deployed task on its slot thread: the bridge between the
+deployment (what the JobMaster sent) and the Spark work of ``core.jobs.runtime``.
+
+Result partitions live under the job's work dir, one folder per producer attempt, so a
+consumer finds them from the partition references in its deployment alone. Collected
+rows are written to a file there too: bulk data never travels in messages.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from core import protocol as p
+from core.jobs.errors import SubtaskFailed
+from core.jobs.exchange import result_partition_path
+from core.jobs.loader import LoadedJob
+from core.jobs.runtime import run_subtask
+from core.taskmanager.attemptlogs import safe_name
+
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)?)"
+                             r"(?::\s?(.*))?$")
+
+
+def attempt_dir(work_dir: str, attempt_id: str) -> Path:
+    return Path(work_dir) / "partitions" / safe_name(attempt_id)
+
+
+def input_paths(deployment: p.SubmitTask) -> list[list[str]]:
+    """Per input edge, in input order, the result partition folders this subtask reads."""
+    return [[result_partition_path(attempt_dir(deployment.work_dir, ref.producer_attempt_id),
+                                   deployment.vertex_id, edge.input_index, ref.partition)
+             for ref in edge.partitions]
+            for edge in sorted(deployment.inputs, key=lambda e: e.input_index)]
+
+
+def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any) -> p.TaskResult:
+    """Runs on the slot thread; raises what run_subtask raises."""
+    try:
+        result = run_subtask(spark, job, deployment.vertex_id, deployment.subtask,
+                             deployment.attempt_id, input_paths(deployment), task.splits(),
+                             attempt_dir(deployment.work_dir, deployment.attempt_id))
+    except SubtaskFailed as failure:
+        raise UserCodeFailure(failure) from failure
+    collected_path = ""
+    if result.collected:
+        rows = [row for op_rows in result.collected.values() for row in op_rows]
+        path = Path(deployment.work_dir) / "collect" / f"{safe_name(deployment.attempt_id)}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(rows), encoding="utf-8")
+        collected_path = str(path)
+    return p.TaskResult(
+        records_in=result.records_in, records_out=result.records_out,
+        counters=dict(result.counters), partitions=tuple(x.path for x in result.partitions),
+        outputs=tuple(f for files in result.sink_files.values() for f in files),
+        collected_path=collected_path, stdout=result.stdout, stderr=result.stderr)
+
+
+class UserCodeFailure(Exception):
+    """A subtask's failure with the user's exception type and message pulled out of the
+    traceback's last line, so the root cause says ``ZeroDivisionError``, not SubtaskFailed."""
+
+    def __init__(self, failure: SubtaskFailed) -> None:
+        super().__init__(failure.message)
+        self.traceback_text = failure.traceback_text
+        match = _EXCEPTION_LINE.match(failure.message.strip().splitlines()[-1]
+                                      if failure.message.strip() else "")
+        self.exception_type = match.group(1) if match else "SubtaskFailed"
+        self.user_message = (match.group(2) or "") if match else failure.message
+        self.stdout = failure.stdout
+        self.stderr = failure.stderr

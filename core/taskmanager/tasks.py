@@ -1,0 +1,109 @@
+"""One task: one attempt of one subtask, run on its own slot thread.
+
+The thread waits for the TaskManager's SparkSession and the job's artifact, runs the
+subtask through ``core.taskmanager.runner`` and hands its outcome back to the
+TaskExecutor's main thread; it never touches the TaskExecutor's state itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from core import protocol as p
+from core.executiongraph.failures import TaskFailure
+from core.jobs.cancellation import cancel_subtask
+from core.jobs.graph import InputSplit
+from core.jobs.loader import LoadedJob
+from core.taskmanager.attemptlogs import AttemptLogHandler, thread_name
+
+log = logging.getLogger(__name__)
+
+
+class TaskCanceled(Exception):
+    """The task was canceled while it ran."""
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    state: str  # FINISHED, FAILED or CANCELED
+    result: p.TaskResult | None = None
+    failure: TaskFailure | None = None
+
+
+SplitSource = Callable[[], InputSplit | None]
+Runner = Callable[..., p.TaskResult]
+
+
+class Task:
+    def __init__(self, deployment: p.SubmitTask, spark: Future[Any], job: Future[LoadedJob],
+                 next_split: SplitSource, runner: Runner, logs: AttemptLogHandler,
+                 on_done: Callable[[Task, TaskOutcome], None]) -> None:
+        self.deployment = deployment
+        self.attempt_id = deployment.attempt_id
+        self._spark = spark
+        self._job = job
+        self._next_split = next_split
+        self._runner = runner
+        self._logs = logs
+        self._on_done = on_done
+        self.canceled = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=thread_name(self.attempt_id),
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def cancel(self) -> None:
+        """Called on the TaskExecutor's main thread: stop the Spark work of this attempt."""
+        self.canceled.set()
+        if self._spark.done() and self._spark.exception() is None:
+            try:  # also keeps the attempt from starting new Spark jobs
+                cancel_subtask(self._spark.result(), self.attempt_id)
+            except Exception:  # a stopping JVM: the task thread ends anyway
+                log.exception("cancelling the Spark jobs of %s", self.attempt_id)
+
+    def splits(self) -> Iterator[InputSplit]:
+        """The source's input splits, pulled one at a time from the JobMaster."""
+        while True:
+            if self.canceled.is_set():
+                raise TaskCanceled(self.attempt_id)
+            split = self._next_split()
+            if split is None:
+                return
+            log.info("reading input split %d (%s)", split.split_id, split.path or
+                     f"part {split.part} of {split.parts}")
+            yield split
+
+    def _run(self) -> None:
+        deployment = self.deployment
+        log.info("attempt %s of %s subtask %d starting", self.attempt_id, deployment.vertex_id,
+                 deployment.subtask)
+        try:
+            spark = self._spark.result()
+            job = self._job.result()
+            if self.canceled.is_set():
+                raise TaskCanceled(self.attempt_id)
+            result = self._runner(spark, job, deployment, self)
+            outcome = TaskOutcome("FINISHED", result=result)
+            log.info("attempt %s finished", self.attempt_id)
+        except BaseException as error:
+            outcome = self._failed(error)
+        self._on_done(self, outcome)
+
+    def _failed(self, error: BaseException) -> TaskOutcome:
+        if self.canceled.is_set():
+            log.info("attempt %s canceled", self.attempt_id)
+            return TaskOutcome("CANCELED")
+        text = getattr(error, "traceback_text", "") or "".join(
+            traceback.format_exception(error))
+        log.error("attempt %s failed: %s: %s", self.attempt_id, type(error).__name__, error)
+        user_type = getattr(error, "exception_type", type(error).__name__)
+        return TaskOutcome("FAILED", failure=TaskFailure(
+            user_type, getattr(error, "user_message", str(error)), text,
+            self._logs.excerpt(self.attempt_id)))

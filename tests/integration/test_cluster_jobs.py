@@ -1,0 +1,261 @@
+"""Jobs on a real cluster: broker, JobManager and TaskManagers as processes, Spark in each
+TaskManager. Every result is checked against an independent computation in plain Python.
+
+One cluster serves the module: Spark starts once per TaskManager, never once per test.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from core import protocol as p
+from core import topics
+from core.client import JobClient, collected_rows
+from core.jobs.errors import JobLoadError
+from tests.integration.clusters import running_cluster
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+WORDS = ["spark", "flink", "actor", "slot", "mailbox", "fencing", "broker", "heartbeat",
+         "split", "vertex"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with running_cluster("auto", **{"spark.start": "eager", "job.split-size": "64 KiB",
+                                    "restart-strategy.fixed-delay.delay": 0.2}) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def client(cluster):
+    local_cluster, _ = cluster
+    with JobClient(local_cluster.config, connect_timeout=30) as job_client:
+        yield job_client
+
+
+def run(client: JobClient, job_file: Path, *args: str, timeout: float = 240) -> p.JobResult:
+    job_id = client.submit(job_file, args)
+    outcome: list[p.JobResult] = []
+    waiter = threading.Thread(target=lambda: outcome.append(client.wait(job_id)), daemon=True)
+    waiter.start()
+    waiter.join(timeout)
+    assert outcome, f"job {job_file.name} did not end within {timeout} s"
+    return outcome[0]
+
+
+def text_files(folder: Path, files: int, lines: int, seed: int) -> Counter:
+    rng = random.Random(seed)
+    expected: Counter = Counter()
+    folder.mkdir(parents=True, exist_ok=True)
+    for index in range(files):
+        rows = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12)))
+                for _ in range(lines)]
+        (folder / f"part-{index:03d}.txt").write_text("\n".join(rows) + "\n")
+        for row in rows:
+            expected.update(re.findall(r"[a-z']+", row))
+    return expected
+
+
+def counts(result: p.JobResult) -> Counter:
+    return Counter({word: count for word, count in collected_rows(result)})
+
+
+@pytest.mark.parametrize("parallelism", [1, 3, 4])
+def test_word_count_over_many_small_files_matches_python(client, tmp_path, parallelism) -> None:
+    expected = text_files(tmp_path / "words", files=24, lines=40, seed=parallelism)
+    result = run(client, EXAMPLES / "wordcount.py", str(tmp_path / "words"), str(parallelism))
+    assert result.status == "FINISHED", result.root_cause
+    assert counts(result) == expected
+    assert result.accumulators["lines"] == 24 * 40
+
+
+def test_word_count_over_one_large_file_cut_into_blocks_reads_every_line_once(
+        client, tmp_path) -> None:
+    expected = text_files(tmp_path / "big", files=1, lines=6000, seed=7)
+    size = (tmp_path / "big" / "part-000.txt").stat().st_size
+    assert size > 3 * 64 * 1024, "the file must be cut into several 64 KiB blocks"
+    result = run(client, EXAMPLES / "wordcount.py", str(tmp_path / "big"), "3")
+    assert result.status == "FINISHED", result.root_cause
+    assert counts(result) == expected
+    assert result.accumulators["lines"] == 6000  # no line lost or read twice at a cut
+    source = min(result.records)
+    assert result.records[source]["in"] == 6000
+
+
+def test_the_join_of_two_csv_files_matches_python(client) -> None:
+    with open(EXAMPLES / "data" / "users.csv") as f:
+        users = {int(r["user_id"]): r for r in csv.DictReader(f)}
+    with open(EXAMPLES / "data" / "orders.csv") as f:
+        expected = sorted((int(o["order_id"]), users[int(o["user_id"])]["name"])
+                          for o in csv.DictReader(f) if int(o["user_id"]) in users)
+    result = run(client, EXAMPLES / "join_csv.py")
+    assert result.status == "FINISHED", result.root_cause
+    rows = collected_rows(result)
+    assert sorted((row["order_id"], row["name"]) for row in rows) == expected
+
+
+def test_the_sql_aggregate_matches_python(client) -> None:
+    result = run(client, EXAMPLES / "sql_aggregate.py")
+    assert result.status == "FINISHED", result.root_cause
+    with open(EXAMPLES / "data" / "users.csv") as f:
+        country = {int(r["user_id"]): r["country"] for r in csv.DictReader(f)}
+    revenue: Counter = Counter()
+    orders: Counter = Counter()
+    with open(EXAMPLES / "data" / "orders.csv") as f:
+        for order in csv.DictReader(f):
+            if int(order["user_id"]) in country:
+                revenue[country[int(order["user_id"])]] += float(order["amount"])
+                orders[country[int(order["user_id"])]] += 1
+    rows = collected_rows(result)
+    assert {row["country"] for row in rows} == set(revenue)
+    for row in rows:
+        assert row["orders"] == orders[row["country"]]
+        assert row["revenue"] == pytest.approx(revenue[row["country"]], abs=0.01)
+    assert [row["revenue"] for row in rows] == sorted((r["revenue"] for r in rows),
+                                                      reverse=True)
+
+
+def test_collect_returns_every_row(client, tmp_path) -> None:
+    job = tmp_path / "squares.py"
+    job.write_text("def build(env):\n"
+                   "    env.set_parallelism(3)\n"
+                   "    env.from_range(0, 5000).map(lambda x: x * x).collect()\n")
+    result = run(client, job)
+    assert result.status == "FINISHED", result.root_cause
+    assert sorted(collected_rows(result)) == [x * x for x in range(5000)]
+
+
+def test_a_pyspark_script_with_arguments_prints_the_right_answer(client) -> None:
+    result = run(client, EXAMPLES / "pi.py", "2", "20000")
+    assert result.status == "FINISHED", result.root_cause
+    estimate = float(re.search(r"Pi is roughly ([0-9.]+)", result.stdout).group(1))
+    assert estimate == pytest.approx(3.14159, abs=0.05)
+
+
+def test_consumers_start_only_after_all_their_producers_finished(client, tmp_path) -> None:
+    text_files(tmp_path / "words", files=6, lines=30, seed=11)
+    events: list[p.ExecutionStateEvent] = []
+    job_id = client.submit(EXAMPLES / "wordcount.py", [str(tmp_path / "words"), "3"])
+    client.service.subscribe(topics.job_events(job_id), lambda _t, e: isinstance(
+        e, p.ExecutionStateEvent) and events.append(e))
+    result = client.wait(job_id)
+    assert result.status == "FINISHED", result.root_cause
+    snapshot_vertices = {e.vertex_id for e in events}
+    source, consumer = sorted(snapshot_vertices)
+    last_producer_finished = max(e.at for e in events
+                                 if e.vertex_id == source and e.new == "FINISHED")
+    first_consumer_scheduled = min(e.at for e in events
+                                   if e.vertex_id == consumer and e.new == "SCHEDULED")
+    assert first_consumer_scheduled >= last_producer_finished
+
+
+def test_cancelling_a_long_job_cancels_every_execution_and_frees_the_slots(
+        client, cluster, tmp_path) -> None:
+    _, watcher = cluster
+    job = tmp_path / "slow.py"
+    job.write_text("import time\n"
+                   "def slow(x):\n"
+                   "    time.sleep(0.5)\n"
+                   "    return x\n"
+                   "def build(env):\n"
+                   "    env.set_parallelism(2)\n"
+                   "    env.from_range(0, 4000).map(slow).collect()\n")
+    job_id = client.submit(job, [])
+    wait_for(lambda: any(j.job_id == job_id and j.status == "RUNNING"
+                         for j in client.jobs().jobs), 60, "the slow job running")
+    wait_for(lambda: watcher.latest.slots_free <= 2, 60, "its two tasks in their slots")
+    cancelled_at = time.monotonic()
+    client.cancel(job_id)
+    result = client.wait(job_id)
+    assert result.status == "CANCELED"
+    assert time.monotonic() - cancelled_at < 30, "the Spark work did not stop"
+    states: list[p.JobSnapshot] = []  # the retained snapshot: every execution's state
+    client.service.subscribe(topics.job_state(job_id), lambda _t, s: states.append(s))
+    wait_for(lambda: states, 10, "the job's retained snapshot")
+    subtasks = [s for v in states[-1].graph["vertices"] for s in v["subtasks"]]
+    assert subtasks and all(s["attempts"][-1]["state"] == "CANCELED" for s in subtasks)
+    wait_for(lambda: watcher.latest.slots_free == 4, 20, "all four slots free again")
+
+
+@pytest.mark.parametrize(("source", "complaint"), [
+    ("def build(env)\n    pass\n", "syntax error"),
+    ("import no_such_module_here\ndef build(env):\n    pass\n", "no_such_module_here"),
+    ("x = 1\n", "is not a job"),
+    ("def build(env):\n    raise RuntimeError('broken on purpose')\n", "broken on purpose"),
+    ("def build(env):\n    env.from_range(0, 3).map(lambda x: x, colour='red').collect()\n",
+     "colour"),
+])
+def test_a_broken_job_file_is_rejected_with_a_clear_error(client, tmp_path, source,
+                                                          complaint) -> None:
+    job = tmp_path / "broken.py"
+    job.write_text(source)
+    with pytest.raises(JobLoadError) as caught:
+        client.submit(job, [])
+    assert complaint in caught.value.describe()
+
+
+def test_a_failing_job_reports_its_root_cause_and_the_cluster_runs_the_next_job(
+        client, tmp_path) -> None:
+    failed = run(client, EXAMPLES / "failing_job.py")
+    assert failed.status == "FAILED"
+    cause = failed.root_cause
+    assert cause["exception_type"] == "ValueError"
+    assert "record 777 is bad" in cause["message"]
+    assert "raise ValueError" in cause["traceback"]
+    assert cause["vertex_id"] and cause["taskmanager_id"] and cause["attempt"] == 0
+    assert failed.failures == 1 + 3  # the first try and the three restarts of fixed-delay
+    job = tmp_path / "after.py"
+    job.write_text("def build(env):\n    env.from_collection([1, 2, 3]).collect()\n")
+    assert sorted(collected_rows(run(client, job))) == [1, 2, 3]
+
+
+def clusterdeck(cluster, *args: str) -> subprocess.CompletedProcess:
+    local_cluster, _ = cluster
+    command, *rest = args
+    return subprocess.run([sys.executable, "-m", "core.cli", command, "--cluster",
+                           local_cluster.cluster_id, *rest], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_submit_prints_progress_and_the_scripts_output_and_exits_0(cluster) -> None:
+    done = clusterdeck(cluster, "submit", str(EXAMPLES / "pi.py"), "--", "2", "5000")
+    assert done.returncode == 0, done.stderr
+    assert "Pi is roughly" in done.stdout
+    assert "1/1 subtasks" in done.stderr
+    assert "FINISHED" in done.stderr
+
+
+def test_submit_exit_codes_tell_a_failed_job_from_a_rejected_one(cluster, tmp_path) -> None:
+    failed = clusterdeck(cluster, "submit", str(EXAMPLES / "failing_job.py"))
+    assert failed.returncode == 1
+    assert "root cause" in failed.stderr and "record 777 is bad" in failed.stderr
+    broken = tmp_path / "broken.py"
+    broken.write_text("def build(env)\n")
+    rejected = clusterdeck(cluster, "submit", str(broken))
+    assert rejected.returncode == 4
+    assert "syntax error" in rejected.stderr
+
+
+def test_detached_submit_prints_the_job_id_and_list_shows_it(cluster) -> None:
+    detached = clusterdeck(cluster, "submit", "--detached", str(EXAMPLES / "pi.py"), "--",
+                           "1", "1000")
+    assert detached.returncode == 0, detached.stderr
+    job_id = detached.stdout.strip()
+    wait_for(lambda: any(j["job_id"] == job_id and j["status"] == "FINISHED" for j in
+                         json.loads(clusterdeck(cluster, "list", "--json").stdout)), 120,
+             "the detached job finished in the list")
+    result = clusterdeck(cluster, "result", job_id, "--json")
+    assert json.loads(result.stdout)["status"] == "FINISHED"
