@@ -4,10 +4,18 @@ A JobMaster builds an ``ExecutionGraph`` from a JobGraph, wraps it in a ``Schedu
 with a restart strategy and an ``InputSplitAssigner``, feeds it what happens (``start``,
 ``slot_offered``, ``task_state_changed``, ``request_split``, ``taskmanager_lost``,
 ``restart_due``, ``cancel``) and carries out the instructions each event returns.
-``ExecutionGraph.snapshot()`` is what observers draw.
+``ExecutionGraph.snapshot()`` is what observers draw. After a JobManager restart the
+graph is built in a later ``epoch`` and ``Scheduler.restore_finished`` puts back the
+subtasks that had finished before ``start``.
 """
 
-from core.executiongraph.execution import Execution, ExecutionVertex, SlotRef
+from core.executiongraph.execution import (
+    Execution,
+    ExecutionVertex,
+    SlotRef,
+    attempt_id_of,
+    epoch_of,
+)
 from core.executiongraph.failover import failover_region
 from core.executiongraph.failures import TASKMANAGER_LOST, FailureRecord, TaskFailure
 from core.executiongraph.graph import ExecutionGraph, ExecutionJobVertex
@@ -28,6 +36,7 @@ from core.executiongraph.instructions import (
     ScheduleOrUpdateConsumers,
     ScheduleRestart,
 )
+from core.executiongraph.recovery import FinishedSubtask
 from core.executiongraph.restart import (
     ExponentialDelay,
     FailureRate,
@@ -35,12 +44,13 @@ from core.executiongraph.restart import (
     NoRestart,
     RestartStrategy,
 )
-from core.executiongraph.scheduler import Scheduler
+from core.executiongraph.scheduler import FAILOVER_STRATEGIES, FailoverStrategy, Scheduler
 from core.executiongraph.splits import InputSplitAssigner
 from core.executiongraph.states import ExecutionState, IllegalTransition, JobStatus
 from core.executiongraph.wiring import EdgeInput, EdgeOutput, ResultPartitionRef
 
 __all__ = [
+    "FAILOVER_STRATEGIES",
     "TASKMANAGER_LOST",
     "CancelTask",
     "DeployTask",
@@ -53,8 +63,10 @@ __all__ = [
     "ExecutionStateChanged",
     "ExecutionVertex",
     "ExponentialDelay",
+    "FailoverStrategy",
     "FailureRate",
     "FailureRecord",
+    "FinishedSubtask",
     "FixedDelay",
     "IllegalTransition",
     "InputSplitAssigner",
@@ -77,5 +89,7 @@ __all__ = [
     "Scheduler",
     "SlotRef",
     "TaskFailure",
+    "attempt_id_of",
+    "epoch_of",
     "failover_region",
 ]

@@ -5,10 +5,16 @@ Each time it runs it gets a new Execution (an attempt) with a fresh ``attempt_id
 every message about a task names exactly one attempt and a report from an old attempt can
 be told apart from one from the current attempt. Old attempts are kept: they are the
 subtask's history.
+
+Attempt ids never repeat, not even across JobManager runs: result partitions are folders
+named after them, and a late file of an old attempt must not mix with a new one's. Each
+JobManager run of a job has an epoch (0 for the first, one more for every recovery) and
+it is part of the id: ``job/vertex#i/aN`` in epoch 0, ``job/vertex#i/eEaN`` in epoch E.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +38,22 @@ def subtask_id(vertex_id: str, subtask: int) -> str:
     return f"{vertex_id}#{subtask}"
 
 
+def attempt_id_of(job_id: str, vertex_id: str, subtask: int, attempt: int,
+                  epoch: int = 0) -> str:
+    """The id of attempt ``attempt`` made in epoch ``epoch``; epoch 0 keeps the short form."""
+    marker = f"e{epoch}" if epoch else ""
+    return f"{job_id}/{subtask_id(vertex_id, subtask)}/{marker}a{attempt}"
+
+
+_ATTEMPT_PART = re.compile(r"(?:e(\d+))?a(\d+)")
+
+
+def epoch_of(attempt_id: str) -> int | None:
+    """The epoch an attempt id was issued in; None for a string that is not one."""
+    match = _ATTEMPT_PART.fullmatch(attempt_id.rpartition("/")[2])
+    return int(match.group(1) or 0) if match else None
+
+
 @dataclass
 class Execution:
     """One attempt of one subtask. Only the scheduler changes it, through ``transition``."""
@@ -47,10 +69,12 @@ class Execution:
     input_splits: list[InputSplit] = field(default_factory=list)
     result: Any = None
     partitions_lost: bool = False
+    epoch: int = 0
+    restored: bool = False  # finished in an earlier JobManager run, restored from the store
 
     @property
     def attempt_id(self) -> str:
-        return f"{self.job_id}/{subtask_id(self.vertex_id, self.subtask)}/a{self.attempt}"
+        return attempt_id_of(self.job_id, self.vertex_id, self.subtask, self.attempt, self.epoch)
 
     @property
     def subtask_id(self) -> str:
@@ -91,18 +115,22 @@ class Execution:
             "start_time": self.start_time, "end_time": self.end_time,
             "failure": self.failure.to_dict() if self.failure else None,
             "input_splits": [split.split_id for split in self.input_splits],
-            "partitions_lost": self.partitions_lost,
+            "partitions_lost": self.partitions_lost, "epoch": self.epoch,
+            "restored": self.restored,
         }
 
 
 class ExecutionVertex:
-    """One subtask of a vertex, with every attempt it has made; the last is current."""
+    """One subtask of a vertex, with every attempt it has made; the last is current.
+    New attempts are made in ``epoch``, the JobManager run that owns the graph."""
 
-    def __init__(self, job_id: str, vertex_id: str, subtask: int) -> None:
+    def __init__(self, job_id: str, vertex_id: str, subtask: int, epoch: int = 0) -> None:
         self.job_id = job_id
         self.vertex_id = vertex_id
         self.subtask = subtask
-        self.attempts: list[Execution] = [Execution(job_id, vertex_id, subtask, attempt=0)]
+        self.epoch = epoch
+        self.attempts: list[Execution] = [
+            Execution(job_id, vertex_id, subtask, attempt=0, epoch=epoch)]
 
     @property
     def id(self) -> str:
@@ -118,9 +146,17 @@ class ExecutionVertex:
             raise IllegalTransition(
                 f"{self.current.attempt_id} is {self.current.state}, cannot start a new attempt")
         execution = Execution(self.job_id, self.vertex_id, self.subtask,
-                              attempt=self.current.attempt + 1)
+                              attempt=self.current.attempt + 1, epoch=self.epoch)
         self.attempts.append(execution)
         return execution
+
+    def restore(self, execution: Execution) -> list[Execution]:
+        """Make ``execution``, finished in an earlier JobManager run, the only attempt;
+        returns the attempts it replaces (the never-run attempt 0 of this run)."""
+        if any(e.state is not ExecutionState.CREATED for e in self.attempts):
+            raise IllegalTransition(f"{self.id} has run in this epoch, cannot be restored")
+        replaced, self.attempts = self.attempts, [execution]
+        return replaced
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "subtask": self.subtask, "state": str(self.current.state),

@@ -37,7 +37,11 @@ class TaskFailure:
 
 @dataclass(frozen=True)
 class FailureRecord:
-    """One failure in a job's history: the reported failure plus where and when it struck."""
+    """One failure in a job's history: the reported failure plus where and when it struck.
+
+    ``timestamp`` is when the failure was noticed (the attempt's end); ``start_time`` is
+    when the attempt got its slot, None if it never did.
+    """
 
     attempt_id: str
     vertex_id: str
@@ -47,6 +51,8 @@ class FailureRecord:
     failure: TaskFailure
     timestamp: float
     input_splits: tuple[int, ...] = field(default=())
+    slot_index: int | None = None
+    start_time: float | None = None
 
     @property
     def exception_type(self) -> str:
@@ -59,5 +65,7 @@ class FailureRecord:
     def to_dict(self) -> dict[str, Any]:
         return {"attempt_id": self.attempt_id, "vertex_id": self.vertex_id,
                 "subtask": self.subtask, "attempt": self.attempt,
-                "taskmanager_id": self.taskmanager_id, "timestamp": self.timestamp,
-                "input_splits": list(self.input_splits), **self.failure.to_dict()}
+                "taskmanager_id": self.taskmanager_id, "slot_index": self.slot_index,
+                "start_time": self.start_time, "end_time": self.timestamp,
+                "timestamp": self.timestamp, "input_splits": list(self.input_splits),
+                **self.failure.to_dict()}

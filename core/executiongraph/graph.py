@@ -29,13 +29,13 @@ class ExecutionJobVertex:
     """All subtasks of one JobVertex."""
 
     def __init__(self, job_id: str, job_vertex: JobVertex,
-                 inputs: list[JobEdge], outputs: list[JobEdge]) -> None:
+                 inputs: list[JobEdge], outputs: list[JobEdge], epoch: int = 0) -> None:
         if job_vertex.parallelism < 1:
             raise ValueError(f"vertex {job_vertex.id!r} needs a parallelism of at least 1")
         self.job_vertex = job_vertex
         self.inputs = inputs
         self.outputs = outputs
-        self.subtasks = [ExecutionVertex(job_id, job_vertex.id, index)
+        self.subtasks = [ExecutionVertex(job_id, job_vertex.id, index, epoch)
                          for index in range(job_vertex.parallelism)]
 
     @property
@@ -64,14 +64,21 @@ class ExecutionJobVertex:
 
 
 class ExecutionGraph:
-    """The runtime view of one job; vertices are kept in topological order."""
+    """The runtime view of one job; vertices are kept in topological order.
 
-    def __init__(self, job_graph: JobGraph, job_id: str) -> None:
+    ``epoch`` numbers the JobManager runs of the job (0 first, one more per recovery); it
+    is part of every attempt id this graph issues, so no id of an earlier run comes back.
+    """
+
+    def __init__(self, job_graph: JobGraph, job_id: str, *, epoch: int = 0) -> None:
+        if epoch < 0:
+            raise ValueError(f"epoch cannot be negative, got {epoch}")
         self.job_graph = job_graph
         self.job_id = job_id
+        self.epoch = epoch
         self.vertices: dict[str, ExecutionJobVertex] = {
             vertex.id: ExecutionJobVertex(job_id, vertex, job_graph.inputs_of(vertex.id),
-                                          job_graph.outputs_of(vertex.id))
+                                          job_graph.outputs_of(vertex.id), epoch)
             for vertex in job_graph.topological_order()
         }
         for edge in job_graph.edges:
@@ -115,6 +122,14 @@ class ExecutionGraph:
         execution = subtask.new_attempt()
         self._executions[execution.attempt_id] = execution
         return execution
+
+    def restore(self, execution: Execution) -> None:
+        """Put back an attempt that finished in an earlier JobManager run, in place of
+        its subtask's unstarted attempt; consumers will read its partitions."""
+        subtask = self.subtask(execution.vertex_id, execution.subtask)
+        for replaced in subtask.restore(execution):
+            del self._executions[replaced.attempt_id]
+        self._executions[execution.attempt_id] = execution
 
     def transition(self, new: JobStatus, now: float) -> JobStatus:
         """Move the job to ``new`` and return the old status."""
@@ -202,7 +217,7 @@ class ExecutionGraph:
         """The whole graph as JSON-able data, enough for an observer to redraw it."""
         finished, total = self.progress()
         return {
-            "job_id": self.job_id, "name": self.job_graph.name,
+            "job_id": self.job_id, "name": self.job_graph.name, "epoch": self.epoch,
             "kind": str(self.job_graph.kind), "status": str(self.status),
             "status_timestamps": {str(s): t for s, t in self.status_timestamps.items()},
             "progress": {"finished": finished, "total": total},

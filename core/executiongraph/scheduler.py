@@ -9,8 +9,19 @@ feeding events to it. The JobMaster calls it from its main thread only.
 Scheduling follows Flink's lazy-from-sources batch mode: sources are scheduled when
 the job starts; a consumer vertex is scheduled once every producer on every input edge
 has finished (blocking exchange, ``ScheduleOrUpdateConsumers``). Reports are idempotent
-per attempt id: a duplicate changes nothing and a report from a replaced attempt is
-rejected, so retried or late messages cannot corrupt the graph.
+per attempt id: a duplicate changes nothing and a report from a replaced attempt, or
+from an attempt of an earlier JobManager run (epoch), is rejected, so retried or late
+messages cannot corrupt the graph.
+
+Failover (Flink's ``jobmanager.execution.failover-strategy``) is "region" or "full".
+Region restarts the failed subtasks and what they need (``failover_region``) while the
+rest of the job runs on. Full stops the whole job: the job goes RESTARTING, every
+running task is cancelled, and once all have stopped and the backoff has passed the job
+is RUNNING again with a new attempt for every subtask that has no usable result. Unlike
+Flink, which recomputes everything, a finished subtask keeps its result: blocking
+partitions are immutable files in the shared work directory, named after the attempt
+that wrote them, so reading them again is as good as writing them again. A finished
+subtask runs again only when its partitions were lost and a consumer still needs them.
 """
 
 from __future__ import annotations
@@ -18,9 +29,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from core.executiongraph.execution import Execution, ExecutionVertex, SlotRef
+from core.executiongraph.execution import Execution, ExecutionVertex, SlotRef, epoch_of
 from core.executiongraph.failover import failover_region
 from core.executiongraph.failures import TASKMANAGER_LOST, FailureRecord, TaskFailure
 from core.executiongraph.graph import ExecutionGraph, ExecutionJobVertex
@@ -41,9 +52,13 @@ from core.executiongraph.instructions import (
     ScheduleOrUpdateConsumers,
     ScheduleRestart,
 )
+from core.executiongraph.recovery import FinishedSubtask, restore_finished
 from core.executiongraph.restart import NoRestart, RestartStrategy
 from core.executiongraph.splits import InputSplitAssigner
-from core.executiongraph.states import ExecutionState, JobStatus
+from core.executiongraph.states import ExecutionState, IllegalTransition, JobStatus
+
+FailoverStrategy = Literal["region", "full"]
+FAILOVER_STRATEGIES: tuple[FailoverStrategy, ...] = ("region", "full")
 
 _REPORTABLE = frozenset({ExecutionState.RUNNING, ExecutionState.FINISHED,
                          ExecutionState.FAILED, ExecutionState.CANCELED})
@@ -54,6 +69,7 @@ _ON_A_TASKMANAGER = frozenset({ExecutionState.DEPLOYING, ExecutionState.RUNNING}
 class _PendingRestart:
     due: float
     subtasks: tuple[str, ...]
+    full: bool = False  # every subtask without a usable result, counted when it is due
 
 
 class Scheduler:
@@ -61,16 +77,21 @@ class Scheduler:
 
     ``partitions_outlive_taskmanagers`` says where result partitions live: True (today)
     for the shared work directory, False for a TaskManager's local disk, in which case a
-    lost TaskManager takes the partitions of its finished subtasks with it.
+    lost TaskManager takes the partitions of its finished subtasks with it. ``failover``
+    is "region" or "full" (see the module docstring).
     """
 
     def __init__(self, graph: ExecutionGraph, restart_strategy: RestartStrategy | None = None,
                  splits: InputSplitAssigner | None = None, *,
-                 partitions_outlive_taskmanagers: bool = True) -> None:
+                 partitions_outlive_taskmanagers: bool = True,
+                 failover: FailoverStrategy = "region") -> None:
+        if failover not in FAILOVER_STRATEGIES:
+            raise ValueError(f"failover must be one of {FAILOVER_STRATEGIES}, got {failover!r}")
         self.graph = graph
         self.restart_strategy: RestartStrategy = restart_strategy or NoRestart()
         self.splits = splits or InputSplitAssigner()
         self.partitions_outlive_taskmanagers = partitions_outlive_taskmanagers
+        self.failover: FailoverStrategy = failover
         self._waiting_for_slot: deque[Execution] = deque()
         self._slots_in_use: dict[SlotRef, Execution] = {}
         self._pending_restarts: list[_PendingRestart] = []
@@ -80,19 +101,35 @@ class Scheduler:
     def status(self) -> JobStatus:
         return self.graph.status
 
+    # -- recovery --------------------------------------------------------------------------
+
+    def restore_finished(self, records: Iterable[FinishedSubtask]) -> None:
+        """Before ``start``, after a JobManager restart: put back the subtasks that had
+        finished (see ``core.executiongraph.recovery``); ``start`` then runs the rest.
+        Raises ValueError, changing nothing, when a record does not fit this job."""
+        if self.status is not JobStatus.CREATED:
+            raise IllegalTransition(f"job {self.graph.job_id} is {self.status}: finished "
+                                    f"subtasks can only be restored before it starts")
+        restore_finished(self.graph, self.splits, records)
+
     # -- events ----------------------------------------------------------------------------
 
     def start(self, now: float) -> list[Instruction]:
-        """Run the job: schedule every subtask whose inputs are ready, i.e. the sources."""
+        """Run the job: schedule every unfinished subtask whose inputs are ready, i.e. the
+        sources, plus (after a recovery) consumers whose producers were all restored. A
+        job restored complete finishes at once."""
         if self.status is not JobStatus.CREATED:
             return [Rejected(None, f"job {self.graph.job_id} is {self.status}, not CREATED")]
         self._started_at = now
         out: list[Instruction] = [self._job(JobStatus.RUNNING, now)]
         for vertex in self.graph.vertices.values():
-            if self.graph.inputs_available(vertex.id):
-                for subtask in vertex.subtasks:
+            if vertex.inputs:
+                out += self._schedule_consumers(vertex, now)
+                continue
+            for subtask in vertex.subtasks:
+                if subtask.current.state is ExecutionState.CREATED:
                     out += self._schedule(subtask.current, now)
-        return out
+        return out + self._finish_if_done(now)
 
     def slot_offered(self, taskmanager_id: str, slot_index: int,
                      now: float) -> list[Instruction]:
@@ -181,33 +218,42 @@ class Scheduler:
             out += self._run_due_restarts(now)
         if not self.partitions_outlive_taskmanagers:
             failed += self._lose_partitions(taskmanager_id, message, now)
+        if self.status is JobStatus.RESTARTING:
+            # A full restart under way absorbs the loss: it reruns what was lost.
+            return out + self._run_due_restarts(now)
         if not failed:
             return out + self._terminate_if_quiet(now)
         return out + self._after_failures(failed, now)
 
     def restart_due(self, now: float) -> list[Instruction]:
         """The backoff of one or more earlier ``ScheduleRestart`` has passed: restart each
-        region whose subtasks have all stopped (the others follow their last cancel)."""
-        if self.status is not JobStatus.RUNNING:
+        region whose subtasks have all stopped (the others follow their last cancel), or
+        the whole job once every task has stopped."""
+        if self.status not in (JobStatus.RUNNING, JobStatus.RESTARTING):
             return []
         return self._run_due_restarts(now)
 
     def _run_due_restarts(self, now: float) -> list[Instruction]:
         """Give the stopped subtasks of every due region a fresh attempt and schedule those
         whose inputs are ready. A region waits while a member it cancelled is CANCELING;
-        members that another restart already replaced are left alone."""
+        members that another restart already replaced are left alone. A full restart
+        waits for every task, then the job is RUNNING again."""
         def ready(pending: _PendingRestart) -> bool:
+            members = (self.graph.subtasks() if pending.full
+                       else (self._subtask(s) for s in pending.subtasks))
             return pending.due <= now and not any(
-                self._subtask(s).current.state is ExecutionState.CANCELING
-                for s in pending.subtasks)
+                member.current.state is ExecutionState.CANCELING for member in members)
 
         due = [p for p in self._pending_restarts if ready(p)]
         self._pending_restarts = [p for p in self._pending_restarts if p not in due]
         out: list[Instruction] = []
+        if any(pending.full for pending in due):
+            out.append(self._job(JobStatus.RUNNING, now))
         fresh: list[Execution] = []
         for pending in due:
-            for subtask_id in pending.subtasks:
-                subtask = self._subtask(subtask_id)
+            members = (self._without_usable_result() if pending.full
+                       else [self._subtask(s) for s in pending.subtasks])
+            for subtask in members:
                 previous = subtask.current
                 if not (previous.state.is_terminal and not previous.has_usable_partitions):
                     continue
@@ -229,7 +275,8 @@ class Scheduler:
             return []
         if self.status is JobStatus.CREATED:
             out: list[Instruction] = [self._move(execution, ExecutionState.CANCELED, now)
-                                      for execution in self.graph.current_executions()]
+                                      for execution in self.graph.current_executions()
+                                      if not execution.state.is_terminal]
             return [*out, self._job(JobStatus.CANCELED, now), JobCanceled(0.0)]
         self._pending_restarts.clear()
         out = [self._job(JobStatus.CANCELLING, now),
@@ -244,12 +291,14 @@ class Scheduler:
         out: list[Instruction] = []
         for consumer in self.graph.consumers_of(execution.vertex_id):
             out += self._schedule_consumers(consumer, now)
-        if all(e.state is ExecutionState.FINISHED for e in self.graph.current_executions()):
-            results = {subtask.id: subtask.current.result for subtask in self.graph.subtasks()
-                       if subtask.current.result is not None}
-            out += [self._job(JobStatus.FINISHED, now),
-                    JobFinished(self._duration(now), results)]
-        return out
+        return out + self._finish_if_done(now)
+
+    def _finish_if_done(self, now: float) -> list[Instruction]:
+        if not all(e.state is ExecutionState.FINISHED for e in self.graph.current_executions()):
+            return []
+        results = {subtask.id: subtask.current.result for subtask in self.graph.subtasks()
+                   if subtask.current.result is not None}
+        return [self._job(JobStatus.FINISHED, now), JobFinished(self._duration(now), results)]
 
     def _schedule_consumers(self, vertex: ExecutionJobVertex,
                             now: float) -> list[Instruction]:
@@ -276,6 +325,8 @@ class Scheduler:
             out = [self._job(JobStatus.FAILING, now),
                    *self._cancel(self.graph.current_executions(), now)]
             return out + self._terminate_if_quiet(now)
+        if self.failover == "full":
+            return self._restart_everything(subtask_ids, now)
         failed = [self._subtask(subtask_id) for subtask_id in subtask_ids]
         region = failover_region(self.graph, failed)
         delay = self.restart_strategy.backoff()
@@ -285,6 +336,25 @@ class Scheduler:
         out: list[Instruction] = [ScheduleRestart(delay, now + delay, region_ids,
                                                   failed_attempts)]
         return out + self._cancel((subtask.current for subtask in region), now)
+
+    def _restart_everything(self, subtask_ids: list[str], now: float) -> list[Instruction]:
+        """Full failover: the job goes RESTARTING and every task still running is
+        cancelled; the restart runs once all have stopped and the backoff has passed."""
+        delay = self.restart_strategy.backoff()
+        self._pending_restarts.append(_PendingRestart(now + delay, (), full=True))
+        rerun = tuple(subtask.id for subtask in self._without_usable_result())
+        failed_attempts = tuple(self._subtask(s).current.attempt_id for s in subtask_ids)
+        out: list[Instruction] = [self._job(JobStatus.RESTARTING, now),
+                                  ScheduleRestart(delay, now + delay, rerun, failed_attempts)]
+        return out + self._cancel(self.graph.current_executions(), now)
+
+    def _without_usable_result(self) -> list[ExecutionVertex]:
+        """What a full restart runs again: every subtask that has not finished, and
+        finished ones whose lost partitions a consumer still needs."""
+        return [subtask for subtask in self.graph.subtasks()
+                if not subtask.current.has_usable_partitions
+                and (subtask.current.state is not ExecutionState.FINISHED
+                     or self.graph.partitions_needed(subtask))]
 
     def _lose_partitions(self, taskmanager_id: str, message: str, now: float) -> list[str]:
         """Mark the partitions of finished subtasks on a lost TaskManager as gone; those a
@@ -318,7 +388,7 @@ class Scheduler:
     def _cancelled(self, execution: Execution, now: float) -> list[Instruction]:
         """A cancel is confirmed: the job may end, or a restart waiting for it may run."""
         out = [self._move(execution, ExecutionState.CANCELED, now), *self._release(execution)]
-        if self.status is JobStatus.RUNNING:
+        if self.status in (JobStatus.RUNNING, JobStatus.RESTARTING):
             return out + self._run_due_restarts(now)
         return out + self._terminate_if_quiet(now)
 
@@ -362,7 +432,9 @@ class Scheduler:
             attempt_id=execution.attempt_id, vertex_id=execution.vertex_id,
             subtask=execution.subtask, attempt=execution.attempt,
             taskmanager_id=execution.taskmanager_id, failure=failure, timestamp=now,
-            input_splits=tuple(split.split_id for split in execution.input_splits))
+            input_splits=tuple(split.split_id for split in execution.input_splits),
+            slot_index=execution.slot.slot_index if execution.slot else None,
+            start_time=execution.start_time)
         self.graph.failures.append(record)
         return record
 
@@ -388,6 +460,11 @@ class Scheduler:
         """The attempt, if it is its subtask's current one; otherwise why not."""
         execution = self.graph.execution(attempt_id)
         if execution is None:
+            epoch = epoch_of(attempt_id)
+            if (attempt_id.startswith(f"{self.graph.job_id}/") and epoch is not None
+                    and epoch < self.graph.epoch):
+                return Rejected(attempt_id, f"stale attempt {attempt_id}: from epoch {epoch}, "
+                                            f"the job now runs epoch {self.graph.epoch}")
             return Rejected(attempt_id, f"unknown attempt {attempt_id}")
         if not self.graph.is_current(execution):
             current = self._subtask(execution.subtask_id).current

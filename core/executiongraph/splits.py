@@ -3,7 +3,8 @@
 Pulling balances the load (a fast subtask simply asks more often) and keeps locality: a
 requester gets a split stored on its own host when one is left. The assigner remembers
 which subtask holds which splits, so when an attempt fails its splits go back to the
-pool and the restarted attempt (or a sibling) reads them again. Counters of handed-out
+pool and the restarted attempt (or a sibling) reads them again; after a JobManager
+restart, the splits of subtasks restored as finished never return to it. Counters of handed-out
 and returned splits let a test prove that every split was read exactly once by the
 attempts that survived.
 """
@@ -55,6 +56,28 @@ class InputSplitAssigner:
             self.add_splits(vertex_id, splits)
             self._returned[vertex_id].update(split.split_id for split in splits)
         return splits
+
+    def restore_consumed(self, vertex_id: str, subtask: int,
+                         split_ids: Iterable[int]) -> list[InputSplit]:
+        """The subtask finished in an earlier JobManager run after reading these splits:
+        take them out of the pool, held by it (they come back only if it must run
+        again), and count them as handed out once. Raises ValueError, changing nothing,
+        for an id that is not in the pool."""
+        wanted = list(split_ids)
+        if not wanted:
+            return []
+        pool = self._pool.get(vertex_id, [])
+        by_id = {split.split_id: split for split in pool}
+        missing = [split_id for split_id in wanted if split_id not in by_id]
+        if missing:
+            raise ValueError(f"splits {missing} of {vertex_id!r} are not in the pool")
+        if len(set(wanted)) != len(wanted):
+            raise ValueError(f"splits {wanted} of {vertex_id!r} name a split twice")
+        taken = [by_id[split_id] for split_id in wanted]
+        self._pool[vertex_id] = [split for split in pool if split.split_id not in wanted]
+        self._held.setdefault((vertex_id, subtask), []).extend(taken)
+        self._handed_out[vertex_id].update(wanted)
+        return taken
 
     def held_by(self, vertex_id: str, subtask: int) -> list[InputSplit]:
         return list(self._held.get((vertex_id, subtask), ()))

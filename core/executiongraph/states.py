@@ -65,7 +65,7 @@ class JobStatus(StrEnum):
     CANCELLING = "CANCELLING"  # the user cancelled: waiting for every task to stop
     CANCELED = "CANCELED"
     FINISHED = "FINISHED"
-    RESTARTING = "RESTARTING"  # a global restart: every subtask starts again
+    RESTARTING = "RESTARTING"  # a full restart: every unfinished subtask starts again
 
     @property
     def is_terminal(self) -> bool:

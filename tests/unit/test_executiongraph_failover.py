@@ -1,6 +1,9 @@
-"""Failures: restarts under a strategy, the failure history, regions, and giving up."""
+"""Failures: restarts under a strategy, the failure history, regions, full failover and
+giving up."""
 
 import json
+
+import pytest
 
 from core.executiongraph import (
     TASKMANAGER_LOST,
@@ -13,8 +16,11 @@ from core.executiongraph import (
     JobStatusChanged,
     NewAttempt,
     NoRestart,
+    ReleaseSlot,
+    RequestSlot,
     ScheduleOrUpdateConsumers,
     ScheduleRestart,
+    SlotRef,
     TaskFailure,
     failover_region,
 )
@@ -296,5 +302,169 @@ def test_a_restart_waits_for_the_cancel_of_a_running_region_member():
     out = harness.report("job-1/reduce#1/a0", S.CANCELED)
     assert [i.attempt_id for i in out if isinstance(i, NewAttempt)] == [
         "job-1/source#0/a1", "job-1/reduce#0/a1", "job-1/reduce#1/a1"]
+    harness.run_to_end()
+    assert harness.scheduler.status is JobStatus.FINISHED
+
+
+def test_the_failure_history_keeps_the_slot_and_the_attempts_start_and_end_times():
+    harness = Harness(word_count(sources=2, reducers=1), restart=FixedDelay(1, 0.0))
+    harness.start()
+    harness.grant_slots()  # source#0 on tm-1 slot 0, source#1 on tm-1 slot 1
+    deployed_at = harness.graph.subtask("source", 1).current.start_time
+
+    fail(harness, "source", 1)
+
+    (record,) = harness.graph.failures
+    assert (record.taskmanager_id, record.slot_index) == ("tm-1", 1)
+    assert (record.start_time, record.timestamp) == (deployed_at, harness.now)
+    data = record.to_dict()
+    assert (data["slot_index"], data["start_time"], data["end_time"]) == (
+        1, deployed_at, harness.now)
+
+
+# -- full failover -------------------------------------------------------------------------
+
+def full(job_graph, **options) -> Harness:
+    options.setdefault("restart", FixedDelay(attempts=2, delay=5.0))
+    return Harness(job_graph, failover="full", **options)
+
+
+def test_an_unknown_failover_strategy_is_refused():
+    with pytest.raises(ValueError, match="failover"):
+        Harness(word_count(), failover="pipelined")
+
+
+def test_under_full_failover_a_failure_cancels_every_running_task_and_the_job_restarts():
+    harness = full(word_count(sources=3, reducers=1), slots={"tm-1": 2, "tm-2": 2})
+    harness.start()
+    harness.grant_slots()
+
+    out = fail(harness, "source", 0)
+
+    assert JobStatusChanged(JobStatus.RUNNING, JobStatus.RESTARTING, harness.now) in out
+    (restart,) = [i for i in out if isinstance(i, ScheduleRestart)]
+    assert restart.subtasks == ("source#0", "source#1", "source#2", "reduce#0")
+    assert restart.failed_attempt_ids == ("job-1/source#0/a0",)
+    assert {c.attempt_id for c in out if isinstance(c, CancelTask)} == {
+        "job-1/source#1/a0", "job-1/source#2/a0"}
+    assert harness.state("reduce", 0) is S.CANCELED
+    assert harness.scheduler.status is JobStatus.RESTARTING
+
+
+def test_a_full_restart_waits_for_every_cancel_then_reruns_every_unfinished_subtask():
+    harness = full(word_count(sources=3, reducers=1))
+    harness.start()
+    harness.grant_slots()  # source#0, #1 on tm-1, source#2 on tm-2
+    harness.report(harness.attempt("source", 2), S.FINISHED)
+    (restart,) = [i for i in fail(harness, "source", 0) if isinstance(i, ScheduleRestart)]
+    assert restart.subtasks == ("source#0", "source#1", "reduce#0")
+
+    assert harness.restart_due(restart.due) == []
+    out = harness.report("job-1/source#1/a0", S.CANCELED)
+
+    assert [i.new for i in out if isinstance(i, JobStatusChanged)] == [JobStatus.RUNNING]
+    assert [i.attempt_id for i in out if isinstance(i, NewAttempt)] == [
+        "job-1/source#0/a1", "job-1/source#1/a1", "job-1/reduce#0/a1"]
+    assert [harness.state("source", i) for i in range(3)] == [S.SCHEDULED, S.SCHEDULED,
+                                                              S.FINISHED]
+    harness.run_to_end()
+    assert harness.scheduler.status is JobStatus.FINISHED
+    assert [c.new for c in harness.logged(JobStatusChanged)] == [
+        JobStatus.RUNNING, JobStatus.RESTARTING, JobStatus.RUNNING, JobStatus.FINISHED]
+    assert len(harness.graph.subtask("source", 2).attempts) == 1
+
+
+def test_a_full_restart_does_not_happen_before_its_backoff():
+    harness = full(word_count(sources=1, reducers=1))
+    harness.start()
+    harness.grant_slots()
+    (restart,) = [i for i in fail(harness, "source", 0) if isinstance(i, ScheduleRestart)]
+
+    assert harness.restart_due(restart.due - 1.0) == []
+    assert harness.scheduler.status is JobStatus.RESTARTING
+    out = harness.restart_due(restart.due)
+    assert harness.scheduler.status is JobStatus.RUNNING
+    assert [i.attempt_id for i in out if isinstance(i, RequestSlot)] == ["job-1/source#0/a1"]
+
+
+def test_a_failed_consumer_under_full_failover_reruns_on_the_finished_producers_output():
+    harness = full(word_count(sources=2, reducers=2))
+    harness.start()
+    harness.grant_slots()
+    harness.run_deployed()
+    harness.grant_slots()
+
+    out = fail(harness, "reduce", 1)
+    assert CancelTask("job-1/reduce#0/a0", "tm-2") in out
+    harness.report("job-1/reduce#0/a0", S.CANCELED)
+    harness.restart_due(harness.logged(ScheduleRestart)[0].due)
+    harness.run_to_end()
+
+    assert harness.scheduler.status is JobStatus.FINISHED
+    assert [len(harness.graph.subtask("source", i).attempts) for i in range(2)] == [1, 1]
+    reruns = [d for d in harness.logged(DeployTask) if d.attempt == 1]
+    assert [d.attempt_id for d in reruns] == ["job-1/reduce#0/a1", "job-1/reduce#1/a1"]
+    assert {p.producer_attempt_id for d in reruns for p in d.inputs[0].partitions} == {
+        "job-1/source#0/a0", "job-1/source#1/a0"}
+
+
+def test_a_full_restart_is_one_failure_for_the_restart_strategy_and_giving_up_still_fails():
+    harness = full(word_count(sources=2, reducers=1), restart=FixedDelay(attempts=1, delay=0.0))
+    harness.start()
+    harness.grant_slots()
+    fail(harness, "source", 0)
+    harness.report("job-1/source#1/a0", S.FAILED)  # a cancelled task may die failing
+    harness.restart_due(harness.now)
+    harness.grant_slots()
+
+    fail(harness, "source", 0)
+    harness.report("job-1/source#1/a1", S.CANCELED)
+
+    assert harness.scheduler.status is JobStatus.FAILED
+    assert [c.new for c in harness.logged(JobStatusChanged)] == [
+        JobStatus.RUNNING, JobStatus.RESTARTING, JobStatus.RUNNING, JobStatus.FAILING,
+        JobStatus.FAILED]
+
+
+def test_slots_offered_while_restarting_are_given_back():
+    harness = full(word_count(sources=1, reducers=1))
+    harness.start()
+    harness.grant_slots()
+    fail(harness, "source", 0)
+
+    assert harness.scheduler.slot_offered("tm-2", 1, harness.tick()) == [
+        ReleaseSlot(SlotRef("tm-2", 1))]
+
+
+def test_cancelling_a_restarting_job_drops_the_restart_and_cancels_the_job():
+    harness = full(word_count(sources=2, reducers=1))
+    harness.start()
+    harness.grant_slots()
+    (restart,) = [i for i in fail(harness, "source", 0) if isinstance(i, ScheduleRestart)]
+
+    harness.cancel()
+    assert harness.scheduler.status is JobStatus.CANCELLING
+    harness.report("job-1/source#1/a0", S.CANCELED)
+
+    assert harness.scheduler.status is JobStatus.CANCELED
+    assert harness.restart_due(restart.due) == []
+
+
+def test_a_taskmanager_lost_while_restarting_is_absorbed_by_the_full_restart():
+    harness = full(word_count(sources=2, reducers=1), slots={"tm-1": 1, "tm-2": 2},
+                   partitions_outlive_taskmanagers=False)
+    harness.start()
+    harness.grant_slots()  # source#0 on tm-1, source#1 on tm-2
+    harness.report(harness.attempt("source", 1), S.FINISHED)
+    (restart,) = [i for i in fail(harness, "source", 0) if isinstance(i, ScheduleRestart)]
+    assert restart.subtasks == ("source#0", "reduce#0")
+
+    harness.lose("tm-2")  # takes source#1's partitions, which reduce#0 still needs
+    out = harness.restart_due(restart.due)
+
+    assert harness.scheduler.status is JobStatus.RUNNING
+    assert [i.attempt_id for i in out if isinstance(i, NewAttempt)] == [
+        "job-1/source#0/a1", "job-1/source#1/a1", "job-1/reduce#0/a1"]
+    assert [c.new for c in harness.logged(JobStatusChanged)].count(JobStatus.RESTARTING) == 1
     harness.run_to_end()
     assert harness.scheduler.status is JobStatus.FINISHED

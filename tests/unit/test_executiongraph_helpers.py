@@ -61,8 +61,9 @@ class Harness:
 
     def __init__(self, job_graph: JobGraph, restart: RestartStrategy | None = None,
                  splits: InputSplitAssigner | None = None,
-                 slots: dict[str, int] | None = None, **options: Any) -> None:
-        self.graph = ExecutionGraph(job_graph, JOB_ID)
+                 slots: dict[str, int] | None = None, epoch: int = 0,
+                 **options: Any) -> None:
+        self.graph = ExecutionGraph(job_graph, JOB_ID, epoch=epoch)
         self.scheduler = Scheduler(self.graph, restart, splits, **options)
         self.now = 0.0
         self.log: list[Instruction] = []

@@ -1,5 +1,7 @@
 """Input splits: handed out one at a time, local first, and returned when an attempt fails."""
 
+import pytest
+
 from core.executiongraph import ExecutionState as S
 from core.executiongraph import (
     FixedDelay,
@@ -124,3 +126,27 @@ def test_a_replaced_attempt_cannot_take_more_splits():
     (rejected,) = harness.scheduler.request_split(old, host=None)
 
     assert isinstance(rejected, Rejected) and "stale" in rejected.reason
+
+
+def test_splits_a_restored_subtask_consumed_leave_the_pool_held_by_it_and_count_once():
+    assigner = InputSplitAssigner({"source": splits(4)})
+
+    taken = assigner.restore_consumed("source", 1, [3, 0])
+
+    assert [s.split_id for s in taken] == [3, 0]
+    assert [s.split_id for s in assigner.remaining("source")] == [1, 2]
+    assert [s.split_id for s in assigner.held_by("source", 1)] == [3, 0]
+    assert assigner.kept("source") == {0: 1, 3: 1}
+
+
+def test_restoring_a_split_that_is_not_in_the_pool_is_refused_and_changes_nothing():
+    assigner = InputSplitAssigner({"source": splits(2)})
+    assigner.next_split("source", 0, host=None)  # split 0 is out
+
+    with pytest.raises(ValueError, match="not in the pool"):
+        assigner.restore_consumed("source", 1, [1, 0])
+    with pytest.raises(ValueError, match="twice"):
+        assigner.restore_consumed("source", 1, [1, 1])
+
+    assert [s.split_id for s in assigner.remaining("source")] == [1]
+    assert assigner.held_by("source", 1) == []
