@@ -38,7 +38,10 @@ log = logging.getLogger(__name__)
 
 def write_password_file(path: Path, credentials: Credentials) -> None:
     """``username:argon2-hash`` lines, mode 0600, replaced whole."""
-    hasher = PasswordHash((Argon2Hasher(),))
+    # The passwords are long random tokens, not words a person chose: a cheap argon2 loses
+    # nothing against guessing, and amqtt checks every login inside its event loop, where
+    # the default cost (about a second under load) stalls every other client.
+    hasher = PasswordHash((Argon2Hasher(time_cost=1, memory_cost=8 * 1024, parallelism=1),))
     text = "".join(f"{username}:{hasher.hash(password)}\n"
                    for username, password in credentials.items())
     temporary = path.with_name(f".{path.name}.{os.getpid()}")

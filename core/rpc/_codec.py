@@ -9,6 +9,7 @@ nested dataclasses.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import types
 import typing
@@ -193,10 +194,15 @@ def _from_union(value: Any, options: tuple[Any, ...], path: str) -> Any:
     raise CodecError(f"{path}: {value!r} is not {names}")
 
 
+@functools.cache
+def _fields_of(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
+    """Resolved once per class: resolving type hints costs more than the rest of a decode."""
+    return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)}
+
+
 def _from_dataclass(value: Any, cls: type, path: str) -> Any:
     _expect(isinstance(value, dict), value, "an object", path)
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints, fields = _fields_of(cls)
     unknown = set(value) - set(fields)
     if unknown:
         raise CodecError(f"{path}: unknown field(s) {', '.join(sorted(unknown))}")

@@ -76,7 +76,7 @@ def start_broker(kind: str, home: Path) -> RunningBroker:
                                      f"{broker.log_text()}")
             if read_connection(cluster_dir) is not None:
                 try:
-                    wait_ready(broker.address(), 0.5)
+                    wait_ready(broker.address(), 3.0)  # argon2 logins slow down under load
                     return broker
                 except BrokerConnectError:
                     pass
