@@ -19,6 +19,7 @@ from core.config import Config, ConfigError, load, parse_override
 from core.jobcommands import (
     add_job_commands,
     cmd_cancel,
+    cmd_failures,
     cmd_list,
     cmd_result,
     cmd_run,
@@ -111,11 +112,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = {"up": cmd_up, "status": cmd_status, "broker": cmd_broker,
                "jobmanager": cmd_jobmanager, "taskmanager": cmd_taskmanager,
                "config": cmd_config, "submit": cmd_submit, "run": cmd_run, "list": cmd_list,
-               "cancel": cmd_cancel, "result": cmd_result}[args.command]
+               "cancel": cmd_cancel, "result": cmd_result,
+               "failures": cmd_failures}[args.command]
     try:
         return handler(config, args)
     except KeyboardInterrupt:
         return EXIT_FAILED
+    except ConfigError as error:
+        print(f"clusterdeck: configuration error: {error}", file=sys.stderr)
+        return EXIT_USAGE
     except (NoBrokerError, ClusterUnreachableError, BrokerUnreachableError) as error:
         print(f"clusterdeck: cluster unreachable: {error}", file=sys.stderr)
         return EXIT_UNREACHABLE

@@ -129,6 +129,24 @@ class JobClient(ClusterClient):
     def result(self, job_id: str) -> p.JobResult:
         return self.dispatcher().request_job_result(job_id).result()
 
+    def snapshot(self, job_id: str, timeout: float = 5.0) -> p.JobSnapshot | None:
+        """The job's retained snapshot, as a late observer sees it."""
+        found: list[p.JobSnapshot] = []
+        arrived = threading.Event()
+
+        def on_snapshot(_topic: str, snapshot: Any) -> None:
+            if isinstance(snapshot, p.JobSnapshot):
+                found[:] = [snapshot]
+                arrived.set()
+        self.service.subscribe(topics.job_state(job_id), on_snapshot)
+        arrived.wait(timeout)
+        return found[0] if found else None
+
+    def failure_history(self, job_id: str) -> list[dict[str, Any]]:
+        """A running job's failures so far, from its snapshot."""
+        snapshot = self.snapshot(job_id)
+        return list(snapshot.graph.get("failures", ())) if snapshot else []
+
 
 def collected_rows(result: p.JobResult) -> list[Any]:
     """The rows a job's collect() sinks gathered, in subtask order (they live in files)."""

@@ -155,6 +155,9 @@ OPTIONS: tuple[Option, ...] = (
            "SparkSession when it starts; lazy: at its first task."),
     Option("job.split-size", size, 64 * 1024 * 1024, "Files larger than this are read as "
            "byte-range input splits of this size, cut at line boundaries."),
+    Option("jobmanager.execution.failover-strategy", one_of("region", "full"), "region",
+           "region: re-run the failed subtasks and what lost data they need; full: cancel "
+           "every running subtask and re-run all unfinished ones."),
     Option("restart-strategy.type", one_of("none", "fixed-delay", "failure-rate",
                                            "exponential-delay"), "fixed-delay",
            "How a job restarts failed tasks; overridable per job."),

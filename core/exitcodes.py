@@ -7,3 +7,4 @@ CANCELED = 3         # the job was canceled
 REJECTED = 4         # the job was refused at submit (broken job file, bad artifact)
 UNREACHABLE = 5      # no broker or no JobManager answered
 REFUSED = 6          # a TaskManager's registration was refused (wrong cluster, version)
+UNHEALTHY = 7        # a TaskManager could not stop a stuck task and exits to be restarted

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from core import protocol as p
-from core.config import Config
+from core.config import Config, ConfigError, parse_override
 
 EXIT_OK, EXIT_FAILED, EXIT_CANCELED, EXIT_REJECTED, EXIT_UNREACHABLE = 0, 1, 3, 4, 5
 STATUS_EXIT = {"FINISHED": EXIT_OK, "FAILED": EXIT_FAILED, "CANCELED": EXIT_CANCELED}
@@ -25,6 +25,14 @@ def add_job_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         command.add_argument("file", type=Path, help="a job file (build(env)) or a PySpark "
                              "script; its own arguments follow a --")
         command.add_argument("--parallelism", "-p", type=int, help="default parallelism")
+        command.add_argument("--restart-strategy", choices=["none", "fixed-delay",
+                                                            "failure-rate", "exponential-delay"],
+                             help="this job's restart strategy (default: the cluster's)")
+        command.add_argument("-R", dest="restart_options", action="append", default=[],
+                             metavar="KEY=VALUE", help="a restart-strategy.* setting for this "
+                             "job, e.g. -R restart-strategy.fixed-delay.attempts=5")
+        command.add_argument("--task-timeout", type=float, default=0.0, metavar="SECONDS",
+                             help="fail a task that runs longer (then restart it)")
         if name == "submit":
             command.add_argument("--detached", "-d", action="store_true",
                                  help="print the job id and return at once")
@@ -39,6 +47,10 @@ def add_job_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     result = commands.add_parser("result", parents=[common], help="a job's result")
     result.add_argument("job_id")
     result.add_argument("--json", action="store_true")
+    failures = commands.add_parser("failures", parents=[common],
+                                   help="a job's root cause and failure history")
+    failures.add_argument("job_id")
+    failures.add_argument("--json", action="store_true")
 
 
 def split_job_args(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -55,9 +67,10 @@ def _job_args(args: argparse.Namespace) -> list[str]:
 
 def cmd_submit(config: Config, args: argparse.Namespace) -> int:
     from core.client import JobClient
+    options = job_options(args)
     with JobClient(config, connect_timeout=10.0) as client:
         return submit_and_follow(client, args.file, _job_args(args), args.parallelism,
-                                 detached=args.detached)
+                                 detached=args.detached, **options)
 
 
 def cmd_run(config: Config, args: argparse.Namespace) -> int:
@@ -68,6 +81,7 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
     if not args.file.is_file():
         print(f"clusterdeck: no such job file: {args.file}", file=sys.stderr)
         return EXIT_REJECTED
+    options = job_options(args)  # a bad -R is reported before a cluster is started
     cluster = LocalCluster(config)
     try:
         print(f"starting a local cluster ({config['taskmanager.count']} TaskManagers x "
@@ -76,17 +90,34 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
         cluster.start()
         wait_for_taskmanagers(cluster, config["taskmanager.count"], timeout=120.0)
         with JobClient(cluster.config, connect_timeout=30.0) as client:
-            return submit_and_follow(client, args.file, _job_args(args), args.parallelism)
+            return submit_and_follow(client, args.file, _job_args(args), args.parallelism,
+                                     **options)
     finally:
         cluster.stop()
 
 
+def job_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The job's own restart strategy and task timeout, checked like configuration."""
+    restart = dict(parse_override(item) for item in args.restart_options)
+    if args.restart_strategy:
+        restart["restart-strategy.type"] = args.restart_strategy
+    for key in restart:
+        if not key.startswith("restart-strategy."):
+            raise ConfigError(f"-R takes restart-strategy.* keys, not {key!r}")
+    checked = Config(restart)
+    return {"restart_strategy": {key: checked[key] for key in restart} or None,
+            "task_timeout": args.task_timeout}
+
+
 def submit_and_follow(client: Any, job_file: Path, job_args: list[str],
-                      parallelism: int | None, detached: bool = False) -> int:
+                      parallelism: int | None, detached: bool = False,
+                      restart_strategy: dict[str, Any] | None = None,
+                      task_timeout: float = 0.0) -> int:
     from core.jobs.errors import JobLoadError
     from core.rpc import RemoteError
     try:
-        job_id = client.submit(job_file, job_args, parallelism=parallelism)
+        job_id = client.submit(job_file, job_args, parallelism=parallelism,
+                               restart_strategy=restart_strategy, task_timeout=task_timeout)
     except JobLoadError as error:
         print(f"clusterdeck: job rejected: {error.describe()}", file=sys.stderr, end="")
         return EXIT_REJECTED
@@ -199,3 +230,29 @@ def cmd_result(config: Config, args: argparse.Namespace) -> int:
     else:
         print_result(result)
     return STATUS_EXIT.get(result.status, EXIT_OK)
+
+
+def cmd_failures(config: Config, args: argparse.Namespace) -> int:
+    """The root cause first, then every failure in order: what failed, where and why."""
+    from core.client import JobClient
+    with JobClient(config, connect_timeout=5.0) as client:
+        result = client.result(args.job_id)
+        history = list(result.failure_history) or client.failure_history(args.job_id)
+    if args.json:
+        print(json.dumps({"job_id": result.job_id, "status": result.status,
+                          "root_cause": result.root_cause, "history": history}, indent=2))
+        return EXIT_OK
+    if not history:
+        print(f"job {result.job_id} ({result.status}): no failures")
+        return EXIT_OK
+    print(f"job {result.job_id} ({result.name}) {result.status}: {len(history)} failure(s)")
+    for number, failure in enumerate(history, 1):
+        root = " (root cause)" if number == 1 else ""
+        print(f"\n#{number}{root} {failure.get('vertex_id')} subtask {failure.get('subtask')} "
+              f"attempt {failure.get('attempt')} on {failure.get('taskmanager_id')}")
+        print(f"  {failure.get('exception_type')}: {failure.get('message')}")
+        if failure.get("input_splits"):
+            print(f"  input splits: {failure['input_splits']}")
+        for line in str(failure.get("traceback", "")).rstrip().splitlines()[-12:]:
+            print(f"  | {line}")
+    return EXIT_OK

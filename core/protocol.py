@@ -338,6 +338,7 @@ class JobResult:
     failures: int = 0
     finished: int = 0
     total: int = 0
+    failure_history: tuple[dict[str, Any], ...] = ()
 
     @property
     def is_terminal(self) -> bool:
@@ -469,11 +470,14 @@ class UpdateAcknowledged:
 @message
 @dataclass(frozen=True)
 class RequestNextInputSplit:
-    """A source task -> its JobMaster (ask, fenced)."""
+    """A source task -> its JobMaster (ask, fenced). ``sequence`` counts the requests of
+    one attempt: a request sent again after a lost answer gets the same split back, so a
+    retry never loses a split."""
 
     job_id: str
     attempt_id: str
     host: str
+    sequence: int = 0
 
 
 @message

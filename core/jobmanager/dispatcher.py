@@ -18,12 +18,16 @@ from core import protocol as p
 from core import topics
 from core.config import Config
 from core.gateways import ResourceManagerGateway
-from core.jobmanager.jobmaster import JobMaster
+from core.jobmanager.jobmaster import JobMaster, restart_strategy
 from core.jobmanager.jobstore import JobRecord, JobStore
 from core.rpc import FencedRpcEndpoint, handler
 
 log = logging.getLogger(__name__)
 ENDPOINT_ID = "dispatcher"
+
+
+class UnknownJobError(LookupError):
+    """No job with that id was ever submitted to this cluster."""
 
 
 class Dispatcher(FencedRpcEndpoint):
@@ -46,6 +50,18 @@ class Dispatcher(FencedRpcEndpoint):
         for record in self.store.load_all():
             self.jobs[record.job_id] = record
         self._publish_job_list()
+        for record in list(self.jobs.values()):
+            if not record.is_terminal:
+                self._recover(record)
+
+    def _recover(self, record: JobRecord) -> None:
+        """A job an earlier JobManager accepted and did not end: run it on, in a new epoch,
+        reusing every subtask result it had recorded."""
+        record = self.store.update(record, epoch=record.epoch + 1, status="RESTARTING")
+        self.jobs[record.job_id] = record
+        log.info("recovering job %s (%s), epoch %d", record.job_id, record.graph.name,
+                 record.epoch)
+        self._start_jobmaster(record)
 
     @handler(p.RequestClusterOverview, fenced=False)
     def request_cluster_overview(self, _request: p.RequestClusterOverview
@@ -65,6 +81,8 @@ class Dispatcher(FencedRpcEndpoint):
     @handler(p.SubmitJob)
     def submit_job(self, request: p.SubmitJob) -> p.JobSubmitted:
         artifact = self._assemble(request.upload_id, request.artifact_sha256)
+        # Refused here, not found failing later: the job's own restart settings.
+        restart_strategy(self.config.with_overrides(request.restart_strategy or {}))
         if request.job_id in self.jobs:
             raise ValueError(f"job {request.job_id} was already submitted")
         record = JobRecord(request.job_id, request.graph, request.artifact_sha256,
@@ -91,7 +109,7 @@ class Dispatcher(FencedRpcEndpoint):
     def _start_jobmaster(self, record: JobRecord) -> None:
         jobmaster = JobMaster(self.config, record, self.resource_manager.with_fencing_token(
             self.fencing_token), self.fencing_token, self.work_root / record.job_id,
-            on_status=self._status_callback(record.job_id),
+            self.store.progress(record.job_id), on_status=self._status_callback(record.job_id),
             on_terminal=self._terminal_callback(record.job_id))
         self.jobmasters[record.job_id] = jobmaster
         self.rpc_service.start_endpoint(jobmaster)
@@ -124,9 +142,7 @@ class Dispatcher(FencedRpcEndpoint):
 
     @handler(p.RequestArtifactChunk)
     def request_artifact_chunk(self, request: p.RequestArtifactChunk) -> p.ArtifactChunk:
-        record = self.jobs.get(request.job_id)
-        if record is None:
-            raise KeyError(f"unknown job {request.job_id}")
+        record = self._record(request.job_id)
         artifact = self._artifacts.get(request.job_id)
         if artifact is None:
             artifact = self.store.artifact_path(request.job_id).read_bytes()
@@ -164,7 +180,7 @@ class Dispatcher(FencedRpcEndpoint):
     def _record(self, job_id: str) -> JobRecord:
         record = self.jobs.get(job_id)
         if record is None:
-            raise KeyError(f"unknown job {job_id}")
+            raise UnknownJobError(f"unknown job {job_id}")
         return record
 
     def _summary(self, record: JobRecord) -> p.JobSummary:

@@ -22,6 +22,7 @@ from core.executiongraph import instructions as ins
 from core.executiongraph.execution import SlotRef
 from core.executiongraph.failures import TaskFailure
 from core.executiongraph.graph import ExecutionGraph
+from core.executiongraph.recovery import FinishedSubtask
 from core.executiongraph.restart import (
     ExponentialDelay,
     FailureRate,
@@ -32,14 +33,21 @@ from core.executiongraph.restart import (
 from core.executiongraph.scheduler import Scheduler
 from core.executiongraph.splits import InputSplitAssigner
 from core.gateways import ResourceManagerGateway, TaskExecutorGateway
-from core.jobmanager.jobstore import JobRecord
+from core.jobmanager.jobstore import JobRecord, ProgressLog
 from core.jobs.graph import JobKind
 from core.jobs.sinks import initialize_sinks
 from core.jobs.splits import plan_splits
-from core.rpc import FencedRpcEndpoint, handler
+from core.rpc import AskTimeoutError, FencedRpcEndpoint, handler
 
 log = logging.getLogger(__name__)
 SNAPSHOT_INTERVAL = 0.1  # at most ten snapshots a second, however busy the job
+DEPLOY_TRIES = 3
+MAX_HISTORY = 20  # failures kept in a JobResult; the snapshot has them all
+
+
+def _trimmed(failure: dict[str, Any]) -> dict[str, Any]:
+    """A failure record small enough for a message: long tracebacks keep their end."""
+    return {**failure, "traceback": str(failure.get("traceback", ""))[-6000:]}
 
 
 def endpoint_id_of(job_id: str) -> str:
@@ -65,7 +73,7 @@ def restart_strategy(settings: Mapping[str, Any]) -> RestartStrategy:
 class JobMaster(FencedRpcEndpoint):
     def __init__(self, config: Config, record: JobRecord,
                  resource_manager: ResourceManagerGateway, fencing_token: str, work_dir: Path,
-                 on_status: Callable[[str, int, int], None],
+                 progress: ProgressLog, on_status: Callable[[str, int, int], None],
                  on_terminal: Callable[[p.JobResult], None]) -> None:
         super().__init__(endpoint_id_of(record.job_id), fencing_token)
         self.config = config
@@ -75,13 +83,15 @@ class JobMaster(FencedRpcEndpoint):
         self.work_dir = work_dir
         self._on_status = on_status
         self._on_terminal = on_terminal
-        self.graph = ExecutionGraph(record.graph, record.job_id)
+        self.progress_log = progress
+        self.graph = ExecutionGraph(record.graph, record.job_id, epoch=record.epoch)
         self.scheduler: Scheduler | None = None
         self._allocations: dict[SlotRef, str] = {}
         self._executors: dict[str, str] = {}  # TaskManager id -> TaskExecutor endpoint
         self._hosts: dict[str, str] = {}
         self._snapshot_due = False
         self._ended = False
+        self._split_answers: dict[str, tuple[int, p.NextInputSplit]] = {}
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -90,8 +100,8 @@ class JobMaster(FencedRpcEndpoint):
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.rpc_service.subscribe(topics.CLUSTER_EVENTS, self._on_cluster_event)
         try:
-            if self.record.graph.kind is JobKind.DATAFLOW:
-                initialize_sinks(self.record.graph)
+            if self.record.graph.kind is JobKind.DATAFLOW and self.record.epoch == 0:
+                initialize_sinks(self.record.graph)  # a recovered job keeps what it wrote
             splits = InputSplitAssigner({
                 vertex.id: plan_splits(vertex, self.config["job.split-size"])
                 for vertex in self.record.graph.vertices
@@ -99,10 +109,30 @@ class JobMaster(FencedRpcEndpoint):
         except (OSError, ValueError) as error:
             self._fail_before_start(error)
             return
-        settings = self.config.with_overrides(self.record.restart_strategy or {})
-        self.scheduler = Scheduler(self.graph, restart_strategy(settings), splits)
+        try:
+            settings = self.config.with_overrides(self.record.restart_strategy or {})
+            self.scheduler = Scheduler(self.graph, restart_strategy(settings), splits,
+                                       failover=settings["jobmanager.execution.failover-strategy"])
+        except ValueError as error:  # ConfigError included: a job's own bad settings
+            self._fail_before_start(error)
+            return
+        self._restore()
         self._execute(self.scheduler.start(time.time()))
         self._publish_snapshot()
+
+    def _restore(self) -> None:
+        """Put back the subtasks an earlier JobManager run had finished."""
+        if self.record.epoch == 0 or self.scheduler is None:
+            return
+        finished = self.progress_log.read()
+        try:
+            self.scheduler.restore_finished(finished)
+        except ValueError as error:
+            log.warning("job %s: cannot reuse the earlier run's results (%s); running it "
+                        "all again", self.job_id, error)
+            return
+        log.info("job %s recovered in epoch %d: %d subtasks already finished", self.job_id,
+                 self.record.epoch, len(finished))
 
     def _fail_before_start(self, error: Exception) -> None:
         log.warning("job %s cannot start: %s", self.job_id, error)
@@ -149,13 +179,18 @@ class JobMaster(FencedRpcEndpoint):
     def request_next_input_split(self, request: p.RequestNextInputSplit) -> p.NextInputSplit:
         if self.scheduler is None:
             raise RuntimeError("the job is not running")
+        previous = self._split_answers.get(request.attempt_id)
+        if previous is not None and previous[0] == request.sequence:
+            return previous[1]  # the answer was lost on the way: the same split again
         out = self.scheduler.request_split(request.attempt_id, request.host)
         for instruction in out:
             if isinstance(instruction, ins.Rejected):
                 raise ValueError(instruction.reason)
         self._execute(out)
-        split = next(i.split for i in out if isinstance(i, ins.NextInputSplit))
-        return p.NextInputSplit(split)
+        answer = p.NextInputSplit(next(i.split for i in out
+                                       if isinstance(i, ins.NextInputSplit)))
+        self._split_answers[request.attempt_id] = (request.sequence, answer)
+        return answer
 
     def _on_cluster_event(self, _topic: str, event: Any) -> None:
         if isinstance(event, p.TaskManagerLost):
@@ -190,7 +225,10 @@ class JobMaster(FencedRpcEndpoint):
             str(change.old), str(change.new), change.timestamp,
             slot.taskmanager_id if slot else None, slot.slot_index if slot else None,
             change.failure.to_dict() if change.failure else None))
-        if str(change.new) == "FINISHED":
+        if str(change.new) == "FINISHED" and execution is not None:
+            self.progress_log.append(FinishedSubtask(
+                execution.vertex_id, execution.subtask, execution.attempt_id, execution.attempt,
+                execution.result, tuple(s.split_id for s in execution.input_splits)))
             self._on_status(str(self.graph.status), *self.progress)
 
     def _request_slot(self, request: ins.RequestSlot) -> None:
@@ -216,12 +254,24 @@ class JobMaster(FencedRpcEndpoint):
             artifact_sha256=self.record.artifact_sha256, work_dir=str(self.work_dir),
             args=self.record.args, inputs=deploy.inputs, outputs=deploy.outputs,
             task_timeout=self.record.task_timeout)
-        gateway = self._executor(slot.taskmanager_id)
-        self.on_main_thread(gateway.submit_task(task), lambda answer, error: self._deployed(
-            deploy.attempt_id, answer, error))
+        self._send_task(task, slot.taskmanager_id)
 
-    def _deployed(self, attempt_id: str, answer: Any, error: BaseException | None) -> None:
+    def _send_task(self, task: p.SubmitTask, taskmanager_id: str, tries: int = 0) -> None:
+        gateway = self._executor(taskmanager_id)
+        self.on_main_thread(gateway.submit_task(task), lambda answer, error: self._deployed(
+            task, taskmanager_id, tries, answer, error))
+
+    def _deployed(self, task: p.SubmitTask, taskmanager_id: str, tries: int, answer: Any,
+                  error: BaseException | None) -> None:
+        attempt_id = task.attempt_id
         if error is None and isinstance(answer, p.TaskOperationResult) and answer.success:
+            return
+        execution = self.graph.execution(attempt_id)
+        still_deploying = execution is not None and str(execution.state) == "DEPLOYING"
+        if isinstance(error, AskTimeoutError) and tries < DEPLOY_TRIES and still_deploying:
+            # The message or its answer may have been lost (a broker restart): a TaskExecutor
+            # treats a repeated SubmitTask of a running attempt as already done.
+            self._send_task(task, taskmanager_id, tries + 1)
             return
         reason = str(error) if error else getattr(answer, "message", "refused")
         if self.scheduler is not None and not self._ended:
@@ -283,10 +333,11 @@ class JobMaster(FencedRpcEndpoint):
             duration=round(duration, 3), accumulators=accumulators, records=records,
             outputs=tuple(dict.fromkeys(o for r in results for o in r.outputs)),
             collected_paths=tuple(r.collected_path for r in self._ordered_results()
-                                  if r.collected_path),
+                                  if r.collected_path) if status == "FINISHED" else (),
             stdout="".join(r.stdout for r in results), stderr="".join(r.stderr for r in results),
             root_cause=root_cause, failures=len(self.graph.failures), finished=finished,
-            total=total)
+            total=total, failure_history=tuple(
+                _trimmed(f.to_dict()) for f in self.graph.failures[-MAX_HISTORY:]))
 
     def _ordered_results(self) -> list[p.TaskResult]:
         return [s.current.result for s in self.graph.subtasks()
@@ -306,6 +357,7 @@ class JobMaster(FencedRpcEndpoint):
         if self._ended:
             return
         self._ended = True
+        self.progress_log.close()
         self.resource_manager.release_job_slots(p.ReleaseJobSlots(self.job_id))
         self._allocations.clear()
         self._publish_snapshot()

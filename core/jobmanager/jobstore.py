@@ -9,16 +9,19 @@ from __future__ import annotations
 import json
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from core import protocol as p
+from core.executiongraph.recovery import FinishedSubtask
 from core.jobs.graph import JobGraph
 from core.rpc import from_data, to_data
 
 ARTIFACT = "artifact.zip"
 RECORD = "job.json"
+PROGRESS = "progress.jsonl"
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,11 @@ class JobRecord:
     submitted_at: float = field(default_factory=time.time)
     status: str = "CREATED"
     result: p.JobResult | None = None
+    epoch: int = 0  # one more on every JobManager run of the job: attempt ids never repeat
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in ("FINISHED", "FAILED", "CANCELED")
 
     def summary(self, finished: int = 0, total: int = 0) -> p.JobSummary:
         result = self.result
@@ -56,6 +64,9 @@ class JobStore:
 
     def artifact_path(self, job_id: str) -> Path:
         return self.folder(job_id) / ARTIFACT
+
+    def progress(self, job_id: str) -> ProgressLog:
+        return ProgressLog(self.folder(job_id) / PROGRESS)
 
     def add(self, record: JobRecord, artifact: bytes) -> None:
         folder = self.folder(record.job_id)
@@ -82,6 +93,58 @@ class JobStore:
             except (ValueError, OSError):
                 continue  # a half-written or foreign folder is not a job
         return sorted(records, key=lambda r: r.submitted_at)
+
+
+class ProgressLog:
+    """The finished subtasks of one job, appended as they finish, so a restarted
+    JobManager resumes the job instead of starting it over. Appends run on one writer
+    thread of their own: the JobMaster's main thread never waits for the disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="progress")
+
+    def append(self, finished: FinishedSubtask) -> None:
+        line = json.dumps(to_data(_Finished(finished.vertex_id, finished.subtask,
+                                            finished.attempt_id, finished.attempt,
+                                            finished.result, finished.input_splits)))
+        self._writer.submit(self._write, line)
+
+    def _write(self, line: str) -> None:
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def read(self) -> list[FinishedSubtask]:
+        """The latest record per subtask; a torn last line (a crash mid-write) is skipped."""
+        latest: dict[tuple[str, int], FinishedSubtask] = {}
+        if not self.path.exists():
+            return []
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                record = from_data(json.loads(line), _Finished)
+            except ValueError:
+                continue
+            latest[(record.vertex_id, record.subtask)] = FinishedSubtask(
+                record.vertex_id, record.subtask, record.attempt_id, record.attempt,
+                record.result, record.input_splits)
+        return list(latest.values())
+
+    def close(self) -> None:
+        self._writer.shutdown(wait=True)
+
+
+@dataclass(frozen=True)
+class _Finished:
+    """FinishedSubtask with its result typed, so the codec can check what it reads back."""
+
+    vertex_id: str
+    subtask: int
+    attempt_id: str
+    attempt: int
+    result: p.TaskResult | None = None
+    input_splits: tuple[int, ...] = ()
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

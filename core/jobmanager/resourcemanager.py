@@ -67,7 +67,8 @@ class ResourceManager(FencedRpcEndpoint):
             return p.AlreadyRegistered(registration.registration_id, self.endpoint_id,
                                        self.fencing_token, self.interval)
         self.heartbeats.monitor(request.resource_id, time.monotonic())
-        self.slots.add_taskmanager(request.resource_id, len(request.slot_report.slots))
+        busy = {s.index for s in request.slot_report.slots if s.allocation_id is not None}
+        self.slots.add_taskmanager(request.resource_id, len(request.slot_report.slots), busy)
         self.run_async(self._assign_slots)
         log.info("TaskManager %s registered (%s, pid %d, %d slots)", request.resource_id,
                  request.host, request.pid, len(request.slot_report.slots))
@@ -87,6 +88,9 @@ class ResourceManager(FencedRpcEndpoint):
             self._disconnect(heartbeat.resource_id, "not registered at this ResourceManager")
             return
         self.heartbeats.receive(heartbeat.resource_id, heartbeat.slot_report, time.monotonic())
+        free = {s.index for s in heartbeat.slot_report.slots if s.allocation_id is None}
+        if self.slots.report(heartbeat.resource_id, free):
+            self._assign_slots()
         if before != heartbeat.slot_report:
             self._publish_snapshot()
 
@@ -117,7 +121,7 @@ class ResourceManager(FencedRpcEndpoint):
         self.slots.remove_taskmanager(resource_id)
         log.warning("%s (detected by %s)", registration.lost_cause, detected_by)
         self.rpc_service.publish(topics.CLUSTER_EVENTS, p.TaskManagerLost(
-            resource_id, registration.lost_cause, detected_by, time.time()))
+            resource_id, f"{cause} (detected by {detected_by})", detected_by, time.time()))
         self._publish_snapshot()
         for listener in self._loss_listeners:
             listener(resource_id, registration.lost_cause)

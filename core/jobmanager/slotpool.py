@@ -36,13 +36,26 @@ class SlotPool:
         self._allocations: dict[str, Allocation] = {}  # allocation id -> allocation
         self._by_slot: dict[SlotId, str] = {}
         self._pending: deque[PendingRequest] = deque()
+        self._busy_unknown: set[SlotId] = set()  # busy on the TaskManager, unknown here
 
-    def add_taskmanager(self, resource_id: str, slots: int) -> None:
+    def add_taskmanager(self, resource_id: str, slots: int, busy: set[int] = frozenset()
+                        ) -> None:
+        """``busy``: slots the TaskManager reports as still running something (a task of
+        before it was declared lost); they are not given out until it reports them free."""
         self._slots[resource_id] = slots
+        self._busy_unknown |= {SlotId(resource_id, index) for index in busy}
+
+    def report(self, resource_id: str, free: set[int]) -> bool:
+        """A TaskManager's slot report; True if a slot busy with unknown work is free now."""
+        freed = {s for s in self._busy_unknown if s.resource_id == resource_id
+                 and s.index in free}
+        self._busy_unknown -= freed
+        return bool(freed)
 
     def remove_taskmanager(self, resource_id: str) -> list[Allocation]:
         """The TaskManager left the pool; returns the allocations lost with it."""
         self._slots.pop(resource_id, None)
+        self._busy_unknown = {s for s in self._busy_unknown if s.resource_id != resource_id}
         lost = [a for a in self._allocations.values() if a.slot.resource_id == resource_id]
         for allocation in lost:
             self._drop(allocation.request.allocation_id)
@@ -79,7 +92,9 @@ class SlotPool:
 
     def free_count(self, resource_id: str) -> int:
         total = self._slots.get(resource_id, 0)
-        return total - sum(1 for s in self._by_slot if s.resource_id == resource_id)
+        taken = {s for s in self._by_slot if s.resource_id == resource_id}
+        taken |= {s for s in self._busy_unknown if s.resource_id == resource_id}
+        return total - len(taken)
 
     def allocation_of(self, slot: SlotId) -> Allocation | None:
         allocation_id = self._by_slot.get(slot)
@@ -95,7 +110,8 @@ class SlotPool:
             return None
         _, resource_id = max(candidates, key=lambda c: (c[0], c[1]))
         index = next(i for i in range(self._slots[resource_id])
-                     if SlotId(resource_id, i) not in self._by_slot)
+                     if SlotId(resource_id, i) not in self._by_slot
+                     and SlotId(resource_id, i) not in self._busy_unknown)
         return SlotId(resource_id, index)
 
     def _drop(self, allocation_id: str) -> None:

@@ -7,12 +7,12 @@ import os
 import signal
 import socket
 
+from core import exitcodes
 from core.config import Config
 from core.process import broker_address, connect_service, setup_logging, wait_for_termination
 from core.taskmanager.taskexecutor import TaskExecutor
 
 log = logging.getLogger(__name__)
-EXIT_REFUSED = 3
 
 
 def default_resource_id() -> str:
@@ -40,5 +40,5 @@ def run_taskmanager(config: Config, resource_id: str | None = None,
         service.close()
     if refusal:
         log.error("the JobManager refused this TaskManager: %s", refusal[0])
-        return EXIT_REFUSED
+        return exitcodes.REFUSED
     return 0

@@ -18,19 +18,22 @@ from typing import Any
 
 import psutil
 
-from core import paths, topics
+from core import exitcodes, paths, topics
 from core import protocol as p
 from core.config import Config
+from core.executiongraph.failures import TaskFailure
 from core.gateways import DispatcherGateway, JobMasterGateway, ResourceManagerGateway
 from core.heartbeat import HeartbeatMonitor
 from core.jobs.loader import LoadedJob
-from core.rpc import RemoteError, RpcEndpoint, handler
+from core.rpc import AskTimeoutError, RemoteError, RpcEndpoint, handler
 from core.taskmanager.artifacts import load_artifact
 from core.taskmanager.attemptlogs import AttemptLogHandler
 from core.taskmanager.runner import run_task
 from core.taskmanager.slots import SlotTable
 from core.taskmanager.spark import start_spark
 from core.taskmanager.tasks import Task, TaskOutcome
+
+STUCK_GRACE = 10.0  # seconds from cancel to interrupt to giving up on the process
 
 log = logging.getLogger(__name__)
 RESOURCE_MANAGER = "resourcemanager"
@@ -100,6 +103,8 @@ class TaskExecutor(RpcEndpoint):
         if self.leader and leader.fencing_token == self.leader.fencing_token:
             return
         log.info("new leader: JobManager pid %d on %s", leader.pid, leader.host)
+        if self.leader is not None:
+            self._fail_tasks("their JobManager was replaced")
         self.leader = leader
         self._reset_registration()
         self._register()
@@ -108,6 +113,7 @@ class TaskExecutor(RpcEndpoint):
         if isinstance(presence, p.Presence) and presence.status is p.PresenceStatus.OFFLINE:
             if self.registration is not None:
                 log.warning("JobManager went offline; registering again when one answers")
+            self._fail_tasks("their JobManager went offline")
             self._reset_registration()
             self._schedule_retry()
 
@@ -179,6 +185,8 @@ class TaskExecutor(RpcEndpoint):
     @handler(p.DisconnectTaskManager)
     def disconnect(self, msg: p.DisconnectTaskManager) -> None:
         log.warning("the ResourceManager disconnected us: %s", msg.reason)
+        # Declared lost: the JobMasters failed these tasks and will refuse their updates.
+        self._fail_tasks("this TaskManager was declared lost")
         self._reset_registration()
         self._register()
 
@@ -186,6 +194,7 @@ class TaskExecutor(RpcEndpoint):
         now = time.monotonic()
         if self._leader_heartbeats.lost_targets(now):
             log.warning("the ResourceManager stopped answering heartbeats; registering again")
+            self._fail_tasks("the ResourceManager stopped answering")
             self._reset_registration()
             self._register()
         if self.registration is not None:
@@ -214,6 +223,8 @@ class TaskExecutor(RpcEndpoint):
                        lambda t, outcome: self.run_async(self._task_done, t, outcome))
         self.tasks[task.attempt_id] = running
         running.start()
+        if task.task_timeout > 0:
+            self.schedule(task.task_timeout, self._task_overdue, running)
         self._report(jobmaster, p.UpdateTaskExecutionState(task.job_id, task.attempt_id,
                                                            "RUNNING"))
         return p.TaskOperationResult(task.attempt_id, True)
@@ -239,10 +250,22 @@ class TaskExecutor(RpcEndpoint):
         return future
 
     def _split_source(self, task: p.SubmitTask,
-                      jobmaster: JobMasterGateway) -> Callable[[], Any]:
-        """Called on the slot thread: a blocking ask there is fine."""
-        request = p.RequestNextInputSplit(task.job_id, task.attempt_id, self.host)
-        return lambda: jobmaster.request_next_input_split(request).result().split
+                      jobmaster: JobMasterGateway) -> Callable[[int], Any]:
+        """Called on the slot thread, where a blocking ask is fine. A request that gets no
+        answer (the broker was restarting) is sent again with the same sequence number,
+        which the JobMaster answers with the same split."""
+        patience = self.config["heartbeat.timeout"] * 4
+
+        def next_split(sequence: int) -> Any:
+            request = p.RequestNextInputSplit(task.job_id, task.attempt_id, self.host, sequence)
+            deadline = time.monotonic() + patience
+            while True:
+                try:
+                    return jobmaster.request_next_input_split(request).result().split
+                except AskTimeoutError:
+                    if time.monotonic() > deadline:
+                        raise
+        return next_split
 
     def _task_done(self, task: Task, outcome: TaskOutcome) -> None:
         """Main thread: free the slot first, so the next deployment finds it free."""
@@ -271,3 +294,38 @@ class TaskExecutor(RpcEndpoint):
             self.schedule(min(2.0, 0.1 * 2 ** tries), self._report, jobmaster, update,
                           tries + 1)
         self.on_main_thread(jobmaster.update_task_execution_state(update), answered)
+
+    def _fail_tasks(self, why: str) -> None:
+        """Without its JobMaster a task's result has nowhere to go: cancel them all and free
+        the slots; the recovered JobMaster schedules the work again."""
+        if self.tasks:
+            log.warning("cancelling %d running task(s): %s", len(self.tasks), why)
+        for task in self.tasks.values():
+            task.cancel()
+
+    # -- stuck tasks: cancel the Spark work, then interrupt, then give up on this process -----
+
+    def _task_overdue(self, task: Task) -> None:
+        if self.tasks.get(task.attempt_id) is not task:
+            return
+        timeout = task.deployment.task_timeout
+        log.warning("attempt %s exceeded its timeout of %g s: cancelling", task.attempt_id,
+                    timeout)
+        task.failure = TaskFailure("TaskTimeoutError",
+                                   f"the task ran longer than its timeout of {timeout:g} s",
+                                   log_excerpt=self.attempt_logs.excerpt(task.attempt_id))
+        task.cancel()
+        self.schedule(STUCK_GRACE / 2, self._task_still_stuck, task, "interrupt")
+
+    def _task_still_stuck(self, task: Task, step: str) -> None:
+        if not task.alive:
+            return
+        if step == "interrupt":
+            log.warning("attempt %s ignores its cancel: interrupting its thread", task.attempt_id)
+            task.interrupt()
+            self.schedule(STUCK_GRACE / 2, self._task_still_stuck, task, "give up")
+            return
+        log.critical("attempt %s cannot be stopped: this TaskManager is unhealthy and exits "
+                     "so that its supervisor restarts it", task.attempt_id)
+        self._task_done(task, TaskOutcome("FAILED", failure=task.failure))
+        self.schedule(1.0, os._exit, exitcodes.UNHEALTHY)

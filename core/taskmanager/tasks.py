@@ -7,6 +7,8 @@ TaskExecutor's main thread; it never touches the TaskExecutor's state itself.
 
 from __future__ import annotations
 
+import ctypes
+import itertools
 import logging
 import threading
 import traceback
@@ -36,7 +38,7 @@ class TaskOutcome:
     failure: TaskFailure | None = None
 
 
-SplitSource = Callable[[], InputSplit | None]
+SplitSource = Callable[[int], InputSplit | None]  # the request's sequence number -> split
 Runner = Callable[..., p.TaskResult]
 
 
@@ -53,6 +55,7 @@ class Task:
         self._logs = logs
         self._on_done = on_done
         self.canceled = threading.Event()
+        self.failure: TaskFailure | None = None  # set when the TaskExecutor fails it (timeout)
         self._thread = threading.Thread(target=self._run, name=thread_name(self.attempt_id),
                                         daemon=True)
 
@@ -70,10 +73,10 @@ class Task:
 
     def splits(self) -> Iterator[InputSplit]:
         """The source's input splits, pulled one at a time from the JobMaster."""
-        while True:
+        for sequence in itertools.count():
             if self.canceled.is_set():
                 raise TaskCanceled(self.attempt_id)
-            split = self._next_split()
+            split = self._next_split(sequence)
             if split is None:
                 return
             log.info("reading input split %d (%s)", split.split_id, split.path or
@@ -96,7 +99,20 @@ class Task:
             outcome = self._failed(error)
         self._on_done(self, outcome)
 
+    def interrupt(self) -> None:
+        """Raise TaskCanceled inside the slot thread at its next Python instruction: the
+        step after cancelling the Spark work, for a task stuck in user code."""
+        if self._thread.ident is not None and self._thread.is_alive():
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread.ident),
+                                                       ctypes.py_object(TaskCanceled))
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
     def _failed(self, error: BaseException) -> TaskOutcome:
+        if self.failure is not None:
+            return TaskOutcome("FAILED", failure=self.failure)
         if self.canceled.is_set():
             log.info("attempt %s canceled", self.attempt_id)
             return TaskOutcome("CANCELED")

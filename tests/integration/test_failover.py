@@ -1,0 +1,242 @@
+"""Failures on a real cluster: processes killed, hung or cut off in the middle of a job.
+
+Every job here must still finish with exactly the right result, and the failure history
+must say what was lost. One cluster serves the module; each test leaves it whole.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import signal
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from core import protocol as p
+from core import topics
+from core.client import JobClient, collected_rows
+from tests.integration.clusters import running_cluster
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+BOTH = ["taskmanager-1", "taskmanager-2"]
+
+SLOW_WORDCOUNT = '''
+import re
+import time
+
+def tokenize(line):
+    time.sleep({delay})
+    return re.findall(r"[a-z]+", line)
+
+def build(env):
+    env.set_parallelism(2)
+    lines = env.counter("lines")
+    (env.read_text(env.args[0], name="lines")
+        .filter(lambda line: lines.add(1) or True, name="count lines")
+        .flat_map(tokenize, name="tokenize")
+        .map(lambda word: (word, 1), name="pair")
+        .key_by(0)
+        .reduce(lambda a, b: (a[0], a[1] + b[1]), name="count")
+        .map(lambda pair: time.sleep({consumer_delay}) or pair, name="slow")
+        .collect(name="counts"))
+'''
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with running_cluster("auto", **{"spark.start": "eager", "job.split-size": "4 KiB",
+                                    "restart-strategy.fixed-delay.delay": 0.2,
+                                    "restart-strategy.fixed-delay.attempts": 5}) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def client(cluster):
+    local_cluster, _ = cluster
+    with JobClient(local_cluster.config, connect_timeout=30) as job_client:
+        yield job_client
+
+
+class JobWatch:
+    """The job's execution events, as they arrive."""
+
+    def __init__(self, client: JobClient, job_id: str) -> None:
+        self.events: list[p.ExecutionStateEvent] = []
+        client.service.subscribe(topics.job_events(job_id), lambda _t, e: isinstance(
+            e, p.ExecutionStateEvent) and self.events.append(e))
+
+    def running_on(self, vertex_name_part: str, snapshot: dict) -> str | None:
+        """A TaskManager running a subtask of the vertex whose name contains the part."""
+        vertex_ids = {v["id"] for v in snapshot["vertices"] if vertex_name_part in v["name"]}
+        running = [e for e in self.events if e.vertex_id in vertex_ids and e.new == "RUNNING"]
+        return running[-1].taskmanager_id if running else None
+
+
+def input_files(folder: Path, files: int = 8, lines: int = 60) -> Counter:
+    folder.mkdir(parents=True, exist_ok=True)
+    expected: Counter = Counter()
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+    for index in range(files):
+        rows = [" ".join(words[(index + line + k) % len(words)] for k in range(1 + line % 5))
+                for line in range(lines)]
+        (folder / f"part-{index}.txt").write_text("\n".join(rows) + "\n")
+        for row in rows:
+            expected.update(re.findall(r"[a-z]+", row))
+    return expected
+
+
+def slow_job(tmp_path: Path, delay: float, consumer_delay: float = 0.0) -> Path:
+    job = tmp_path / "slow_wordcount.py"
+    job.write_text(SLOW_WORDCOUNT.format(delay=delay, consumer_delay=consumer_delay))
+    return job
+
+
+def wait_result(client: JobClient, job_id: str, timeout: float = 300) -> p.JobResult:
+    outcome: list[p.JobResult] = []
+    waiter = threading.Thread(target=lambda: outcome.append(client.wait(job_id)), daemon=True)
+    waiter.start()
+    waiter.join(timeout)
+    assert outcome, f"job {job_id} did not end within {timeout} s"
+    return outcome[0]
+
+
+def described(result: p.JobResult) -> str:
+    return "\n".join(f"{f['attempt_id']} on {f['taskmanager_id']}: {f['exception_type']}: "
+                     f"{f['message']}" for f in result.failure_history)
+
+
+def pid_of(local_cluster, name: str) -> int:
+    return wait_for(lambda: local_cluster.supervisor.info(name).pid, 30, f"{name} running")
+
+
+def kill_a_taskmanager_running(client, cluster, job_id, vertex_part, sig=signal.SIGKILL):
+    local_cluster, _ = cluster
+    watch = JobWatch(client, job_id)
+    victim = wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and watch.running_on(
+        vertex_part, s.graph), 120, f"a subtask of {vertex_part} running")
+    pid = pid_of(local_cluster, victim)
+    os.kill(pid, sig)
+    return victim, pid
+
+
+@pytest.mark.parametrize("stage", ["tokenize", "count"])
+def test_a_taskmanager_killed_in_the_middle_of_a_word_count_loses_nothing(
+        client, cluster, tmp_path, stage) -> None:
+    _, watcher = cluster
+    watcher.wait_registered(BOTH, timeout=120)
+    expected = input_files(tmp_path / "in")
+    job_id = client.submit(slow_job(tmp_path, 0.02), [str(tmp_path / "in")])
+    victim, _ = kill_a_taskmanager_running(client, cluster, job_id, stage)
+    result = wait_result(client, job_id)
+    assert result.status == "FINISHED", described(result)
+    assert Counter(dict(collected_rows(result))) == expected
+    lost = [f for f in result.failure_history if f["exception_type"] == "TaskManagerLost"]
+    assert lost and all(victim in f["message"] for f in lost)
+    watcher.wait_registered(BOTH, timeout=120)
+
+
+def test_a_hung_taskmanager_is_detected_and_its_work_runs_elsewhere(
+        client, cluster, tmp_path) -> None:
+    _, watcher = cluster
+    watcher.wait_registered(BOTH, timeout=120)
+    expected = input_files(tmp_path / "in")
+    job_id = client.submit(slow_job(tmp_path, 0.02), [str(tmp_path / "in")])
+    victim, pid = kill_a_taskmanager_running(client, cluster, job_id, "tokenize",
+                                             signal.SIGSTOP)
+    try:
+        wait_for(lambda: (t := watcher.taskmanager(victim))
+                 and t.state is p.TaskManagerState.LOST, 30, f"{victim} lost")
+        result = wait_result(client, job_id)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert result.status == "FINISHED", described(result)
+    assert Counter(dict(collected_rows(result))) == expected
+    assert any("no heartbeat" in f["message"] for f in result.failure_history)
+    watcher.wait_registered(BOTH, timeout=60)  # the same process registers again
+    assert watcher.taskmanager(victim).pid == pid
+
+
+def test_a_killed_broker_in_the_middle_of_a_job_loses_nothing(client, cluster, tmp_path) -> None:
+    local_cluster, watcher = cluster
+    watcher.wait_registered(BOTH, timeout=120)
+    expected = input_files(tmp_path / "in")
+    job_id = client.submit(slow_job(tmp_path, 0.02), [str(tmp_path / "in")])
+    JobWatch(client, job_id)
+    wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and s.graph["progress"]["total"] and
+             s.graph["status"] == "RUNNING", 60, "the job running")
+    os.kill(pid_of(local_cluster, "broker"), signal.SIGKILL)
+    result = wait_result(client, job_id)
+    assert result.status == "FINISHED", described(result)
+    assert Counter(dict(collected_rows(result))) == expected
+
+
+def test_a_user_exception_fails_the_job_after_the_configured_attempts(client, tmp_path) -> None:
+    job = tmp_path / "bad.py"
+    job.write_text("def check(x):\n"
+                   "    if x == 13:\n"
+                   "        raise KeyError(f'no such record: {x}')\n"
+                   "    return x\n"
+                   "def build(env):\n"
+                   "    env.set_parallelism(2)\n"
+                   "    env.from_range(0, 20, name='numbers').map(check, name='check')"
+                   ".collect(name='out')\n")
+    job_id = client.submit(job, [], restart_strategy={"restart-strategy.type": "fixed-delay",
+                                                      "restart-strategy.fixed-delay.attempts": 2,
+                                                      "restart-strategy.fixed-delay.delay": 0.5})
+    result = wait_result(client, job_id)
+    assert result.status == "FAILED"
+    assert result.failures == 3  # the first run and two restarts
+    cause = result.root_cause
+    assert cause["exception_type"] == "KeyError"
+    assert "no such record: 13" in cause["message"]
+    assert "raise KeyError" in cause["traceback"]
+    assert 1 in cause["input_splits"]  # record 13 is in the second half of the range
+    snapshot = client.snapshot(job_id)
+    names = {v["id"]: v["name"] for v in snapshot.graph["vertices"]}
+    assert "check" in names[cause["vertex_id"]]
+    times = sorted(f["timestamp"] for f in result.failure_history)
+    assert all(later - earlier >= 0.5 for earlier, later in itertools.pairwise(times))
+
+
+def test_with_no_restart_strategy_the_first_failure_fails_the_job(client, tmp_path) -> None:
+    job = tmp_path / "bad_once.py"
+    job.write_text("def boom(x):\n    raise RuntimeError('boom')\n"
+                   "def build(env):\n    env.from_collection([1]).map(boom).collect()\n")
+    job_id = client.submit(job, [], restart_strategy={"restart-strategy.type": "none"})
+    result = wait_result(client, job_id)
+    assert result.status == "FAILED" and result.failures == 1
+
+
+def test_a_killed_jobmanager_recovers_the_job_and_keeps_what_had_finished(
+        client, cluster, tmp_path) -> None:
+    local_cluster, watcher = cluster
+    watcher.wait_registered(BOTH, timeout=120)
+    expected = input_files(tmp_path / "in")
+    job_id = client.submit(slow_job(tmp_path, 0.0, consumer_delay=0.1),
+                           [str(tmp_path / "in")])
+    watch = JobWatch(client, job_id)
+    snapshot = wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and watch.running_on(
+        "slow", s.graph) and s, 120, "the consumer stage running")
+    sources = [v for v in snapshot.graph["vertices"] if "lines" in v["name"]]
+    finished_before = {(e.vertex_id, e.subtask): e.attempt_id for e in list(watch.events)
+                       if e.new == "FINISHED" and e.vertex_id == sources[0]["id"]}
+    assert len(finished_before) == sources[0]["parallelism"]
+    old_pid = pid_of(local_cluster, "jobmanager")
+    os.kill(old_pid, signal.SIGKILL)
+    result = wait_result(client, job_id)
+    assert local_cluster.supervisor.info("jobmanager").pid != old_pid
+    assert result.status == "FINISHED", described(result)
+    assert Counter(dict(collected_rows(result))) == expected
+    assert result.accumulators["lines"] == sum(1 for _ in (tmp_path / "in").glob("*")) * 60
+    final = client.snapshot(job_id).graph
+    assert final["epoch"] >= 1
+    for vertex in final["vertices"]:
+        for subtask in vertex["subtasks"]:
+            key = (vertex["id"], subtask["subtask"])
+            if key in finished_before:  # not run again: the same attempt is still current
+                assert subtask["attempt_id"] == finished_before[key]
