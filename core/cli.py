@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "of a cluster on another machine")
 
     add_job_commands(commands, common)
+    commands.add_parser("gui", help="open the desktop app (gui --help for its options)",
+                        add_help=False)
 
     config_cmd = commands.add_parser("config", parents=[common], help="configuration")
     config_cmd.add_argument("action", choices=["show"], help="show: the effective values")
@@ -100,8 +102,12 @@ def effective_config(args: argparse.Namespace) -> Config:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["gui"]:
+        from gui.app import main as gui_main  # Qt is imported only for the desktop app
+        return gui_main(arguments[1:])
     parser = build_parser()
-    own, job_args = split_job_args(list(sys.argv[1:] if argv is None else argv))
+    own, job_args = split_job_args(arguments)
     args = parser.parse_args(own)
     args.job_args = job_args
     try:

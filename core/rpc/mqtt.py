@@ -16,12 +16,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import paho.mqtt.client as mqtt
 
 from broker.address import BrokerAddress
 from broker.client import make_client
+from core.rpc._codec import decode
 from core.rpc._errors import RpcError
 from core.rpc._service import EventCallback, RpcService
 from core.topics import Topics, topic_matches
@@ -33,6 +37,25 @@ class BrokerUnreachableError(RpcError, ConnectionError):
     """The broker could not be reached, or refused this client's credentials."""
 
 
+@dataclass(frozen=True)
+class Traffic:
+    """One control-plane message seen by a tap: who sent what to whom, how big."""
+
+    at: float
+    channel: str  # rpc, reply or heartbeat
+    receiver: str
+    sender: str
+    kind: str
+    type_name: str
+    size: int
+    message: Any = None
+    error: str = ""
+
+
+TrafficCallback = Callable[[Traffic], None]
+_TAPPED = ("rpc", "reply", "heartbeat")
+
+
 class MqttRpcService(RpcService):
     def __init__(self, address: BrokerAddress, cluster_id: str, service_id: str | None = None,
                  *, online: Any = None, offline: Any = None, **options: Any) -> None:
@@ -40,6 +63,7 @@ class MqttRpcService(RpcService):
         self.address = address
         self.topics = Topics(cluster_id)
         self._subscriptions: list[tuple[str, EventCallback]] = []
+        self._taps: list[TrafficCallback] = []
         self._retained: dict[str, bytes] = {}
         self._online = online
         self._offline = offline
@@ -85,6 +109,8 @@ class MqttRpcService(RpcService):
         for endpoint_id in self._endpoint_ids():
             topics += [self.topics.rpc(endpoint_id), self.topics.heartbeat(endpoint_id)]
         topics += [self.topics.absolute(f) for f, _ in self._subscriptions]
+        if self._taps:
+            topics += [self.topics.absolute(f"{channel}/#") for channel in _TAPPED]
         for topic in dict.fromkeys(topics):
             client.subscribe(topic, qos=1)
         if self._online is not None:
@@ -115,12 +141,37 @@ class MqttRpcService(RpcService):
     def _on_message(self, client: mqtt.Client, userdata: Any, msg: mqtt.MQTTMessage) -> None:
         relative = self.topics.relative(msg.topic)
         channel, _, name = relative.partition("/")
-        if channel in ("rpc", "heartbeat"):
-            self._receive(name, msg.payload)
-        elif channel == "reply":
-            self._receive(None, msg.payload)
+        if channel in _TAPPED:
+            if self._taps:
+                self._tap(channel, name, msg.payload)
+            # Only messages for this process: a tap also receives everybody else's.
+            if channel == "reply" and name == self.service_id:
+                self._receive(None, msg.payload)
+            elif channel != "reply" and self.endpoint(name) is not None:
+                self._receive(name, msg.payload)
         else:
             self._deliver_event(relative, msg.payload)
+
+    def tap(self, callback: TrafficCallback) -> None:
+        """Watch the whole control plane (every rpc, reply and heartbeat message of the
+        cluster) without taking part: for the GUI's messages view. ``callback`` runs on
+        paho's network thread."""
+        self._taps.append(callback)
+        for channel in _TAPPED:
+            self._client.subscribe(self.topics.absolute(f"{channel}/#"), qos=0)
+
+    def _tap(self, channel: str, receiver: str, data: bytes) -> None:
+        try:
+            envelope = decode(data, self.framesize)
+            record = Traffic(time.time(), channel, receiver, envelope.sender, envelope.kind,
+                             envelope.type_name or ("error" if envelope.error else "None"),
+                             len(data), envelope.message, (envelope.error or {}).get(
+                                 "message", ""))
+        except RpcError as error:
+            record = Traffic(time.time(), channel, receiver, "?", "?", "?", len(data),
+                             error=str(error))
+        for callback in self._taps:
+            callback(record)
 
     def _deliver_event(self, relative: str, data: bytes) -> None:
         callbacks = [cb for f, cb in list(self._subscriptions) if topic_matches(f, relative)]

@@ -144,3 +144,17 @@ def test_a_killed_broker_is_restarted_and_everyone_reconnects(cluster) -> None:
     overview = watcher.client.cluster_overview(timeout=10)
     assert {t.id for t in overview.taskmanagers
             if t.state is p.TaskManagerState.REGISTERED} >= set(BOTH)
+
+
+def test_a_tap_sees_the_control_plane_and_answers_nothing(cluster) -> None:
+    _, watcher = cluster
+    seen = []
+    watcher.client.service.tap(seen.append)
+    wait_for(lambda: any(t.type_name == "TaskManagerHeartbeat" for t in seen), 10,
+             "a heartbeat seen by the tap")
+    heartbeat = next(t for t in seen if t.type_name == "TaskManagerHeartbeat")
+    assert heartbeat.receiver == "resourcemanager" and heartbeat.size > 0
+    overview = watcher.client.cluster_overview(timeout=10)  # asks still reach their endpoint
+    assert overview.cluster_id == watcher.latest.cluster_id
+    asks = [t for t in seen if t.type_name == "RequestClusterOverview"]
+    assert asks and asks[0].receiver == "dispatcher"
