@@ -1,0 +1,233 @@
+"""The one marshalling point between the cluster and the widgets.
+
+Three kinds of threads produce what the GUI draws: paho's network thread (ClusterClient
+subscriptions: the retained ClusterOverview, cluster events, job snapshots), the
+supervisor's thread (process status changes) and the resource sampler's thread. None of
+them may touch a widget. They call ``ClusterBridge.post``/``post_event``, which only
+store the value under a lock: the latest value per key replaces the previous one, events
+are queued in order. A QTimer on the GUI thread drains that store at most ``rate_hz``
+times a second and emits Qt signals, so a burst of a thousand snapshots costs one redraw.
+
+Widgets connect to the signals and never see a client or a supervisor. Session code
+that must run something on the GUI thread after a blocking call on a worker thread uses
+``call_on_gui_thread``, which goes through the same object.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
+
+from core import protocol as p
+from core import topics
+from core.client import ClusterClient
+from core.supervisor import ProcessInfo, Supervisor
+from gui.jobfeed import JOB_STATE_FILTER, job_snapshot
+from gui.sampler import ResourceSample, ResourceSampler
+
+OVERVIEW = "overview"
+PROCESS = "process"
+JOB = "job"
+RESOURCES = "resources"
+
+_BROKER_POLL_TICKS = 10  # the broker's connection state is looked at every 10th tick
+
+
+class ClusterBridge(QObject):
+    """Cluster events in (any thread), coalesced Qt signals out (GUI thread).
+
+    Create it on the GUI thread. ``post``, ``post_event`` and ``call_on_gui_thread`` are
+    thread-safe; every other method belongs to the GUI thread.
+    """
+
+    overview_changed = Signal(object)
+    """The latest ``ClusterOverview``."""
+    processes_changed = Signal(object)
+    """``ProcessInfo``s of the supervised processes that changed since the last tick."""
+    job_changed = Signal(str, object)
+    """``(job_id, snapshot dict)``, the latest snapshot of one job."""
+    resources_changed = Signal(object)
+    """``{pid: ResourceSample}`` of the watched processes."""
+    cluster_events = Signal(object)
+    """Every ``TaskManagerRegistered``/``TaskManagerLost`` since the last tick, in order."""
+    broker_changed = Signal(str)
+    """``connected``, ``disconnected`` or ``none`` (no client)."""
+    cleared = Signal()
+    """The cluster is gone from view (stopped or detached): views forget what they show."""
+
+    _invoke = Signal(object)
+
+    def __init__(self, parent: QObject | None = None, rate_hz: float = 30.0) -> None:
+        super().__init__(parent)
+        self._lock = threading.Lock()
+        self._latest: dict[tuple[str, str], Any] = {}
+        self._events: list[Any] = []
+        self._client: ClusterClient | None = None
+        self._supervisor: Supervisor | None = None
+        self._listener: Callable[[ProcessInfo], None] | None = None
+        # Bumped on every disconnect, so late callbacks of an old source are dropped.
+        self._client_generation = 0
+        self._supervisor_generation = 0
+        self._broker_state = ""
+        self._ticks = 0
+        self._sampler = ResourceSampler(self._on_samples)
+        self._invoke.connect(self._run_invoked, Qt.ConnectionType.QueuedConnection)
+        self._timer = QTimer(self)
+        self._timer.setInterval(max(1, round(1000 / rate_hz)))
+        self._timer.timeout.connect(self.flush)
+        self._timer.start()
+
+    # -- producers (any thread) --------------------------------------------------------------
+
+    def post(self, channel: str, key: str, value: Any) -> None:
+        """Keep ``value`` as the latest of ``(channel, key)``; emitted at the next tick."""
+        with self._lock:
+            self._latest[(channel, key)] = value
+
+    def post_event(self, event: Any) -> None:
+        """Queue an event; every event is emitted, in order, at the next tick."""
+        with self._lock:
+            self._events.append(event)
+
+    def call_on_gui_thread(self, function: Callable[[], None]) -> None:
+        """Run ``function`` on the GUI thread soon (a queued signal, not a tick)."""
+        self._invoke.emit(function)
+
+    # -- sources (GUI thread) ----------------------------------------------------------------
+
+    def connect_client(self, client: ClusterClient) -> None:
+        """Follow a cluster through ``client``: its state, its events, its jobs."""
+        self.disconnect_client()
+        generation = self._client_generation
+        self._client = client
+
+        def on_state(_topic: str, message: Any) -> None:  # paho's network thread
+            if generation == self._client_generation and isinstance(message, p.ClusterOverview):
+                self.post(OVERVIEW, "", message)
+                self._watch_pids(overview=message)
+
+        def on_event(_topic: str, message: Any) -> None:  # paho's network thread
+            if generation == self._client_generation:
+                self.post_event(message)
+
+        def on_job(topic: str, message: Any) -> None:  # paho's network thread
+            if generation != self._client_generation:
+                return
+            found = job_snapshot(topic, message)
+            if found is not None:
+                self.post(JOB, found[0], found[1])
+
+        client.service.subscribe(topics.CLUSTER_STATE, on_state)
+        client.service.subscribe(topics.CLUSTER_EVENTS, on_event)
+        client.service.subscribe(JOB_STATE_FILTER, on_job)
+        self._sampler.start()
+
+    def disconnect_client(self) -> ClusterClient | None:
+        """Stop following the current client and hand it back (the caller closes it)."""
+        client, self._client = self._client, None
+        if client is not None:
+            self._client_generation += 1
+        return client
+
+    def connect_supervisor(self, supervisor: Supervisor) -> None:
+        """Follow the supervised processes; their current snapshots are emitted at once."""
+        self.disconnect_supervisor()
+        generation = self._supervisor_generation
+        self._supervisor = supervisor
+
+        def on_process(info: ProcessInfo) -> None:  # the supervisor's thread
+            if generation == self._supervisor_generation:
+                self.post(PROCESS, info.name, info)
+                self._watch_pids()
+
+        self._listener = on_process
+        supervisor.add_listener(on_process)
+        for info in supervisor.processes():
+            self.post(PROCESS, info.name, info)
+        self._watch_pids()
+        self._sampler.start()
+
+    def disconnect_supervisor(self) -> None:
+        supervisor, self._supervisor = self._supervisor, None
+        if supervisor is not None and self._listener is not None:
+            self._supervisor_generation += 1
+            supervisor.remove_listener(self._listener)
+            self._listener = None
+
+    def reset(self) -> None:
+        """Leave every source, drop what is pending and tell the views to forget it all.
+        A client still followed is dropped, not closed: take it first with
+        ``disconnect_client`` to close it."""
+        self.disconnect_supervisor()
+        self.disconnect_client()
+        self._sampler.watch(())
+        with self._lock:
+            self._latest.clear()
+            self._events.clear()
+        self._poll_broker()
+        self.cleared.emit()
+
+    def close(self) -> None:
+        """Leave every source; the client is not closed here (the session owns it)."""
+        self.disconnect_supervisor()
+        self.disconnect_client()
+        self._sampler.stop()
+        self._timer.stop()
+
+    def _on_samples(self, samples: dict[int, ResourceSample]) -> None:
+        """Sampler thread."""
+        self.post(RESOURCES, "", samples)
+
+    def _watch_pids(self, overview: p.ClusterOverview | None = None) -> None:
+        """Any thread: sample every supervised process, or, attached to a cluster we do not
+        supervise, the JobManager and the TaskManagers the overview names (when local)."""
+        supervisor = self._supervisor
+        if supervisor is not None:
+            pids: Iterable[int | None] = (info.pid for info in supervisor.processes())
+        elif overview is not None:
+            pids = [overview.jobmanager_pid, *(tm.pid for tm in overview.taskmanagers
+                                               if tm.state is p.TaskManagerState.REGISTERED)]
+        else:
+            return
+        self._sampler.watch(pid for pid in pids if pid)
+
+    # -- the tick (GUI thread) ---------------------------------------------------------------
+
+    @Slot()
+    def flush(self) -> None:
+        """Emit what arrived since the last tick: one signal per kind (per job for jobs)."""
+        self._ticks += 1
+        if self._ticks % _BROKER_POLL_TICKS == 0:
+            self._poll_broker()
+        with self._lock:
+            latest, self._latest = self._latest, {}
+            events, self._events = self._events, []
+        if not latest and not events:
+            return
+        processes = [value for (channel, _), value in latest.items() if channel == PROCESS]
+        if processes:
+            self.processes_changed.emit(processes)
+        if (OVERVIEW, "") in latest:
+            self.overview_changed.emit(latest[(OVERVIEW, "")])
+        if events:
+            self.cluster_events.emit(events)
+        if (RESOURCES, "") in latest:
+            self.resources_changed.emit(latest[(RESOURCES, "")])
+        for (channel, key), value in latest.items():
+            if channel == JOB:
+                self.job_changed.emit(key, value)
+
+    def _poll_broker(self) -> None:
+        client = self._client
+        state = "none" if client is None else (
+            "connected" if client.service.is_connected else "disconnected")
+        if state != self._broker_state:
+            self._broker_state = state
+            self.broker_changed.emit(state)
+
+    @Slot(object)
+    def _run_invoked(self, function: Callable[[], None]) -> None:
+        function()

@@ -1,0 +1,28 @@
+"""Job snapshots made by the real ExecutionGraph and Scheduler, driven through a few
+events by the executiongraph tests' harness, so the views are tested against the dict a
+JobMaster will publish."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.executiongraph import ExecutionState, FixedDelay, TaskFailure
+from tests.unit.test_executiongraph_helpers import Harness, word_count
+
+
+def mixed_word_count() -> tuple[Harness, dict[str, Any]]:
+    """word-count with four sources on four slots: one running, one finished, one failed
+    (a restart is pending), one still deploying; the two reducers wait (CREATED)."""
+    harness = Harness(word_count(sources=4, reducers=2), restart=FixedDelay(3, 5.0))
+    harness.start()
+    harness.grant_slots()
+    harness.report(harness.attempt("source", 0), ExecutionState.RUNNING)
+    harness.report(harness.attempt("source", 1), ExecutionState.RUNNING)
+    harness.report(harness.attempt("source", 1), ExecutionState.FINISHED)
+    harness.report(harness.attempt("source", 2), ExecutionState.RUNNING)
+    harness.report(harness.attempt("source", 2), ExecutionState.FAILED,
+                   failure=TaskFailure("ValueError", "bad line 17",
+                                       "Traceback (most recent call last):\n  ...\n"
+                                       "ValueError: bad line 17",
+                                       ("reading part-2.txt", "parsing line 17")))
+    return harness, harness.graph.snapshot()

@@ -1,0 +1,82 @@
+"""The bridge: whatever the threads post arrives on the GUI thread, coalesced."""
+
+from __future__ import annotations
+
+import threading
+
+from gui.bridge import JOB, ClusterBridge
+from gui.jobfeed import job_snapshot
+
+
+def test_a_burst_of_a_thousand_snapshots_becomes_a_few_signals(qtbot):
+    bridge = ClusterBridge()
+    received: list[int] = []
+    bridge.job_changed.connect(lambda job_id, snapshot: received.append(snapshot["n"]))
+
+    def burst() -> None:
+        for n in range(1000):
+            bridge.post(JOB, "job-1", {"job_id": "job-1", "n": n})
+
+    producer = threading.Thread(target=burst)
+    producer.start()
+    producer.join()
+    qtbot.waitUntil(lambda: bool(received) and received[-1] == 999, timeout=2000)
+    assert len(received) <= 3
+    bridge.close()
+
+
+def test_snapshots_of_different_jobs_are_kept_apart(qtbot):
+    bridge = ClusterBridge()
+    latest: dict[str, int] = {}
+    bridge.job_changed.connect(lambda job_id, snapshot: latest.__setitem__(job_id, snapshot))
+    for n in range(10):
+        bridge.post(JOB, "job-a", n)
+        bridge.post(JOB, "job-b", 100 + n)
+    qtbot.waitUntil(lambda: latest == {"job-a": 9, "job-b": 109}, timeout=2000)
+    bridge.close()
+
+
+def test_every_event_arrives_once_and_in_order(qtbot):
+    bridge = ClusterBridge()
+    received: list[int] = []
+    bridge.cluster_events.connect(received.extend)
+    producer = threading.Thread(target=lambda: [bridge.post_event(n) for n in range(500)])
+    producer.start()
+    producer.join()
+    qtbot.waitUntil(lambda: len(received) == 500, timeout=2000)
+    assert received == list(range(500))
+    bridge.close()
+
+
+def test_call_on_gui_thread_runs_the_function_on_the_gui_thread(qtbot):
+    bridge = ClusterBridge()
+    ran_on: list[threading.Thread] = []
+    worker = threading.Thread(
+        target=lambda: bridge.call_on_gui_thread(lambda: ran_on.append(threading.current_thread())))
+    worker.start()
+    worker.join()
+    qtbot.waitUntil(lambda: bool(ran_on), timeout=2000)
+    assert ran_on == [threading.main_thread()]
+    bridge.close()
+
+
+def test_reset_drops_what_is_pending_and_clears_the_views(qtbot):
+    bridge = ClusterBridge()
+    jobs: list[str] = []
+    bridge.job_changed.connect(lambda job_id, _: jobs.append(job_id))
+    bridge.post(JOB, "job-1", {})
+    with qtbot.waitSignal(bridge.cleared, timeout=1000):
+        bridge.reset()
+    bridge.flush()
+    assert jobs == []
+    bridge.close()
+
+
+def test_a_job_snapshot_message_is_unwrapped_to_its_job_id_and_dict():
+    class JobSnapshot:  # the shape of core.protocol's message: job_id and graph
+        job_id = "job-7"
+        graph = {"job_id": "job-7", "vertices": [], "edges": []}
+
+    assert job_snapshot("state/jobs/job-7", JobSnapshot()) == ("job-7", JobSnapshot.graph)
+    assert job_snapshot("state/jobs/job-8", {"vertices": []}) == ("job-8", {"vertices": []})
+    assert job_snapshot("state/jobs/job-9", "not a snapshot") is None

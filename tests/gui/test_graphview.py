@@ -1,0 +1,105 @@
+"""The ExecutionGraph view draws a snapshot dict: boxes, cells by state, edges, clicks."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+from gui.graphlayout import layers
+from gui.graphview import MAX_FIT_SCALE
+from gui.jobsview import JobsView
+from gui.palette import execution_colour
+from tests.gui.jobsnapshots import mixed_word_count
+
+
+def subtask_states(snapshot):
+    return {(v["id"], s["subtask"]): s["state"] for v in snapshot["vertices"]
+            for s in v["subtasks"]}
+
+
+def test_every_subtask_cell_is_coloured_by_its_state(qtbot):
+    _, snapshot = mixed_word_count()
+    view = JobsView()
+    qtbot.addWidget(view)
+    view.set_job("job-1", snapshot)
+    graph = view.graph
+    states = subtask_states(snapshot)
+    assert {"RUNNING", "FINISHED", "FAILED", "DEPLOYING", "CREATED"} <= set(states.values())
+    assert {(c.vertex_id, c.subtask) for c in graph.cells()} == set(states)
+    for cell in graph.cells():
+        expected = execution_colour(states[(cell.vertex_id, cell.subtask)])
+        assert cell.brush().color() == expected, (cell.vertex_id, cell.subtask)
+    assert [e.strategy for e in graph.edges] == ["HASH"]
+    assert view.status.text() == "RUNNING"
+    assert view.progress.value() == 1 and view.progress.maximum() == 6
+
+
+def test_clicking_a_cell_selects_the_subtask_and_shows_its_attempts(qtbot):
+    harness, snapshot = mixed_word_count()
+    view = JobsView()
+    qtbot.addWidget(view)
+    view.resize(1000, 600)
+    view.show()
+    qtbot.waitExposed(view)
+    view.set_job("job-1", snapshot)
+    graph = view.graph
+    target = graph.cell("source", 2)
+    where = graph.mapFromScene(target.sceneBoundingRect().center())
+    with qtbot.waitSignal(graph.subtask_clicked, timeout=1000) as clicked:
+        qtbot.mouseClick(graph.viewport(), Qt.MouseButton.LeftButton, pos=where)
+    assert clicked.args == ["source", 2]
+    assert graph.selected == ("source", 2)
+    assert view.attempts.table.rowCount() == 1
+    assert "ValueError: bad line 17" in view.attempts.detail.toPlainText()
+    assert "parsing line 17" in view.attempts.detail.toPlainText()
+
+    harness.restart_due(harness.now + 10)
+    view.set_job("job-1", harness.graph.snapshot())
+    assert view.attempts.table.rowCount() == 2, "the panel follows the selected subtask"
+    assert graph.cell("source", 2).state != "FAILED"
+
+
+def test_a_new_snapshot_of_the_same_job_recolours_the_cells_it_drew(qtbot):
+    harness, snapshot = mixed_word_count()
+    view = JobsView()
+    qtbot.addWidget(view)
+    view.set_job("job-1", snapshot)
+    box = view.graph.boxes["source"]
+    harness.report(harness.attempt("source", 0), "FINISHED")
+    view.set_job("job-1", harness.graph.snapshot())
+    assert view.graph.boxes["source"] is box
+    assert box.cells[0].brush().color() == execution_colour("FINISHED")
+
+
+def test_wheel_zooms_and_fit_shows_everything(qtbot):
+    _, snapshot = mixed_word_count()
+    view = JobsView()
+    qtbot.addWidget(view)
+    view.resize(900, 500)
+    view.set_job("job-1", snapshot)
+    graph = view.graph
+    before = graph.transform().m11()
+    graph.zoom_by(1.5)
+    assert graph.transform().m11() == before * 1.5
+    graph.fit()
+    assert graph.transform().m11() <= MAX_FIT_SCALE
+    scene = graph.mapToScene(graph.viewport().rect()).boundingRect()
+    assert scene.contains(graph.scene().itemsBoundingRect())
+
+
+def test_vertices_are_layered_left_to_right():
+    assert layers(["a", "b", "join", "sink"],
+                  [("a", "join"), ("b", "join"), ("join", "sink"), ("a", "sink")]) == [
+        ["a", "b"], ["join"], ["sink"]]
+
+
+def test_a_new_job_is_shown_once_the_one_on_screen_has_ended(qtbot):
+    _, snapshot = mixed_word_count()
+    view = JobsView()
+    qtbot.addWidget(view)
+    view.set_job("job-1", snapshot)
+    view.set_job("job-2", {**snapshot, "job_id": "job-2"})
+    assert view.current_job == "job-1", "job-1 still runs: it stays on screen"
+    view.set_job("job-1", {**snapshot, "status": "FINISHED"})
+    view.set_job("job-3", {**snapshot, "job_id": "job-3"})
+    assert view.current_job == "job-3"
+    assert view.jobs.count() == 3

@@ -1,0 +1,58 @@
+"""Cluster profiles are kept in the config dir and become configurations."""
+
+from __future__ import annotations
+
+import pytest
+
+from core import paths
+from gui.profiles import ClusterProfile, ProfileError, ProfileStore, profiles_file
+
+
+def test_profiles_survive_a_new_store_in_the_users_order(tmp_path):
+    store = ProfileStore(tmp_path / "profiles.json")
+    store.put(ClusterProfile("big", taskmanagers=4, slots=8, broker_kind="mosquitto"))
+    store.put(ClusterProfile("spark", spark_master="spark://somewhere:7077"))
+    again = ProfileStore(tmp_path / "profiles.json")
+    assert again.names() == ["local", "big", "spark"]
+    assert again.get("big") == ClusterProfile("big", 4, 8, "mosquitto", "")
+
+
+def test_renaming_replaces_the_profile_it_was(tmp_path):
+    store = ProfileStore(tmp_path / "profiles.json")
+    store.put(ClusterProfile("renamed", slots=3), replacing="local")
+    assert store.names() == ["renamed"]
+
+
+def test_the_last_profile_removed_leaves_a_default(tmp_path):
+    store = ProfileStore(tmp_path / "profiles.json")
+    store.remove("local")
+    assert store.names() == ["local"]
+
+
+def test_a_profile_becomes_the_users_configuration_with_its_values_on_top(tmp_path):
+    users = tmp_path / "clusterdeck.toml"
+    users.write_text('"heartbeat.interval" = 0.5\n"taskmanager.slots" = 9\n')
+    config = ClusterProfile("c1", taskmanagers=3, slots=4, broker_kind="amqtt",
+                            spark_master="local[2]").to_config(users)
+    assert (config["cluster.id"], config["taskmanager.count"], config["taskmanager.slots"],
+            config["broker.kind"], config["spark.master"]) == ("c1", 3, 4, "amqtt", "local[2]")
+    assert config["heartbeat.interval"] == 0.5
+
+
+@pytest.mark.parametrize("bad", [{"name": "has/slash"}, {"taskmanagers": 0},
+                                 {"slots": 0}, {"broker_kind": "rabbit"}])
+def test_a_bad_value_is_refused_with_its_field(bad):
+    with pytest.raises(ProfileError):
+        ClusterProfile(**bad)
+
+
+def test_an_unreadable_file_falls_back_to_the_default_and_says_why(tmp_path):
+    path = tmp_path / "profiles.json"
+    path.write_text("{ not json")
+    store = ProfileStore(path)
+    assert store.names() == ["local"]
+    assert "unreadable" in store.problem
+
+
+def test_the_default_store_lives_in_the_config_dir():
+    assert profiles_file().parent == paths.config_dir()
