@@ -12,7 +12,7 @@ import pytest
 
 from core import protocol as p
 from core import topics
-from core.client import ClusterClient
+from core.client import ClusterClient, JobClient
 from core.config import Config
 from core.localcluster import LocalCluster
 from tests.waiting import wait_for
@@ -91,3 +91,13 @@ def running_cluster(kind: str, **overrides: object) -> Iterator[tuple[LocalClust
         if watcher is not None:
             watcher.close()
         cluster.stop()
+
+
+def wait_result(client: JobClient, job_id: str, timeout: float = 300) -> p.JobResult:
+    """The job's result; fails the test if the job has not ended within ``timeout``."""
+    outcome: list[p.JobResult] = []
+    waiter = threading.Thread(target=lambda: outcome.append(client.wait(job_id)), daemon=True)
+    waiter.start()
+    waiter.join(timeout)
+    assert outcome, f"job {job_id} did not end within {timeout} s"
+    return outcome[0]

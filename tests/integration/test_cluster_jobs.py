@@ -12,7 +12,6 @@ import random
 import re
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -23,7 +22,7 @@ from core import protocol as p
 from core import topics
 from core.client import JobClient, collected_rows
 from core.jobs.errors import JobLoadError
-from tests.integration.clusters import running_cluster
+from tests.integration.clusters import running_cluster, wait_result
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -47,13 +46,7 @@ def client(cluster):
 
 
 def run(client: JobClient, job_file: Path, *args: str, timeout: float = 240) -> p.JobResult:
-    job_id = client.submit(job_file, args)
-    outcome: list[p.JobResult] = []
-    waiter = threading.Thread(target=lambda: outcome.append(client.wait(job_id)), daemon=True)
-    waiter.start()
-    waiter.join(timeout)
-    assert outcome, f"job {job_file.name} did not end within {timeout} s"
-    return outcome[0]
+    return wait_result(client, client.submit(job_file, args), timeout)
 
 
 def text_files(folder: Path, files: int, lines: int, seed: int) -> Counter:

@@ -10,16 +10,14 @@ import itertools
 import os
 import re
 import signal
-import threading
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from core import protocol as p
-from core import topics
 from core.client import JobClient, collected_rows
-from tests.integration.clusters import running_cluster
+from tests.integration.clusters import running_cluster, wait_result
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -62,19 +60,17 @@ def client(cluster):
         yield job_client
 
 
-class JobWatch:
-    """The job's execution events, as they arrive."""
-
-    def __init__(self, client: JobClient, job_id: str) -> None:
-        self.events: list[p.ExecutionStateEvent] = []
-        client.service.subscribe(topics.job_events(job_id), lambda _t, e: isinstance(
-            e, p.ExecutionStateEvent) and self.events.append(e))
-
-    def running_on(self, vertex_name_part: str, snapshot: dict) -> str | None:
-        """A TaskManager running a subtask of the vertex whose name contains the part."""
-        vertex_ids = {v["id"] for v in snapshot["vertices"] if vertex_name_part in v["name"]}
-        running = [e for e in self.events if e.vertex_id in vertex_ids and e.new == "RUNNING"]
-        return running[-1].taskmanager_id if running else None
+def running_on(vertex_name_part: str, snapshot: dict) -> str | None:
+    """A TaskManager running a subtask of the vertex whose name contains the part, from the
+    job's retained snapshot (events may have passed before a test subscribed)."""
+    for vertex in snapshot["vertices"]:
+        if vertex_name_part not in vertex["name"]:
+            continue
+        for subtask in vertex["subtasks"]:
+            current = subtask["attempts"][-1]
+            if current["state"] == "RUNNING" and current["slot"]:
+                return current["slot"]["taskmanager_id"]
+    return None
 
 
 def input_files(folder: Path, files: int = 8, lines: int = 60) -> Counter:
@@ -96,15 +92,6 @@ def slow_job(tmp_path: Path, delay: float, consumer_delay: float = 0.0) -> Path:
     return job
 
 
-def wait_result(client: JobClient, job_id: str, timeout: float = 300) -> p.JobResult:
-    outcome: list[p.JobResult] = []
-    waiter = threading.Thread(target=lambda: outcome.append(client.wait(job_id)), daemon=True)
-    waiter.start()
-    waiter.join(timeout)
-    assert outcome, f"job {job_id} did not end within {timeout} s"
-    return outcome[0]
-
-
 def described(result: p.JobResult) -> str:
     return "\n".join(f"{f['attempt_id']} on {f['taskmanager_id']}: {f['exception_type']}: "
                      f"{f['message']}" for f in result.failure_history)
@@ -116,8 +103,7 @@ def pid_of(local_cluster, name: str) -> int:
 
 def kill_a_taskmanager_running(client, cluster, job_id, vertex_part, sig=signal.SIGKILL):
     local_cluster, _ = cluster
-    watch = JobWatch(client, job_id)
-    victim = wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and watch.running_on(
+    victim = wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and running_on(
         vertex_part, s.graph), 120, f"a subtask of {vertex_part} running")
     pid = pid_of(local_cluster, victim)
     os.kill(pid, sig)
@@ -166,7 +152,6 @@ def test_a_killed_broker_in_the_middle_of_a_job_loses_nothing(client, cluster, t
     watcher.wait_registered(BOTH, timeout=120)
     expected = input_files(tmp_path / "in")
     job_id = client.submit(slow_job(tmp_path, 0.02), [str(tmp_path / "in")])
-    JobWatch(client, job_id)
     wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and s.graph["progress"]["total"] and
              s.graph["status"] == "RUNNING", 60, "the job running")
     os.kill(pid_of(local_cluster, "broker"), signal.SIGKILL)
@@ -219,13 +204,12 @@ def test_a_killed_jobmanager_recovers_the_job_and_keeps_what_had_finished(
     expected = input_files(tmp_path / "in")
     job_id = client.submit(slow_job(tmp_path, 0.0, consumer_delay=0.1),
                            [str(tmp_path / "in")])
-    watch = JobWatch(client, job_id)
-    snapshot = wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and watch.running_on(
+    snapshot = wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and running_on(
         "slow", s.graph) and s, 120, "the consumer stage running")
-    sources = [v for v in snapshot.graph["vertices"] if "lines" in v["name"]]
-    finished_before = {(e.vertex_id, e.subtask): e.attempt_id for e in list(watch.events)
-                       if e.new == "FINISHED" and e.vertex_id == sources[0]["id"]}
-    assert len(finished_before) == sources[0]["parallelism"]
+    (source,) = [v for v in snapshot.graph["vertices"] if "lines" in v["name"]]
+    finished_before = {(source["id"], s["subtask"]): s["attempt_id"]
+                       for s in source["subtasks"] if s["state"] == "FINISHED"}
+    assert len(finished_before) == source["parallelism"]
     old_pid = pid_of(local_cluster, "jobmanager")
     os.kill(old_pid, signal.SIGKILL)
     result = wait_result(client, job_id)
@@ -240,3 +224,19 @@ def test_a_killed_jobmanager_recovers_the_job_and_keeps_what_had_finished(
             key = (vertex["id"], subtask["subtask"])
             if key in finished_before:  # not run again: the same attempt is still current
                 assert subtask["attempt_id"] == finished_before[key]
+
+
+def test_a_stuck_task_is_cancelled_then_interrupted_after_its_timeout(client, tmp_path) -> None:
+    script = tmp_path / "stuck.py"
+    script.write_text("import time\n"
+                      "from pyspark.sql import SparkSession\n"
+                      "if __name__ == '__main__':\n"
+                      "    spark = SparkSession.builder.getOrCreate()\n"
+                      "    while True:  # no Spark job to cancel: only an interrupt ends it\n"
+                      "        time.sleep(0.05)\n")
+    job_id = client.submit(script, [], restart_strategy={"restart-strategy.type": "none"},
+                           task_timeout=2.0)
+    result = wait_result(client, job_id, timeout=120)
+    assert result.status == "FAILED"
+    assert result.root_cause["exception_type"] == "TaskTimeoutError"
+    assert "timeout of 2 s" in result.root_cause["message"]
