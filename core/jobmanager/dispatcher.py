@@ -132,6 +132,7 @@ class Dispatcher(FencedRpcEndpoint):
         self.jobs[job_id] = self.store.update(self.jobs[job_id], status=result.status,
                                               result=result)
         self.rpc_service.publish(topics.job_result(job_id), result, retained=True)
+        self.rpc_service.forget_retained(topics.job_result(job_id))  # the store keeps it
         self._publish_job_list()
         jobmaster = self.jobmasters.pop(job_id, None)
         if jobmaster is not None:

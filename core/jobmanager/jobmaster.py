@@ -92,6 +92,7 @@ class JobMaster(FencedRpcEndpoint):
         self._snapshot_due = False
         self._ended = False
         self._split_answers: dict[str, tuple[int, p.NextInputSplit]] = {}
+        self._failed_before_start = False
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -134,8 +135,16 @@ class JobMaster(FencedRpcEndpoint):
         log.info("job %s recovered in epoch %d: %d subtasks already finished", self.job_id,
                  self.record.epoch, len(finished))
 
+    def on_stop(self) -> None:
+        """Main thread: let go of what this job held in the process's shared transport."""
+        self.rpc_service.unsubscribe(topics.CLUSTER_EVENTS, self._on_cluster_event)
+        self.rpc_service.forget_retained(topics.job_state(self.job_id))
+
     def _fail_before_start(self, error: Exception) -> None:
         log.warning("job %s cannot start: %s", self.job_id, error)
+        self.rpc_service.publish(topics.job_events(self.job_id), p.JobStatusEvent(
+            self.job_id, str(self.graph.status), "FAILED", time.time()))
+        self._failed_before_start = True
         root = {"exception_type": type(error).__name__, "message": str(error),
                 "traceback": "", "vertex_id": "", "subtask": -1}
         self._end(p.JobResult(self.job_id, self.record.graph.name, "FAILED", duration=0.0,
@@ -374,5 +383,7 @@ class JobMaster(FencedRpcEndpoint):
         self._snapshot_due = False
         snapshot = self.graph.snapshot()
         snapshot["hosts"] = dict(self._hosts)
+        if self._failed_before_start:
+            snapshot["status"] = "FAILED"
         self.rpc_service.publish(topics.job_state(self.job_id),
                                  p.JobSnapshot(self.job_id, snapshot), retained=True)

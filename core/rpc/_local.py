@@ -47,6 +47,11 @@ class LocalBus:
         for service, callback in receivers:
             callback(topic, service.decode_event(data))
 
+    def unsubscribe(self, topic_filter: str, callback: EventCallback) -> None:
+        with self._lock:
+            self._subscriptions = [s for s in self._subscriptions
+                                   if (s[0], s[2]) != (topic_filter, callback)]
+
     def subscribe(self, topic_filter: str, service: LocalRpcService,
                   callback: EventCallback) -> None:
         with self._lock:
@@ -78,6 +83,9 @@ class LocalRpcService(RpcService):
 
     def subscribe(self, topic_filter: str, callback: EventCallback) -> None:
         self.bus.subscribe(topic_filter, self, callback)
+
+    def unsubscribe(self, topic_filter: str, callback: EventCallback) -> None:
+        self.bus.unsubscribe(topic_filter, callback)
 
     def close(self) -> None:
         super().close()

@@ -183,6 +183,13 @@ class RpcService(ABC):
     def subscribe(self, topic_filter: str, callback: EventCallback) -> None:
         """Call ``callback(topic, message)`` on the transport thread for every event."""
 
+    @abstractmethod
+    def unsubscribe(self, topic_filter: str, callback: EventCallback) -> None:
+        """Stop calling ``callback`` for ``topic_filter``."""
+
+    def forget_retained(self, topic: str) -> None:
+        """Stop publishing ``topic`` again after a reconnect; the broker keeps it."""
+
     # -- transport ------------------------------------------------------------------------
 
     @abstractmethod

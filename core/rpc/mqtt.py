@@ -215,6 +215,14 @@ class MqttRpcService(RpcService):
         self._subscriptions.append((topic_filter, callback))
         self._client.subscribe(self.topics.absolute(topic_filter), qos=1)
 
+    def unsubscribe(self, topic_filter: str, callback: EventCallback) -> None:
+        self._subscriptions = [s for s in self._subscriptions if s != (topic_filter, callback)]
+        if all(f != topic_filter for f, _ in self._subscriptions):
+            self._client.unsubscribe(self.topics.absolute(topic_filter))
+
+    def forget_retained(self, topic: str) -> None:
+        self._retained.pop(self.topics.absolute(topic), None)
+
     def close(self) -> None:
         """Stop the endpoints, then leave the broker; a clean leave sends no will, so the
         offline presence is published by hand first."""
