@@ -108,20 +108,21 @@ class ResourceManager(FencedRpcEndpoint):
     def _on_presence(self, presence: Any) -> None:
         if (isinstance(presence, p.Presence) and presence.role == "taskmanager"
                 and presence.status is p.PresenceStatus.OFFLINE):
-            self._lose(presence.service_id, "process exited (last will)", "last will",
+            self._lose(presence.service_id, "process exited", "last will",
                        presence.instance_id)
 
     def _lose(self, resource_id: str, cause: str, detected_by: str,
               instance_id: str | None = None) -> None:
-        registration = self.registry.mark_lost(resource_id, f"TaskManager {resource_id} lost: "
-                                               f"{cause}", instance_id)
+        detail = f"{cause} (detected by {detected_by})"
+        registration = self.registry.mark_lost(
+            resource_id, f"TaskManager {resource_id} lost: {detail}", instance_id)
         if registration is None:
             return
         self.heartbeats.unmonitor(resource_id)
         self.slots.remove_taskmanager(resource_id)
-        log.warning("%s (detected by %s)", registration.lost_cause, detected_by)
+        log.warning("%s", registration.lost_cause)
         self.rpc_service.publish(topics.CLUSTER_EVENTS, p.TaskManagerLost(
-            resource_id, f"{cause} (detected by {detected_by})", detected_by, time.time()))
+            resource_id, detail, detected_by, time.time()))
         self._publish_snapshot()
         for listener in self._loss_listeners:
             listener(resource_id, registration.lost_cause)
