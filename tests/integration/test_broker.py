@@ -28,6 +28,7 @@ from broker.client import BrokerAuthError, BrokerConnectError, connect_and_wait,
 from broker.connection import client_address, read_connection
 from broker.credentials import load_or_create
 from broker.process import wait_ready
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -241,11 +242,7 @@ def _port_accepts(address: BrokerAddress) -> bool:
 
 
 def _wait_until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting until {what}")
-        time.sleep(0.01)
+    wait_for(condition, timeout, what, interval=0.01)
 
 
 @pytest.mark.parametrize("kind", KINDS)

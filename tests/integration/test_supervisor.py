@@ -24,6 +24,7 @@ import core.supervisor._supervisor
 from core.config import Config
 from core.supervisor import ProcessInfo, ProcessSpec, ProcessStatus, Supervisor
 from core.supervisor._spawn import signal_group
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -45,11 +46,7 @@ def python(code: str) -> tuple[str, ...]:
 
 
 def wait_until(condition: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
-        time.sleep(0.02)
+    wait_for(condition, timeout, what or "the condition")
 
 
 def is_alive(pid: int) -> bool:
