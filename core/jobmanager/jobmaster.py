@@ -9,9 +9,11 @@ only carries its instructions out over the transport.
 from __future__ import annotations
 
 import logging
+import socket
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,7 @@ from core.executiongraph.scheduler import Scheduler
 from core.executiongraph.splits import InputSplitAssigner
 from core.gateways import ResourceManagerGateway, TaskExecutorGateway
 from core.jobmanager.jobstore import JobRecord, ProgressLog
-from core.jobs.graph import JobKind
+from core.jobs.graph import InputSplit, JobKind
 from core.jobs.sinks import initialize_sinks
 from core.jobs.splits import plan_splits
 from core.rpc import AskTimeoutError, FencedRpcEndpoint, handler
@@ -43,6 +45,13 @@ log = logging.getLogger(__name__)
 SNAPSHOT_INTERVAL = 0.1  # at most ten snapshots a second, however busy the job
 DEPLOY_TRIES = 3
 MAX_HISTORY = 20  # failures kept in a JobResult; the snapshot has them all
+
+
+def _located(splits: list[InputSplit]) -> list[InputSplit]:
+    """File splits are on this host's file system: the assigner then prefers TaskManagers
+    on this host for them (on a shared file system every host can read them anyway)."""
+    host = socket.gethostname()
+    return [replace(s, hosts=(host,)) if s.path and not s.hosts else s for s in splits]
 
 
 def _trimmed(failure: dict[str, Any]) -> dict[str, Any]:
@@ -104,7 +113,7 @@ class JobMaster(FencedRpcEndpoint):
             if self.record.graph.kind is JobKind.DATAFLOW and self.record.epoch == 0:
                 initialize_sinks(self.record.graph)  # a recovered job keeps what it wrote
             splits = InputSplitAssigner({
-                vertex.id: plan_splits(vertex, self.config["job.split-size"])
+                vertex.id: _located(plan_splits(vertex, self.config["job.split-size"]))
                 for vertex in self.record.graph.vertices
                 if vertex.is_source and self.record.graph.kind is JobKind.DATAFLOW})
         except (OSError, ValueError) as error:
