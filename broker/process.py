@@ -44,8 +44,8 @@ def resolve_kind(kind: str) -> str:
     if kind == "auto":
         if mosquitto.is_installed():
             return "mosquitto"
-        print("clusterdeck: Mosquitto is not installed; using the built-in amqtt broker "
-              "(slower, see docs/broker.md)", file=sys.stderr)
+        from core.prereqs import check_mosquitto
+        print(f"clusterdeck: {check_mosquitto(installed=False)}", file=sys.stderr)
         return "amqtt"
     raise BrokerStartError(f"unknown broker.kind {kind!r}")
 

@@ -151,7 +151,16 @@ def cmd_jobmanager(config: Config, args: argparse.Namespace) -> int:
     return run_jobmanager(config, args.broker_url)
 
 
+def missing_java(config: Config) -> str | None:
+    """What is wrong with Java, when this command's TaskManagers will need Spark."""
+    from core.prereqs import check_java
+    return check_java() if config["spark.start"] == "eager" else None
+
+
 def cmd_taskmanager(config: Config, args: argparse.Namespace) -> int:
+    if problem := missing_java(config):
+        print(f"clusterdeck: {problem}", file=sys.stderr)
+        return EXIT_FAILED
     from core.taskmanager.process import run_taskmanager
     return run_taskmanager(config, args.resource_id, args.broker_url)
 
@@ -205,6 +214,9 @@ def cmd_up(config: Config, args: argparse.Namespace) -> int:
         print(f"[{time.strftime('%H:%M:%S')}] {info.name}: {info.status.value}{pid}",
               file=sys.stderr)
 
+    if problem := missing_java(config):
+        print(f"clusterdeck: {problem}", file=sys.stderr)
+        return EXIT_FAILED
     try:
         cluster = LocalCluster(config)
     except BrokerStartError as error:

@@ -82,6 +82,10 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
         print(f"clusterdeck: no such job file: {args.file}", file=sys.stderr)
         return EXIT_REJECTED
     options = job_options(args)  # a bad -R is reported before a cluster is started
+    from core.prereqs import check_java
+    if problem := check_java():
+        print(f"clusterdeck: {problem}", file=sys.stderr)
+        return EXIT_FAILED
     cluster = LocalCluster(config)
     try:
         print(f"starting a local cluster ({config['taskmanager.count']} TaskManagers x "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from pathlib import Path
 
 from broker.address import BrokerAddress
@@ -18,6 +17,7 @@ from broker.credentials import load_or_create
 from broker.process import choose_port, resolve_kind, wait_ready
 from core import paths
 from core.config import Config
+from core.frozen import cli_argv
 from core.process import run_dir
 from core.supervisor import ProcessSpec, Supervisor
 
@@ -54,7 +54,7 @@ class LocalCluster:
         return ProcessSpec(name, role, self._argv(*command), env=env)
 
     def _argv(self, *command: str) -> tuple[str, ...]:
-        return (sys.executable, "-m", "core.cli", *command, "--config", str(self.config_path))
+        return tuple(cli_argv(*command, "--config", str(self.config_path)))
 
     def start(self, ready_timeout: float = 30.0) -> None:
         """Start the broker and wait until it accepts logins, then the JobManager and the
