@@ -36,13 +36,15 @@ from core.executiongraph.scheduler import Scheduler
 from core.executiongraph.splits import InputSplitAssigner
 from core.gateways import ResourceManagerGateway, TaskExecutorGateway
 from core.jobmanager.jobstore import JobRecord, ProgressLog
+from core.jobmanager.snapshots import reductions
 from core.jobs.graph import InputSplit, JobKind
 from core.jobs.sinks import initialize_sinks
 from core.jobs.splits import plan_splits
-from core.rpc import AskTimeoutError, FencedRpcEndpoint, handler
+from core.rpc import AskTimeoutError, FencedRpcEndpoint, FrameTooLargeError, handler
 
 log = logging.getLogger(__name__)
 SNAPSHOT_INTERVAL = 0.1  # at most ten snapshots a second, however busy the job
+SUBTASKS_PER_SNAPSHOT_SECOND = 2000  # a 1,000-subtask job: two snapshots a second
 DEPLOY_TRIES = 3
 MAX_HISTORY = 20  # failures kept in a JobResult; the snapshot has them all
 
@@ -375,18 +377,24 @@ class JobMaster(FencedRpcEndpoint):
         if self._ended:
             return
         self._ended = True
-        self.progress_log.close()
-        self.resource_manager.release_job_slots(p.ReleaseJobSlots(self.job_id))
-        self._allocations.clear()
-        self._publish_snapshot()
-        self._on_terminal(result)
+        try:
+            self.progress_log.close()
+            self.resource_manager.release_job_slots(p.ReleaseJobSlots(self.job_id))
+            self._allocations.clear()
+            self._publish_snapshot()
+        finally:  # whatever else fails, the Dispatcher and the client learn the end
+            self._on_terminal(result)
 
     # -- observers -----------------------------------------------------------------------------
 
     def _schedule_snapshot(self) -> None:
         if not self._snapshot_due:
             self._snapshot_due = True
-            self.schedule(SNAPSHOT_INTERVAL, self._publish_snapshot)
+            # A large job's snapshot costs more to build, send and redraw; its events carry
+            # every change meanwhile.
+            total = self.progress[1]
+            self.schedule(max(SNAPSHOT_INTERVAL, total / SUBTASKS_PER_SNAPSHOT_SECOND),
+                          self._publish_snapshot)
 
     def _publish_snapshot(self) -> None:
         self._snapshot_due = False
@@ -394,5 +402,11 @@ class JobMaster(FencedRpcEndpoint):
         snapshot["hosts"] = dict(self._hosts)
         if self._failed_before_start:
             snapshot["status"] = "FAILED"
-        self.rpc_service.publish(topics.job_state(self.job_id),
-                                 p.JobSnapshot(self.job_id, snapshot), retained=True)
+        for candidate in reductions(snapshot):
+            try:  # publish encodes first: a snapshot too large is refused before sending
+                self.rpc_service.publish(topics.job_state(self.job_id),
+                                         p.JobSnapshot(self.job_id, candidate), retained=True)
+                return
+            except FrameTooLargeError:
+                continue
+        log.warning("job %s: even its smallest snapshot exceeds rpc.framesize", self.job_id)
