@@ -21,6 +21,8 @@ class WindowActions:
     restart: QAction
     attach: QAction
     add_taskmanager: QAction
+    submit: QAction
+    cancel_job: QAction
     quit: QAction
     show_log: QAction
     restart_process: QAction
@@ -64,6 +66,11 @@ def create_actions(owner: QWidget) -> WindowActions:
                       "Watch a cluster that is already running (clusterdeck up)"),
         add_taskmanager=action("Add &TaskManager", "Ctrl+Shift+T", pixmap.SP_FileDialogNewFolder,
                                "Start one more TaskManager in the local cluster"),
+        submit=action("&Submit Job\u2026", QKeySequence.StandardKey.Open, pixmap.SP_FileIcon,
+                      "Submit a job file (a .py file; dropping it on the window does the "
+                      "same)"),
+        cancel_job=action("&Cancel Job", "Ctrl+Shift+X", pixmap.SP_BrowserStop,
+                          "Cancel the selected job"),
         quit=action("&Quit", QKeySequence.StandardKey.Quit),
         show_log=action("Show &Log", "Ctrl+L", pixmap.SP_FileDialogDetailedView,
                         "Follow the selected process's log"),

@@ -1,12 +1,17 @@
 """The one marshalling point between the cluster and the widgets.
 
 Three kinds of threads produce what the GUI draws: paho's network thread (ClusterClient
-subscriptions: the retained ClusterOverview, cluster events, job snapshots), the
-supervisor's thread (process status changes) and the resource sampler's thread. None of
-them may touch a widget. They call ``ClusterBridge.post``/``post_event``, which only
+subscriptions: the retained ClusterOverview, cluster events, job snapshots, the job list,
+job results, job events, and the control-plane tap), the supervisor's thread (process
+status changes) and the resource sampler's thread. None of them may touch a widget. They
+call ``ClusterBridge.post``/``post_event``/``post_job_event``/``post_traffic``, which only
 store the value under a lock: the latest value per key replaces the previous one, events
-are queued in order. A QTimer on the GUI thread drains that store at most ``rate_hz``
-times a second and emits Qt signals, so a burst of a thousand snapshots costs one redraw.
+and traffic are queued in order (traffic in a bounded backlog). A QTimer on the GUI
+thread drains that store at most ``rate_hz`` times a second and emits Qt signals, so a
+burst of a thousand snapshots costs one redraw and a thousand messages one table update.
+
+Job events (ExecutionStateEvent, JobStatusEvent) are also kept per job, bounded, in
+``recorder`` (filled on the GUI thread at each tick) for the replay of a job.
 
 Widgets connect to the signals and never see a client or a supervisor. Session code
 that must run something on the GUI thread after a blocking call on a worker thread uses
@@ -15,7 +20,9 @@ that must run something on the GUI thread after a blocking call on a worker thre
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -23,15 +30,26 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 
 from core import protocol as p
 from core import topics
-from core.client import ClusterClient
+from core.client import JobClient
+from core.rpc.mqtt import Traffic
 from core.supervisor import ProcessInfo, Supervisor
-from gui.jobfeed import JOB_STATE_FILTER, job_snapshot
+from gui.jobfeed import JOB_EVENTS_FILTER, JOB_RESULTS_FILTER, JOB_STATE_FILTER, job_snapshot
+from gui.recorder import JobRecorder
 from gui.sampler import ResourceSample, ResourceSampler
 
 OVERVIEW = "overview"
 PROCESS = "process"
 JOB = "job"
 RESOURCES = "resources"
+JOB_LIST = "joblist"
+RESULT = "result"
+
+TRAFFIC_BACKLOG = 20_000
+"""Tapped messages kept between two ticks at most (the oldest go first)."""
+TRAFFIC_PAYLOAD_LIMIT = 64 * 1024
+"""A tapped message larger than this keeps its size and type, not its decoded payload (an
+artifact chunk is up to half a frame; 20,000 of them would be gigabytes)."""
+_JOB_EVENT_BACKLOG = 200_000
 
 _BROKER_POLL_TICKS = 10  # the broker's connection state is looked at every 10th tick
 
@@ -57,6 +75,15 @@ class ClusterBridge(QObject):
     """``connected``, ``disconnected`` or ``none`` (no client)."""
     cleared = Signal()
     """The cluster is gone from view (stopped or detached): views forget what they show."""
+    job_list_changed = Signal(object)
+    """The latest retained ``JobList``."""
+    job_result_changed = Signal(str, object)
+    """``(job_id, JobResult)``: a job's retained result (it ended)."""
+    job_events = Signal(object)
+    """``ExecutionStateEvent``s and ``JobStatusEvent``s since the last tick, in order;
+    already in ``recorder`` when emitted."""
+    traffic = Signal(object)
+    """``Traffic`` records of the control plane since the last tick, in order."""
 
     _invoke = Signal(object)
 
@@ -65,7 +92,10 @@ class ClusterBridge(QObject):
         self._lock = threading.Lock()
         self._latest: dict[tuple[str, str], Any] = {}
         self._events: list[Any] = []
-        self._client: ClusterClient | None = None
+        self._job_events: deque[Any] = deque(maxlen=_JOB_EVENT_BACKLOG)
+        self._traffic: deque[Traffic] = deque(maxlen=TRAFFIC_BACKLOG)
+        self.recorder = JobRecorder()
+        self._client: JobClient | None = None
         self._supervisor: Supervisor | None = None
         self._listener: Callable[[ProcessInfo], None] | None = None
         # Bumped on every disconnect, so late callbacks of an old source are dropped.
@@ -92,14 +122,35 @@ class ClusterBridge(QObject):
         with self._lock:
             self._events.append(event)
 
+    def post_job_event(self, event: Any) -> None:
+        """Queue a job's ``ExecutionStateEvent``/``JobStatusEvent``; recorded and emitted
+        at the next tick."""
+        with self._lock:
+            self._job_events.append(event)
+
+    def post_traffic(self, record: Traffic) -> None:
+        """Queue one tapped control-plane message (paho's thread); a large payload is
+        dropped here, its size and type kept."""
+        if record.size > TRAFFIC_PAYLOAD_LIMIT and record.message is not None:
+            record = dataclasses.replace(record, message=None, error=record.error or (
+                f"payload of {record.size} bytes not kept"))
+        with self._lock:
+            self._traffic.append(record)
+
     def call_on_gui_thread(self, function: Callable[[], None]) -> None:
         """Run ``function`` on the GUI thread soon (a queued signal, not a tick)."""
         self._invoke.emit(function)
 
     # -- sources (GUI thread) ----------------------------------------------------------------
 
-    def connect_client(self, client: ClusterClient) -> None:
-        """Follow a cluster through ``client``: its state, its events, its jobs."""
+    @property
+    def client(self) -> JobClient | None:
+        """The client followed now (GUI thread); job commands use it on a worker."""
+        return self._client
+
+    def connect_client(self, client: JobClient) -> None:
+        """Follow a cluster through ``client``: its state, its events, its jobs, and the
+        whole control plane (a tap)."""
         self.disconnect_client()
         generation = self._client_generation
         self._client = client
@@ -120,12 +171,33 @@ class ClusterBridge(QObject):
             if found is not None:
                 self.post(JOB, found[0], found[1])
 
+        def on_job_list(_topic: str, message: Any) -> None:  # paho's network thread
+            if generation == self._client_generation and isinstance(message, p.JobList):
+                self.post(JOB_LIST, "", message)
+
+        def on_result(_topic: str, message: Any) -> None:  # paho's network thread
+            if generation == self._client_generation and isinstance(message, p.JobResult):
+                self.post(RESULT, message.job_id, message)
+
+        def on_job_event(_topic: str, message: Any) -> None:  # paho's network thread
+            if generation == self._client_generation and isinstance(
+                    message, p.ExecutionStateEvent | p.JobStatusEvent):
+                self.post_job_event(message)
+
+        def on_traffic(record: Traffic) -> None:  # paho's network thread
+            if generation == self._client_generation:
+                self.post_traffic(record)
+
         client.service.subscribe(topics.CLUSTER_STATE, on_state)
         client.service.subscribe(topics.CLUSTER_EVENTS, on_event)
         client.service.subscribe(JOB_STATE_FILTER, on_job)
+        client.service.subscribe(topics.JOB_LIST, on_job_list)
+        client.service.subscribe(JOB_RESULTS_FILTER, on_result)
+        client.service.subscribe(JOB_EVENTS_FILTER, on_job_event)
+        client.service.tap(on_traffic)
         self._sampler.start()
 
-    def disconnect_client(self) -> ClusterClient | None:
+    def disconnect_client(self) -> JobClient | None:
         """Stop following the current client and hand it back (the caller closes it)."""
         client, self._client = self._client, None
         if client is not None:
@@ -167,6 +239,9 @@ class ClusterBridge(QObject):
         with self._lock:
             self._latest.clear()
             self._events.clear()
+            self._job_events.clear()
+            self._traffic.clear()
+        self.recorder.clear()
         self._poll_broker()
         self.cleared.emit()
 
@@ -205,7 +280,11 @@ class ClusterBridge(QObject):
         with self._lock:
             latest, self._latest = self._latest, {}
             events, self._events = self._events, []
-        if not latest and not events:
+            job_events = list(self._job_events)
+            self._job_events.clear()
+            traffic = list(self._traffic)
+            self._traffic.clear()
+        if not latest and not events and not job_events and not traffic:
             return
         processes = [value for (channel, _), value in latest.items() if channel == PROCESS]
         if processes:
@@ -216,9 +295,19 @@ class ClusterBridge(QObject):
             self.cluster_events.emit(events)
         if (RESOURCES, "") in latest:
             self.resources_changed.emit(latest[(RESOURCES, "")])
+        if (JOB_LIST, "") in latest:
+            self.job_list_changed.emit(latest[(JOB_LIST, "")])
         for (channel, key), value in latest.items():
             if channel == JOB:
                 self.job_changed.emit(key, value)
+        if job_events:
+            self.recorder.record(job_events)
+            self.job_events.emit(job_events)
+        for (channel, key), value in latest.items():
+            if channel == RESULT:
+                self.job_result_changed.emit(key, value)
+        if traffic:
+            self.traffic.emit(traffic)
 
     def _poll_broker(self) -> None:
         client = self._client

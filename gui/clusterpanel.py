@@ -130,9 +130,17 @@ class ClusterPanel(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.verticalHeader().setVisible(False)
         self.table.setAlternatingRowColors(True)
-        self.table.horizontalHeader().setSectionResizeMode(
-            QHeaderView.ResizeMode.ResizeToContents)
+        # Fitted when the rows change and at most every two seconds after that, not on
+        # every heartbeat: ResizeToContents would measure every cell at each update.
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setWordWrap(False)
+        self._fit = QTimer(self)
+        self._fit.setSingleShot(True)
+        self._fit.setInterval(2000)
+        self._fit.timeout.connect(self.table.resizeColumnsToContents)
+        model.modelReset.connect(self.table.resizeColumnsToContents)
+        model.dataChanged.connect(lambda *_: self._fit.isActive() or self._fit.start())
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._context_menu)
         self.table.doubleClicked.connect(self._activated)

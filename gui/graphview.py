@@ -6,9 +6,12 @@ each box shows the vertex's name, parallelism and operator chain, and one cell p
 subtask filled with the colour of its current attempt's state; edges carry their ship
 strategy. The items are created once per job shape: a new snapshot of the same job only
 recolours cells and rewrites counts, so a job with many subtasks redraws cheaply.
+Between two snapshots (the JobMaster sends at most ten a second) ``apply_event`` recolours
+one cell from an ExecutionStateEvent, so a state change shows at the bridge's next tick.
 
 Wheel zooms around the mouse, dragging the background pans, clicking a cell selects the
-subtask and emits ``subtask_clicked(vertex_id, subtask)``. GUI thread only.
+subtask and emits ``subtask_clicked(vertex_id, subtask)``; ``focus`` does the same from
+code (the failures view) and centres the cell. GUI thread only.
 """
 
 from __future__ import annotations
@@ -53,6 +56,19 @@ _LAYER_GAP = 100.0
 _ROW_GAP = 46.0
 _EDGE_COLOUR = QColor("#55606e")
 MAX_FIT_SCALE = 1.2
+_STATE_RANK = {"CREATED": 0, "SCHEDULED": 1, "DEPLOYING": 2, "RUNNING": 3, "CANCELING": 4,
+               "FINISHED": 5, "CANCELED": 5, "FAILED": 5}
+
+
+_BRUSHES: dict[str, QBrush] = {}
+
+
+def _brush(state: str) -> QBrush:
+    """One brush per state, made once (a cell's fill changes thousands of times)."""
+    brush = _BRUSHES.get(state)
+    if brush is None:
+        brush = _BRUSHES[state] = QBrush(execution_colour(state))
+    return brush
 
 
 class SubtaskCell(QGraphicsRectItem):
@@ -63,22 +79,44 @@ class SubtaskCell(QGraphicsRectItem):
         self.vertex_id = vertex_id
         self.subtask = subtask
         self.state = ""
+        self.attempt = 0
+        self._key: tuple[Any, ...] | None = None
         self.setPen(QPen(QColor("#5b6470"), 0.8))
         self.setCursor(Qt.CursorShape.PointingHandCursor)
 
     def set_subtask(self, data: Mapping[str, Any]) -> None:
-        state = str(data.get("state", ""))
+        """Take a snapshot's subtask dict; a cell whose state, attempt and slot are what it
+        shows already costs one comparison (a snapshot has every subtask in it)."""
         attempts = data.get("attempts") or ()
+        current = attempts[-1] if attempts else {}
+        slot = current.get("slot") or {}
+        key = (data.get("state"), current.get("attempt"), slot.get("taskmanager_id"),
+               slot.get("slot_index"))
+        if key == self._key:
+            return
+        self._key = key
+        self.attempt = int(current.get("attempt", len(attempts) - 1)) if attempts else 0
+        self.set_state(str(data.get("state", "")))
+        where = f"\n{slot['taskmanager_id']}, slot {slot['slot_index']}" if slot else ""
+        self.setToolTip(f"{data.get('id', f'{self.vertex_id}#{self.subtask}')}: {self.state}\n"
+                        f"attempt {self.attempt}{where}")
+
+    def set_state(self, state: str) -> None:
         if state != self.state:
             self.state = state
-            self.setBrush(QBrush(execution_colour(state)))
-        where = ""
-        current = attempts[-1] if attempts else {}
-        if current.get("slot"):
-            slot = current["slot"]
-            where = f"\n{slot['taskmanager_id']}, slot {slot['slot_index']}"
-        self.setToolTip(f"{data.get('id', f'{self.vertex_id}#{self.subtask}')}: {state}\n"
-                        f"attempt {len(attempts) - 1 if attempts else 0}{where}")
+            self.setBrush(_brush(state))
+
+    def advance(self, attempt: int, state: str) -> bool:
+        """An event says attempt ``attempt`` entered ``state``: take it when it is news (a
+        later attempt, or a later state of this one); an event older than the snapshot
+        already drawn is ignored."""
+        if attempt < self.attempt or (attempt == self.attempt and _STATE_RANK.get(
+                state, 0) <= _STATE_RANK.get(self.state, -1)):
+            return False
+        self.attempt = attempt
+        self.set_state(state)
+        self._key = None  # the next snapshot rewrites the tooltip
+        return True
 
 
 class VertexBox(QGraphicsRectItem):
@@ -108,6 +146,7 @@ class VertexBox(QGraphicsRectItem):
         self._counts = self._text(small, _PADDING, 41)
         self._counts.setBrush(QBrush(QColor("#4a5360")))
         self.cells: list[SubtaskCell] = []
+        self._failed = False
         for index in range(parallelism):
             cell = SubtaskCell(self.vertex_id, index, self)
             row, column = divmod(index, _CELLS_PER_ROW)
@@ -126,11 +165,14 @@ class VertexBox(QGraphicsRectItem):
         for cell, subtask in zip(self.cells, vertex.get("subtasks", ()), strict=False):
             cell.set_subtask(subtask)
         counts = vertex.get("state_counts") or {}
-        self._counts.setText("  ".join(f"{state.lower()} {count}"
-                                       for state, count in counts.items()))
+        text = "  ".join(f"{state.lower()} {count}" for state, count in counts.items())
+        if text != self._counts.text():
+            self._counts.setText(text)
         failed = bool(counts.get("FAILED"))
-        self.setPen(QPen(QColor("#d64541") if failed else QColor("#8a94a3"),
-                         2.0 if failed else 1.2))
+        if failed != self._failed:
+            self._failed = failed
+            self.setPen(QPen(QColor("#d64541") if failed else QColor("#8a94a3"),
+                             2.0 if failed else 1.2))
 
 
 class EdgeItem(QGraphicsPathItem):
@@ -192,6 +234,7 @@ class ExecutionGraphView(QGraphicsView):
         self.selected: tuple[str, int] | None = None
         self._shape: tuple[Any, ...] | None = None
         self._placeholder = "No job to show."
+        self._framed: str | None = None
         self._highlight = QGraphicsRectItem(-3, -3, CELL + 6, CELL + 6)
         self._highlight.setPen(QPen(QColor("#111111"), 2.2))
         self._highlight.setZValue(10)
@@ -222,6 +265,7 @@ class ExecutionGraphView(QGraphicsView):
         self.snapshot = None
         self.selected = None
         self._shape = None
+        self._frame("")
         self.viewport().update()
 
     def cell(self, vertex_id: str, subtask: int) -> SubtaskCell:
@@ -229,6 +273,19 @@ class ExecutionGraphView(QGraphicsView):
 
     def cells(self) -> list[SubtaskCell]:
         return [cell for box in self.boxes.values() for cell in box.cells]
+
+    def apply_event(self, vertex_id: str, subtask: int, attempt: int, state: str) -> bool:
+        """Recolour one cell from an ExecutionStateEvent; True when it changed."""
+        box = self.boxes.get(vertex_id)
+        if box is None or not 0 <= subtask < len(box.cells):
+            return False
+        return box.cells[subtask].advance(attempt, state)
+
+    def focus(self, vertex_id: str, subtask: int) -> None:
+        """Select a subtask (as a click does) and bring its cell to the middle."""
+        self.select(vertex_id, subtask)
+        if self.selected == (vertex_id, subtask):
+            self.centerOn(self.boxes[vertex_id].cells[subtask])
 
     def select(self, vertex_id: str, subtask: int) -> None:
         """Mark a subtask and announce it, as a click on its cell does."""
@@ -280,6 +337,8 @@ class ExecutionGraphView(QGraphicsView):
             self.edges.append(item)
         scene.setSceneRect(scene.itemsBoundingRect().adjusted(-24, -24, 24, 24))
         self.selected = None
+        if self._shape is None or self._shape[0] != snapshot.get("job_id"):
+            selected = None  # another job: its vertex ids mean other vertices
         box = self.boxes.get(selected[0]) if selected is not None else None
         if selected is not None and box is not None and selected[1] < len(box.cells):
             self._highlight.setParentItem(box.cells[selected[1]])
@@ -287,6 +346,11 @@ class ExecutionGraphView(QGraphicsView):
             self.selected = selected
 
     def _frame(self, status: str) -> None:
+        """A border in the job status's colour; a style sheet costs a re-polish, so it is
+        set when the status changes only."""
+        if status == self._framed:
+            return
+        self._framed = status
         colour = JOB_STATUS_COLOURS.get(status)
         self.setStyleSheet(f"QGraphicsView {{ border: 2px solid {colour.name()}; }}"
                            if colour is not None else "")

@@ -1,8 +1,9 @@
 """The one place that knows how job data arrives: topics and message shapes.
 
 A JobMaster publishes its ExecutionGraph's ``snapshot()`` retained per job on
-``state/jobs/<job-id>``, wrapped in a message whose ``graph`` field holds the dict (the
-``JobSnapshot`` being added to ``core.protocol``). The views are built against the dict
+``state/jobs/<job-id>``, wrapped in a ``JobSnapshot`` whose ``graph`` field holds the dict;
+its state changes go to ``events/jobs/<job-id>``; the Dispatcher keeps the ``JobList`` and
+each ended job's ``JobResult`` retained. The views are built against the snapshot dict
 alone; this adapter unwraps whatever arrives into ``(job_id, snapshot)``, so a change of
 the message is a change here only.
 
@@ -15,10 +16,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-JOB_STATE_FILTER = "state/jobs/+"
-"""Retained snapshot per job (``state/jobs/<job-id>``)."""
+from core import topics
 
-JOB_STATE_PREFIX = "state/jobs/"
+JOB_STATE_FILTER = topics.JOB_STATES_ALL
+"""Retained snapshot per job (``state/jobs/<job-id>``)."""
+JOB_RESULTS_FILTER = topics.job_result("+")
+"""Retained ``JobResult`` per ended job (``state/results/<job-id>``)."""
+JOB_EVENTS_FILTER = topics.JOB_EVENTS_ALL
+"""Job status and execution state changes (``events/jobs/<job-id>``)."""
+
+JOB_STATE_PREFIX = topics.job_state("")
 
 
 def job_snapshot(topic: str, message: Any) -> tuple[str, dict[str, Any]] | None:

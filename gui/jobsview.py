@@ -1,21 +1,26 @@
-"""The jobs view: pick a job, see its status and progress, its ExecutionGraph and, below
-it, the attempts of the subtask clicked in it, and the job's root cause when it failed.
+"""The ExecutionGraph view: pick a job, see its status and progress, its ExecutionGraph,
+a replay slider under it and, below, the attempts of the subtask clicked in it, and the
+job's root cause when it failed.
 
 It keeps the latest snapshot of every job the bridge delivered (``set_job``) and draws
-the chosen one; a click on a subtask cell fills the attempts panel from the same
-snapshot, and later snapshots keep it current. GUI thread only.
+the chosen one; execution events recolour single cells between two snapshots
+(``apply_events``). A click on a subtask cell fills the attempts panel from the same
+snapshot, and later snapshots keep it current. Moving the replay slider draws the job as
+it was then (gui/replay.py, from the snapshot and the bridge's recorder) and announces it
+with ``replay_changed`` so the slot views follow; new snapshots are kept but not drawn
+until the slider is back at its live end. GUI thread only.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QLabel,
-    QProgressBar,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -24,6 +29,10 @@ from PySide6.QtWidgets import (
 from gui.attempts import AttemptsPanel
 from gui.graphview import ExecutionGraphView
 from gui.palette import EXECUTION_STATE_COLOURS, JOB_STATUS_COLOURS, text_colour_on
+from gui.progress import ProgressStrip
+from gui.recorder import JobRecorder
+from gui.replay import JobHistory
+from gui.replaybar import ReplayBar
 
 _TERMINAL = ("FINISHED", "FAILED", "CANCELED")
 NO_JOBS = "No jobs yet.\nJobs submitted to this cluster appear here with their ExecutionGraph."
@@ -46,23 +55,38 @@ class StateLegend(QWidget):
         layout.addStretch(1)
 
 
+def job_span(snapshot: dict[str, Any]) -> tuple[float, float]:
+    """The job's life from its snapshot: creation to its end, or to now while it runs."""
+    stamps = [float(t) for t in (snapshot.get("status_timestamps") or {}).values()]
+    if not stamps:
+        return 0.0, 0.0
+    status = str(snapshot.get("status", ""))
+    end = max(stamps) if status in _TERMINAL else time.time()
+    return min(stamps), max(end, min(stamps))
+
+
 class JobsView(QWidget):
     """Job selector and header, then the graph (as wide as the view: DAGs grow to the
-    right), then the attempts panel."""
+    right) with the replay bar, then the attempts panel."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    job_chosen = Signal(str)
+    """The job on screen changed (the user chose it, or a new job replaced an ended one)."""
+    replay_changed = Signal(object, object)
+    """``(snapshot, moment)`` of the replayed job, or ``(None, None)`` back to live."""
+
+    def __init__(self, recorder: JobRecorder | None = None,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.recorder = recorder or JobRecorder()
         self.snapshots: dict[str, dict[str, Any]] = {}
+        self._history: tuple[tuple[Any, ...], JobHistory] | None = None
         self.jobs = QComboBox()
         self.jobs.setMinimumContentsLength(24)
         self.jobs.setPlaceholderText("no jobs")
         self.status = QLabel()
         self.status.setMinimumWidth(90)
         self.status.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.progress = QProgressBar()
-        self.progress.setFormat("")
-        self.progress.setRange(0, 1)
-        self.progress.setValue(0)
+        self.progress = ProgressStrip()
         self.root_cause = QLabel()
         self.root_cause.setWordWrap(True)
         self.root_cause.setStyleSheet("color: #b03a36;")
@@ -70,14 +94,20 @@ class JobsView(QWidget):
         self.root_cause.hide()
         self.graph = ExecutionGraphView()
         self.graph.clear(NO_JOBS)
+        self.replay = ReplayBar()
         self.attempts = AttemptsPanel()
         header = QHBoxLayout()
         header.addWidget(QLabel("Job"))
         header.addWidget(self.jobs, 2)
         header.addWidget(self.status)
         header.addWidget(self.progress, 3)
+        graph_area = QWidget()
+        graph_layout = QVBoxLayout(graph_area)
+        graph_layout.setContentsMargins(0, 0, 0, 0)
+        graph_layout.addWidget(self.graph, 1)
+        graph_layout.addWidget(self.replay)
         splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self.graph)
+        splitter.addWidget(graph_area)
         splitter.addWidget(self.attempts)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
@@ -90,6 +120,7 @@ class JobsView(QWidget):
         layout.addWidget(splitter, 1)
         self.jobs.currentIndexChanged.connect(self._on_choice)
         self.graph.subtask_clicked.connect(self._refresh_attempts)
+        self.replay.moved.connect(self._on_replay)
 
     @property
     def current_job(self) -> str | None:
@@ -110,7 +141,32 @@ class JobsView(QWidget):
             return
         self.jobs.setItemText(index, label)
         if job_id == self.current_job:
-            self._draw(snapshot)
+            self.replay.set_span(*job_span(snapshot))
+            if not self.replay.replaying:
+                self._draw(snapshot)
+
+    def apply_events(self, events: list[Any]) -> None:
+        """Execution events (bridge, per tick): recolour the shown job's cells at once,
+        ahead of its next snapshot. Not while replaying."""
+        job_id = self.current_job
+        if job_id is None or self.replay.replaying:
+            return
+        for event in events:
+            if getattr(event, "job_id", None) == job_id and hasattr(event, "attempt_id"):
+                self.graph.apply_event(event.vertex_id, event.subtask, event.attempt,
+                                       event.new)
+
+    def history(self) -> JobHistory | None:
+        """The shown job's history (its snapshot and recorded events), cached until either
+        changes."""
+        job_id = self.current_job
+        snapshot = self.snapshots.get(job_id or "")
+        if job_id is None or snapshot is None:
+            return None
+        key = (job_id, id(snapshot), self.recorder.count(job_id))
+        if self._history is None or self._history[0] != key:
+            self._history = (key, JobHistory(snapshot, self.recorder.events(job_id)))
+        return self._history[1]
 
     def select_job(self, job_id: str) -> None:
         index = self.jobs.findData(job_id)
@@ -119,35 +175,57 @@ class JobsView(QWidget):
 
     def clear(self) -> None:
         self.snapshots.clear()
+        self._history = None
+        self.replay.reset()
         self.jobs.clear()
         self.graph.clear(NO_JOBS)
         self.attempts.clear()
         self.status.clear()
         self.status.setStyleSheet("")
-        self.progress.setFormat("")
-        self.progress.setRange(0, 1)
-        self.progress.setValue(0)
+        self.progress.clear()
         self.root_cause.hide()
 
     def _on_choice(self, _index: int) -> None:
         job_id = self.current_job
         if job_id is None:
             return
+        was_replaying = self.replay.replaying
+        self.replay.reset()
         self.attempts.clear()
-        self._draw(self.snapshots[job_id])
+        snapshot = self.snapshots[job_id]
+        self.replay.set_span(*job_span(snapshot))
+        self._draw(snapshot)
+        if was_replaying:
+            self.replay_changed.emit(None, None)
+        self.job_chosen.emit(job_id)
+
+    def _on_replay(self, moment: float | None) -> None:
+        job_id = self.current_job
+        if job_id is None:
+            return
+        if moment is None:
+            self._draw(self.snapshots[job_id])
+            self.replay_changed.emit(None, None)
+            return
+        history = self.history()
+        if history is None:
+            return
+        snapshot = history.at(moment)
+        self._draw(snapshot)
+        self.replay_changed.emit(snapshot, moment)
 
     def _draw(self, snapshot: dict[str, Any]) -> None:
         self.graph.show_snapshot(snapshot)
         status = str(snapshot.get("status", ""))
-        colour = JOB_STATUS_COLOURS.get(status)
-        self.status.setText(status)
-        self.status.setStyleSheet(
-            f"background: {colour.name()}; color: {text_colour_on(colour).name()}; "
-            "border-radius: 3px; padding: 2px 6px; font-weight: bold;" if colour else "")
+        if status != self.status.text():
+            colour = JOB_STATUS_COLOURS.get(status)
+            self.status.setText(status)
+            self.status.setStyleSheet(
+                f"background: {colour.name()}; color: {text_colour_on(colour).name()}; "
+                "border-radius: 3px; padding: 2px 6px; font-weight: bold;" if colour else "")
         progress = snapshot.get("progress") or {}
-        self.progress.setFormat("%v / %m subtasks finished")
-        self.progress.setRange(0, max(1, int(progress.get("total", 0))))
-        self.progress.setValue(int(progress.get("finished", 0)))
+        self.progress.set_progress(int(progress.get("finished", 0)),
+                                   int(progress.get("total", 0)))
         cause = snapshot.get("root_cause")
         if cause:
             where = f"{cause.get('vertex_id')}#{cause.get('subtask')} attempt " \

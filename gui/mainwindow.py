@@ -1,8 +1,11 @@
-"""The main window: menus, toolbar, status bar and dockable panels around the jobs view.
+"""The main window: menus, toolbar, status bar and dockable panels around the
+ExecutionGraph view.
 
 It wires the parts and owns nothing of the cluster: the bridge's signals feed the models
-and views, the actions call the session. The dock layout and the window geometry are
-kept with QSettings in an ini file under the config dir (so tests, which point
+and views, the actions call the session, the job commands and the submission flow. One
+job is "current": chosen in the job list or the graph view's selector, it is the one the
+graph, the result and the failures views show. The dock layout and the window geometry
+are kept with QSettings in an ini file under the config dir (so tests, which point
 CLUSTERDECK_HOME elsewhere, never touch the user's settings). GUI thread only.
 """
 
@@ -15,6 +18,7 @@ from PySide6.QtCore import QByteArray, QSettings, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QDockWidget,
+    QFileDialog,
     QInputDialog,
     QLabel,
     QMainWindow,
@@ -28,16 +32,22 @@ from core import protocol as p
 from gui.actions import create_actions
 from gui.bridge import ClusterBridge
 from gui.clusterpanel import ClusterPanel
+from gui.failuresview import FailuresView
+from gui.jobcommands import JobCommands, JobWorker
+from gui.joblist import JobListModel, JobListView
 from gui.jobsview import JobsView
 from gui.logview import LogTail
+from gui.messagesview import MessagesView
 from gui.processmodel import ProcessTableModel
 from gui.profiles import ProfileError, ProfileStore
+from gui.resultview import ResultView
 from gui.session import ClusterSession, SessionMode, SessionState, attach_config, known_clusters
 from gui.slotsview import SlotsView
+from gui.submission import SubmissionFlow
 
 ORGANISATION = "clusterdeck"
 APPLICATION = "clusterdeck"
-_SETTINGS_VERSION = 1
+_SETTINGS_VERSION = 2
 
 STOP = "stop"
 HEADLESS = "headless"
@@ -56,7 +66,7 @@ class MainWindow(QMainWindow):
     """Emitted once the window is closed: ``stop`` (the cluster, if any, is stopped) or
     ``headless`` (a local cluster keeps running in this process without a window)."""
     job_file_dropped = Signal(str)
-    """A job file was dropped on the window (submission arrives with the job protocol)."""
+    """A file was dropped on the window; it is offered for submission."""
 
     def __init__(self, bridge: ClusterBridge | None = None,
                  session: ClusterSession | None = None,
@@ -68,24 +78,44 @@ class MainWindow(QMainWindow):
         self.bridge = bridge or ClusterBridge(self)
         self.session = session or ClusterSession(self.bridge, self)
         self.actions = create_actions(self)
+        self.worker = JobWorker(self.bridge)
+        self.commands = JobCommands(self.bridge, self.worker, self)
+        self.submission = SubmissionFlow(self.bridge, self.worker, self)
+        self.current_job: str | None = None
+        self._focus_next: str | None = None
         self.model = ProcessTableModel(self)
-        self.jobs = JobsView()
+        self.jobs = JobsView(self.bridge.recorder)
         self.cluster_panel = ClusterPanel(self.model, self.actions, store or ProfileStore())
         self.slots = SlotsView()
+        self.job_model = JobListModel(self)
+        self.job_list = JobListView(self.job_model, self.actions.submit, self.actions.cancel_job)
+        self.result = ResultView()
+        self.failures = FailuresView(self.submission.job_files)
+        self.messages = MessagesView()
         self.log_docks: dict[str, QDockWidget] = {}
         self.setCentralWidget(self.jobs)
+        self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
         self.cluster_dock = self._dock("Cluster", "cluster", self.cluster_panel,
                                        Qt.DockWidgetArea.LeftDockWidgetArea)
         self.slots_dock = self._dock("Slots", "slots", self.slots,
                                      Qt.DockWidgetArea.LeftDockWidgetArea)
         self.splitDockWidget(self.cluster_dock, self.slots_dock, Qt.Orientation.Vertical)
+        bottom = Qt.DockWidgetArea.BottomDockWidgetArea
+        self.jobs_dock = self._dock("Jobs", "jobs", self.job_list, bottom)
+        self.result_dock = self._dock("Result", "result", self.result, bottom)
+        self.failures_dock = self._dock("Failures", "failures", self.failures, bottom)
+        self.messages_dock = self._dock("Messages", "messages", self.messages, bottom)
+        for dock in (self.result_dock, self.failures_dock, self.messages_dock):
+            self.tabifyDockWidget(self.jobs_dock, dock)
+        self.jobs_dock.raise_()
         self._status_labels()
         self._menus_and_toolbar()
         self._wire()
         self.resize(1400, 860)
-        self.resizeDocks([self.cluster_dock], [560], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.cluster_dock, self.slots_dock], [420, 440],
+        self.resizeDocks([self.cluster_dock], [520], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.cluster_dock, self.slots_dock], [400, 460],
                          Qt.Orientation.Vertical)
+        self.resizeDocks([self.jobs_dock], [300], Qt.Orientation.Vertical)
         self._default_state = self.saveState(_SETTINGS_VERSION)
         self._restore_layout()
         self._update_actions()
@@ -114,17 +144,20 @@ class MainWindow(QMainWindow):
 
     def _menus_and_toolbar(self) -> None:
         a = self.actions
+        file = self.menuBar().addMenu("&File")
+        file.addActions([a.submit, a.cancel_job])
+        file.addSeparator()
+        file.addAction(a.quit)
         cluster = self.menuBar().addMenu("&Cluster")
         cluster.addActions([a.start, a.stop, a.restart, a.attach])
         cluster.addSeparator()
         cluster.addAction(a.add_taskmanager)
-        cluster.addSeparator()
-        cluster.addAction(a.quit)
         process = self.menuBar().addMenu("&Process")
         process.addActions([a.show_log, a.restart_process, a.kill_process])
         view = self.menuBar().addMenu("&View")
-        view.addActions([self.cluster_dock.toggleViewAction(),
-                         self.slots_dock.toggleViewAction()])
+        view.addActions([dock.toggleViewAction() for dock in (
+            self.cluster_dock, self.slots_dock, self.jobs_dock, self.result_dock,
+            self.failures_dock, self.messages_dock)])
         view.addSeparator()
         view.addActions([a.zoom_in, a.zoom_out, a.fit_graph])
         view.addSeparator()
@@ -134,6 +167,8 @@ class MainWindow(QMainWindow):
         toolbar.setObjectName("toolbar-main")
         toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         toolbar.addActions([a.start, a.stop, a.restart, a.attach])
+        toolbar.addSeparator()
+        toolbar.addActions([a.submit, a.cancel_job])
         toolbar.addSeparator()
         toolbar.addActions([a.show_log, a.restart_process, a.kill_process])
         toolbar.addSeparator()
@@ -145,8 +180,19 @@ class MainWindow(QMainWindow):
         bridge.overview_changed.connect(self._on_overview)
         bridge.processes_changed.connect(self.model.update_processes)
         bridge.resources_changed.connect(self.model.set_resources)
+        bridge.job_changed.connect(self.job_model.set_snapshot)
         bridge.job_changed.connect(self.jobs.set_job)
         bridge.job_changed.connect(self.slots.set_job)
+        bridge.job_changed.connect(self.failures.set_snapshot)
+        bridge.job_changed.connect(self.result.set_snapshot)
+        bridge.job_changed.connect(self._on_job_seen)
+        bridge.job_list_changed.connect(self.job_model.set_job_list)
+        bridge.job_result_changed.connect(self.job_model.set_result)
+        bridge.job_result_changed.connect(self.result.set_result)
+        bridge.job_result_changed.connect(self.failures.set_result)
+        bridge.job_result_changed.connect(lambda *_: self._update_actions())
+        bridge.job_events.connect(self.jobs.apply_events)
+        bridge.traffic.connect(self.messages.add)
         bridge.cluster_events.connect(self._on_cluster_events)
         bridge.broker_changed.connect(self._on_broker)
         bridge.cleared.connect(self._on_cleared)
@@ -156,6 +202,22 @@ class MainWindow(QMainWindow):
         self.model.modelReset.connect(self._update_actions)
         self.cluster_panel.table.selectionModel().selectionChanged.connect(self._update_actions)
         self.cluster_panel.process_activated.connect(self.show_log)
+        self.jobs.job_chosen.connect(self.choose_job)
+        self.jobs.replay_changed.connect(self.slots.set_replay)
+        self.job_list.job_chosen.connect(self.choose_job)
+        self.job_model.dataChanged.connect(self._update_actions)
+        self.job_model.rowsInserted.connect(self._update_actions)
+        self.failures.failure_selected.connect(self.jobs.graph.focus)
+        self.failures_dock.visibilityChanged.connect(self.failures.set_on_screen)
+        self.messages_dock.visibilityChanged.connect(self.messages.set_on_screen)
+        self.result.rows_wanted.connect(self.commands.load_rows)
+        self.commands.rows_loaded.connect(self.result.show_rows)
+        self.commands.notice.connect(self._on_notice)
+        self.submission.notice.connect(lambda text: self.statusBar().showMessage(text, 10000))
+        self.submission.submitted.connect(self._on_submitted)
+        self.job_file_dropped.connect(self.submission.offer)
+        a.submit.triggered.connect(self.choose_job_file)
+        a.cancel_job.triggered.connect(self.cancel_current_job)
         a.start.triggered.connect(self.start_cluster)
         a.stop.triggered.connect(lambda: self.session.stop())
         a.restart.triggered.connect(self.session.restart)
@@ -196,6 +258,28 @@ class MainWindow(QMainWindow):
                 return
             self.session.attach(config)
 
+    def choose_job_file(self) -> None:
+        """File > Submit...: pick a job file; it goes through the submission flow."""
+        path, _ = QFileDialog.getOpenFileName(self, "Submit a job file", str(Path.cwd()),
+                                              "Job files (*.py);;All files (*)")
+        if path:
+            self.submission.offer(path)
+
+    def cancel_current_job(self) -> None:
+        if self.current_job is not None:
+            self.commands.cancel(self.current_job)
+
+    def choose_job(self, job_id: str) -> None:
+        """Make ``job_id`` the current job of every job view."""
+        if job_id == self.current_job:
+            return
+        self.current_job = job_id
+        self.job_list.select(job_id)
+        self.jobs.select_job(job_id)
+        self.result.show_job(job_id)
+        self.failures.show_job(job_id)
+        self._update_actions()
+
     def kill_selected(self) -> None:
         row = self.cluster_panel.selected_row()
         if row is not None:
@@ -221,8 +305,10 @@ class MainWindow(QMainWindow):
 
     def reset_layout(self) -> None:
         self.restoreState(self._default_state, _SETTINGS_VERSION)
-        for dock in (self.cluster_dock, self.slots_dock):
+        for dock in (self.cluster_dock, self.slots_dock, self.jobs_dock, self.result_dock,
+                     self.failures_dock, self.messages_dock):
             dock.show()
+        self.jobs_dock.raise_()
 
     def _with_selected(self, command: Any) -> None:
         row = self.cluster_panel.selected_row()
@@ -266,10 +352,27 @@ class MainWindow(QMainWindow):
         self.broker_label.setStyleSheet("color: #b03a36; font-weight: bold;"
                                         if state == "disconnected" else "")
 
+    def _on_submitted(self, job_id: str, _path: str) -> None:
+        """Show a job submitted here as soon as it is seen (it may be already)."""
+        self._focus_next = job_id
+        if job_id in self.jobs.snapshots:
+            self._on_job_seen(job_id, self.jobs.snapshots[job_id])
+        self.jobs_dock.raise_()
+
+    def _on_job_seen(self, job_id: str, _snapshot: Any) -> None:
+        if job_id == self._focus_next:
+            self._focus_next = None
+            self.choose_job(job_id)
+
     def _on_cleared(self) -> None:
         self.model.clear()
         self.slots.clear()
         self.jobs.clear()
+        self.job_model.clear()
+        self.result.clear()
+        self.failures.clear()
+        self.messages.clear()
+        self.current_job = None
         self._on_overview(None)
         for dock in list(self.log_docks.values()):
             dock.close()
@@ -300,6 +403,10 @@ class MainWindow(QMainWindow):
         a.restart_process.setEnabled(row is not None and row.supervised
                                      and state.mode is not SessionMode.STOPPING)
         a.kill_process.setEnabled(row is not None and row.pid is not None)
+        connected = state.mode in (SessionMode.RUNNING, SessionMode.ATTACHED)
+        a.submit.setEnabled(connected)
+        job = self.job_model.row(self.current_job or "")
+        a.cancel_job.setEnabled(connected and job is not None and not job.ended)
 
     # -- layout and closing -------------------------------------------------------------------
 
@@ -342,6 +449,7 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         self.save_layout()
+        self.worker.shutdown()
         if choice == STOP:
             self.session.shutdown()
         event.accept()
@@ -350,14 +458,15 @@ class MainWindow(QMainWindow):
     # -- dropping job files -------------------------------------------------------------------
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
-        if any(url.toLocalFile().endswith(".py") for url in event.mimeData().urls()):
+        """Any local file is welcome: one that is not a job is refused with the reason."""
+        if any(url.isLocalFile() for url in event.mimeData().urls()):
             event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:
-        for url in event.mimeData().urls():
-            if url.toLocalFile().endswith(".py"):
-                self.job_file_dropped.emit(url.toLocalFile())
-                self.statusBar().showMessage(f"job file {Path(url.toLocalFile()).name}: "
-                                             "submission from the window is not wired yet",
-                                             8000)
+        dropped = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        if not dropped:
+            event.ignore()
+            return
+        for path in dropped:
+            self.job_file_dropped.emit(path)
         event.acceptProposedAction()

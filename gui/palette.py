@@ -7,8 +7,6 @@ red), readable on a light background with dark text.
 
 from __future__ import annotations
 
-import hashlib
-
 from PySide6.QtGui import QColor
 
 EXECUTION_STATE_COLOURS: dict[str, QColor] = {
@@ -51,18 +49,27 @@ SLOT_BUSY = QColor("#e07b39")
 SLOT_LOST = QColor("#f3c7c5")
 SLOT_OUTLINE = QColor("#6b6b6b")
 
-_JOB_COLOURS = ("#1f77b4", "#9467bd", "#17becf", "#bcbd22", "#e377c2", "#8c564b",
-                "#2ca02c", "#ff7f0e")
+_JOB_COLOURS = ("#1f77b4", "#9467bd", "#17becf", "#bcbd22", "#e377c2", "#393b79",
+                "#8c6d31")
+"""No red, green, grey or orange: the timeline draws failed and cancelled attempts red and
+grey, the slot grid a busy slot of no known job orange, and green means finished."""
 
 
 def execution_colour(state: str) -> QColor:
     return EXECUTION_STATE_COLOURS.get(state, UNKNOWN_STATE)
 
 
+_ASSIGNED: dict[str, QColor] = {}
+
+
 def job_colour(job_id: str) -> QColor:
-    """A stable colour per job, the same in every view and every session."""
-    digest = hashlib.blake2s(job_id.encode("utf-8"), digest_size=2).digest()
-    return QColor(_JOB_COLOURS[int.from_bytes(digest, "big") % len(_JOB_COLOURS)])
+    """A colour per job, the same in every view: jobs take the palette's colours in the
+    order they are first seen, so the few jobs on screen together differ (a hash of the id
+    gave two of three jobs the same colour). GUI thread only."""
+    colour = _ASSIGNED.get(job_id)
+    if colour is None:
+        colour = _ASSIGNED[job_id] = QColor(_JOB_COLOURS[len(_ASSIGNED) % len(_JOB_COLOURS)])
+    return colour
 
 
 def text_colour_on(fill: QColor) -> QColor:

@@ -1,13 +1,15 @@
-"""Screenshots for the docs: the main window and each view, against a real local cluster.
+"""Screenshots for the docs: the main window and each view, from a real run.
 
     QT_QPA_PLATFORM=offscreen python -m gui.screenshots [--out docs/screenshots]
 
-Starts a local cluster (amqtt broker, two TaskManagers with two slots each) in a
-throw-away CLUSTERDECK_HOME, opens the main window on it, waits until both TaskManagers
-are registered and the utilisation plot has a few samples, and saves PNGs with
-``QWidget.grab()``. Until jobs can be submitted from the window, the ExecutionGraph shows
-a snapshot made by the real ExecutionGraph and Scheduler (core.executiongraph) driven
-through a few events, fed through the bridge like a JobMaster's snapshot.
+Starts a local cluster from the window (two TaskManagers with two slots each, Spark
+started eagerly) in a throw-away CLUSTERDECK_HOME and submits real jobs through the
+window's own submission flow, with the submit dialog filled in as a user would:
+``examples/failing_job.py`` (one restart, then it fails), ``examples/wordcount.py`` with
+parallelism 4, and ``examples/pi.py`` (a PySpark script, for its stdout). A file that is
+not a job is offered too, for the error dialog. Then each view is brought to the front
+and saved with ``QWidget.grab()``; the replay is the word count half way through.
+Takes about a minute and a half, most of it Spark starting in each TaskManager.
 """
 
 from __future__ import annotations
@@ -17,114 +19,186 @@ import os
 import sys
 import tempfile
 import time
-import uuid
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from PySide6.QtCore import QCoreApplication
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtWidgets import QApplication, QDockWidget, QWidget
 
 from core.config import Config
-from core.executiongraph import (
-    ExecutionGraph,
-    ExecutionState,
-    FixedDelay,
-    Instruction,
-    ReleaseSlot,
-    RequestSlot,
-    Scheduler,
-    ScheduleRestart,
-    SlotRef,
-    TaskFailure,
-)
-from core.jobs.graph import JobEdge, JobGraph, JobKind, JobVertex, OperatorSpec, ShipStrategy
-from gui.bridge import JOB
 from gui.mainwindow import MainWindow
+from gui.replay import JobHistory
+from gui.session import SessionMode
 
-_FAST = {"heartbeat.interval": 0.5, "heartbeat.timeout": 3.0, "taskmanager.count": 2,
-         "taskmanager.slots": 2, "broker.kind": "amqtt"}
-
-
-def demo_job_graph() -> JobGraph:
-    def vertex(vertex_id: str, name: str, parallelism: int, *kinds: str) -> JobVertex:
-        return JobVertex(vertex_id, name, parallelism, tuple(
-            OperatorSpec(f"{vertex_id}.{n}", kind, kind) for n, kind in enumerate(kinds)))
-
-    return JobGraph(
-        name="word-count", kind=JobKind.DATAFLOW,
-        vertices=(vertex("lines", "Read lines", 4, "source.text", "flat_map", "filter"),
-                  vertex("stopwords", "Read stopwords", 1, "source.csv"),
-                  vertex("count", "Count words", 3, "join", "key_by", "reduce"),
-                  vertex("write", "Write counts", 3, "map", "sink.parquet")),
-        edges=(JobEdge("lines", "count", ShipStrategy.HASH),
-               JobEdge("stopwords", "count", ShipStrategy.BROADCAST, input_index=1),
-               JobEdge("count", "write", ShipStrategy.FORWARD)))
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+_CLUSTER = {"cluster.id": "demo", "heartbeat.interval": 0.5, "heartbeat.timeout": 3.0,
+            "taskmanager.count": 2, "taskmanager.slots": 2, "spark.start": "eager"}
 
 
-def demo_snapshot(taskmanagers: list[str], slots: int) -> dict[str, Any]:
-    """A word count half way through: sources finished or running, one source attempt
-    failed and restarted on another slot, the consumers still waiting for their inputs."""
-    graph = ExecutionGraph(demo_job_graph(), f"job-{uuid.uuid4().hex[:8]}")
-    scheduler = Scheduler(graph, FixedDelay(3, 2.0))
-    clock = [time.time() - 45.0]
-    free: deque[SlotRef] = deque(SlotRef(tm, i) for tm in taskmanagers for i in range(slots))
-    waiting: list[RequestSlot] = []
+class Shooter:
+    """Drives the window and saves pictures; everything on the GUI thread."""
 
-    def carry_out(event: Callable[[float], list[Instruction]]) -> None:
-        clock[0] += 2.5
-        pending = list(event(clock[0]))
-        while pending:
-            instruction = pending.pop(0)
-            if isinstance(instruction, RequestSlot):
-                waiting.append(instruction)
-            elif isinstance(instruction, ReleaseSlot):
-                free.append(instruction.slot)
-            elif isinstance(instruction, ScheduleRestart):
-                clock[0] += instruction.delay
-                pending += scheduler.restart_due(clock[0])
-            if waiting and free and not pending:
-                waiting.pop(0)
-                slot = free.popleft()
-                pending += scheduler.slot_offered(slot.taskmanager_id, slot.slot_index,
-                                                  clock[0])
+    def __init__(self, app: QApplication, window: MainWindow, out: Path) -> None:
+        self.app = app
+        self.window = window
+        self.out = out
 
-    def report(vertex_id: str, subtask: int, state: ExecutionState, **details: Any) -> None:
-        attempt_id = graph.subtask(vertex_id, subtask).current.attempt_id
-        carry_out(lambda now: scheduler.task_state_changed(attempt_id, state, now, **details))
+    def wait(self, condition: Callable[[], object], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
+            self.app.processEvents()
+            time.sleep(0.02)
 
-    carry_out(scheduler.start)
-    for subtask in range(4):
-        report("lines", subtask, ExecutionState.RUNNING)
-    report("lines", 0, ExecutionState.FINISHED)
-    report("lines", 1, ExecutionState.FAILED, failure=TaskFailure(
-        "FileNotFoundError", "[Errno 2] No such file or directory: 'input/part-0001.txt'",
-        "Traceback (most recent call last):\n"
-        '  File "examples/word_count.py", line 14, in split_lines\n'
-        "    with open(path) as lines:\n"
-        "FileNotFoundError: [Errno 2] No such file or directory: 'input/part-0001.txt'",
-        ("reading split 1 of 8: input/part-0001.txt",)))
-    report("lines", 3, ExecutionState.FINISHED)
-    report("stopwords", 0, ExecutionState.RUNNING)
-    report("stopwords", 0, ExecutionState.FINISHED)
-    report("lines", 1, ExecutionState.RUNNING)
-    return graph.snapshot()
+    def settle(self, seconds: float = 0.4) -> None:
+        """Let the bridge tick and the timers redraw."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.app.processEvents()
+            time.sleep(0.02)
+
+    def save(self, widget: QWidget, name: str) -> None:
+        self.settle()
+        path = self.out / f"{name}.png"
+        widget.grab().save(str(path))
+        print(f"wrote {path}")
+
+    def raise_dock(self, dock: QDockWidget, height: int | None = None) -> None:
+        """Bring ``dock``'s tab to the front; ``height`` resizes the bottom dock area."""
+        dock.show()
+        dock.raise_()
+        if height is not None:
+            self.window.resizeDocks([dock], [height], Qt.Orientation.Vertical)
+        self.settle()
+
+    def submit(self, path: Path, *, parallelism: int = 0, strategy: str = "",
+               attempts: int = 1, delay: float = 0.5, shoot: str = "") -> str:
+        """Offer ``path`` like a drop, fill in the dialog, Submit; the job id."""
+        flow = self.window.submission
+        flow.offer(path)
+        self.wait(lambda: flow.dialog is not None and flow.dialog.isVisible(), 20,
+                  f"the submit dialog of {path.name}")
+        dialog = flow.dialog
+        assert dialog is not None
+        dialog.parallelism.setValue(parallelism)
+        if strategy:
+            dialog.strategy.setCurrentText(strategy)
+            dialog.attempts.setValue(attempts)
+            dialog.delay.setValue(delay)
+        if shoot:
+            self.save(dialog, shoot)
+        submitted: list[str] = []
+        flow.submitted.connect(lambda job_id, _path: submitted.append(job_id))
+        dialog.submit_button.click()
+        self.wait(lambda: submitted, 60, f"{path.name} submitted")
+        return submitted[0]
+
+    def ended(self, job_id: str, timeout: float = 240) -> str:
+        def status() -> str:
+            row = self.window.job_model.row(job_id)
+            return row.status if row is not None and row.ended else ""
+        self.wait(status, timeout, f"job {job_id} to end")
+        return status()
 
 
-def wait_until(app: QApplication, condition: Callable[[], bool], timeout: float,
-               what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
-        app.processEvents()
-        time.sleep(0.02)
+def shoot_all(shooter: Shooter) -> None:
+    window, app = shooter.window, shooter.app
+    shooter.save(window.cluster_panel, "cluster-panel-idle")
+    window.session.start(Config(_CLUSTER))
+
+    def registered() -> bool:
+        rows = [window.model.row_named(f"taskmanager-{n}") for n in (1, 2)]
+        return all(row is not None and row.registration == "registered" for row in rows)
+
+    shooter.wait(lambda: window.session.state.mode is SessionMode.RUNNING and registered(),
+                 90, "both TaskManagers registered")
+
+    failing = shooter.submit(EXAMPLES / "failing_job.py", strategy="fixed-delay", attempts=1,
+                             delay=0.5, shoot="submit-dialog")
+    print(f"failing_job: {shooter.ended(failing)}")
+    wordcount = shooter.submit(EXAMPLES / "wordcount.py", parallelism=4)
+    print(f"wordcount: {shooter.ended(wordcount)}")
+    pi = shooter.submit(EXAMPLES / "pi.py")
+    print(f"pi: {shooter.ended(pi)}")
+
+    not_a_job = Path(tempfile.mkdtemp(prefix="clusterdeck-shots-")) / "notes_to_self.py"
+    not_a_job.write_text("print('remember to write build(env)')\n")
+    window.submission.offer(not_a_job)
+    shooter.wait(lambda: window.submission.error_dialog is not None, 20, "the error dialog")
+    shooter.save(window.submission.error_dialog, "error-dialog")
+    window.submission.error_dialog.close()
+
+    # The word count, finished: jobs, graph with a subtask's attempts, result, slots.
+    window.choose_job(wordcount)
+    shooter.wait(lambda: window.result.rows.rowCount() > 0, 20, "the word count's rows")
+    window.jobs.graph.fit()
+    box = next(iter(window.jobs.graph.boxes.values()))
+    window.jobs.graph.select(box.vertex_id, 0)
+    shooter.raise_dock(window.jobs_dock, 300)
+    shooter.save(window, "main-window")
+    shooter.save(window.jobs_dock, "jobs")
+    shooter.save(window.jobs, "executiongraph")
+    window.slots.tabs.setCurrentWidget(window.slots.timeline)
+    shooter.save(window.slots_dock, "slots")
+    shooter.raise_dock(window.result_dock, 400)
+    shooter.save(window.result_dock, "result")
+
+    window.choose_job(pi)
+    shooter.wait(lambda: "Pi is roughly" in window.result.stdout.toPlainText(), 20, "pi's stdout")
+    shooter.save(window.result_dock, "result-stdout")
+
+    # The failing job: root cause, history, and a click that finds the subtask in the graph.
+    window.choose_job(failing)
+    shooter.raise_dock(window.failures_dock, 400)
+    items = window.failures.failure_items()
+    if items:
+        window.failures.tree.setCurrentItem(items[0])
+        window.failures.tree.itemClicked.emit(items[0], 0)
+    shooter.save(window.failures_dock, "failures")
+    shooter.save(window, "failures-window")
+
+    # The control plane: heartbeats left out, one task deployment opened.
+    shooter.raise_dock(window.messages_dock, 400)
+    messages = window.messages
+    messages.heartbeats.setChecked(False)
+    messages.select_type("SubmitTask")
+    if messages.proxy.rowCount():
+        messages.select_row(messages.proxy.rowCount() - 1)
+    messages.select_type("all types")
+    shooter.save(window.messages_dock, "messages")
+
+    # Replay: the word count when about half of it had run.
+    window.choose_job(wordcount)
+    shooter.raise_dock(window.jobs_dock, 300)
+    replay = window.jobs.replay
+    history = window.jobs.history()
+    moment = replay.start + 0.5 * (replay.end - replay.start)
+    if history is not None:
+        running = [t for t in _change_times(history) if replay.start < t < replay.end]
+        moment = running[len(running) // 2] + 0.05 if running else moment
+    replay.show_moment(moment)
+    shooter.save(window, "replay")
+    shooter.save(window.jobs, "replay-graph")
+    replay.go_live()
+
+    window.cluster_panel.select_process("taskmanager-1")
+    window.show_log("taskmanager-1")
+    shooter.save(window.cluster_panel, "cluster-panel")
+    log_dock = window.log_docks["taskmanager-1"]
+    shooter.raise_dock(log_dock)
+    shooter.save(log_dock, "process-log")
+    app.processEvents()
 
 
-def save(widget: QWidget, path: Path) -> None:
-    widget.grab().save(str(path))
-    print(f"wrote {path}")
+def _change_times(history: JobHistory) -> list[float]:
+    """Moments where a subtask of the replayed job changed state (for a telling replay)."""
+    snapshot = history.snapshot
+    return sorted(float(t) for vertex in snapshot.get("vertices", ())
+                  for subtask in vertex.get("subtasks", ())
+                  for attempt in subtask.get("attempts") or ()
+                  for state, t in (attempt.get("state_timestamps") or {}).items()
+                  if state in ("RUNNING", "FINISHED"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,37 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     window.resize(1500, 940)
     window.show()
     try:
-        app.processEvents()
-        save(window.cluster_panel, args.out / "cluster-panel-idle.png")
-        window.session.start(Config({"cluster.id": "demo", **_FAST}))
-        names = ["taskmanager-1", "taskmanager-2"]
-
-        def registered() -> bool:
-            rows = [window.model.row_named(name) for name in names]
-            return all(row is not None and row.registration == "registered" for row in rows)
-
-        wait_until(app, registered, 60, "both TaskManagers registered")
-        snapshot = demo_snapshot(names, 2)
-        window.bridge.post(JOB, snapshot["job_id"], snapshot)
-        wait_until(app, lambda: window.jobs.graph.snapshot is not None, 5, "the job drawn")
-        window.jobs.graph.select("lines", 1)
-        window.cluster_panel.select_process("taskmanager-1")
-        window.show_log("taskmanager-1")
-        window.slots_dock.raise_()
-        wait_until(app, lambda: len(window.slots.plot.samples()[0]) >= 8, 20,
-                   "a few utilisation samples")
-        wait_until(app, lambda: any(r.cpu_percent for r in window.model.rows()), 10,
-                   "CPU samples")
-        window.jobs.graph.fit()
-        app.processEvents()
-        save(window, args.out / "main-window.png")
-        save(window.cluster_panel, args.out / "cluster-panel.png")
-        save(window.jobs, args.out / "executiongraph.png")
-        save(window.slots, args.out / "slots.png")
-        log_dock = window.log_docks["taskmanager-1"]
-        log_dock.raise_()
-        app.processEvents()
-        save(log_dock, args.out / "process-log.png")
+        shoot_all(Shooter(app, window, args.out))
     finally:
         window.session.shutdown()
         window.close()

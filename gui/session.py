@@ -9,7 +9,7 @@ killing a TaskManager never waits behind a slow restart of another one.
 
 A local cluster has our supervisor: processes can be restarted and killed through it.
 An attached cluster (started by ``clusterdeck up`` or by another window) is only watched
-through a ClusterClient; its processes can still be killed by pid when they run on this
+through a JobClient; its processes can still be killed by pid when they run on this
 host, to watch failover happen.
 """
 
@@ -28,7 +28,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from core import paths
-from core.client import ClusterClient
+from core.client import JobClient
 from core.config import Config, load
 from core.localcluster import LocalCluster, taskmanager_name
 from core.process import run_dir
@@ -65,7 +65,7 @@ class SessionState:
 
 
 class ClusterSession(QObject):
-    """Owns the LocalCluster (if any) and the ClusterClient; lives on the GUI thread."""
+    """Owns the LocalCluster (if any) and the JobClient; lives on the GUI thread."""
 
     state_changed = Signal(object)
     """The new ``SessionState``."""
@@ -117,7 +117,7 @@ class ClusterSession(QObject):
         self._set(SessionState(SessionMode.ATTACHING, config["cluster.id"],
                                config["broker.kind"]))
         self._background(self._lifecycle,
-                         lambda: ClusterClient(config, connect_timeout=10.0),
+                         lambda: JobClient(config, connect_timeout=10.0),
                          self._attached, self._attach_failed)
 
     def stop(self, then: Callable[[], None] | None = None, error: str = "") -> None:
@@ -216,10 +216,10 @@ class ClusterSession(QObject):
         if cluster is None:
             return
         self._background(self._lifecycle,
-                         lambda: ClusterClient(cluster.config, connect_timeout=_CONNECT_TIMEOUT),
+                         lambda: JobClient(cluster.config, connect_timeout=_CONNECT_TIMEOUT),
                          lambda client: self._connected(cluster, client), self._start_failed)
 
-    def _connected(self, cluster: LocalCluster, client: ClusterClient) -> None:
+    def _connected(self, cluster: LocalCluster, client: JobClient) -> None:
         if self.cluster is not cluster:  # stopped while the client connected
             self._commands.submit(client.close)
             return
@@ -231,7 +231,7 @@ class ClusterSession(QObject):
         self.stop(error=message)
         self._report(message)
 
-    def _attached(self, client: ClusterClient) -> None:
+    def _attached(self, client: JobClient) -> None:
         if self.state.mode is not SessionMode.ATTACHING:
             self._commands.submit(client.close)
             return

@@ -1,4 +1,5 @@
-"""The slots view: a slot grid per TaskManager and the slot utilisation over time.
+"""The slots view: a slot grid per TaskManager, the task timeline per slot and the slot
+utilisation over time.
 
 The ClusterOverview says how many slots each TaskManager has and how many are free; it
 does not say whose the busy ones are. The job snapshots do (the slot of every deploying
@@ -8,7 +9,9 @@ wins when the two disagree for a moment.
 
 The plot follows pyqtgraph's scrolling-plot recipe: the curves are created once, fed
 from a preallocated ring buffer, and redrawn by a timer; overview messages only replace
-the latest value. Everything here runs on the GUI thread.
+the latest value. During a replay (``set_replay``) the grid shows the replayed job's slots
+as they were, from its replayed snapshot alone, and the timeline marks the moment.
+Everything here runs on the GUI thread.
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, QSize, Qt, QTimer
 from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen
-from PySide6.QtWidgets import QLabel, QScrollArea, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from core import protocol as p
 from gui.jobfeed import busy_slots
 from gui.palette import SLOT_BUSY, SLOT_FREE, SLOT_LOST, SLOT_OUTLINE, job_colour
+from gui.timeline import SlotTimeline
 
 _CELL = 30
 _GAP = 4
@@ -41,17 +45,30 @@ class SlotGrid(QWidget):
         self._overview: p.ClusterOverview | None = None
         self._owners: dict[tuple[str, int], tuple[str, str]] = {}
         self._job_names: dict[str, str] = {}
+        self.replaying = False
         self.setMouseTracking(True)
+        # Job snapshots arrive up to ten times a second per job; the grid repaints at most
+        # four times a second (its data is current at once, only the paint waits).
+        self._repaint = QTimer(self)
+        self._repaint.setSingleShot(True)
+        self._repaint.setInterval(250)
+        self._repaint.timeout.connect(self.update)
 
     def set_overview(self, overview: p.ClusterOverview | None) -> None:
         self._overview = overview
         self.updateGeometry()
         self.update()
 
-    def set_jobs(self, snapshots: dict[str, dict[str, Any]]) -> None:
-        self._owners = busy_slots(snapshots)
+    def set_jobs(self, snapshots: dict[str, dict[str, Any]], replaying: bool = False) -> None:
+        """Whose the busy slots are. ``replaying``: the snapshots are the truth (a past
+        moment), not the overview's busy counts."""
+        owners = busy_slots(snapshots)
         self._job_names = {job_id: str(s.get("name", job_id)) for job_id, s in snapshots.items()}
-        self.update()
+        if owners != self._owners or replaying != self.replaying:
+            self._owners = owners
+            self.replaying = replaying
+            if not self._repaint.isActive():
+                self._repaint.start()
 
     def cells(self) -> list[tuple[str, int, str]]:
         """``(taskmanager_id, slot_index, what)`` for every cell drawn; ``what`` is
@@ -67,6 +84,9 @@ class SlotGrid(QWidget):
     def _slot_owners(self, tm: p.TaskManagerInfo) -> list[str]:
         """The overview's busy count is the truth (it comes from the TaskManager's slot
         report); the job snapshots only say whose the busy slots are."""
+        if self.replaying:
+            return [self._owners.get((tm.id, index), ("free", ""))[0]
+                    for index in range(tm.slots_total)]
         if tm.state is p.TaskManagerState.LOST:
             return ["lost"] * max(tm.slots_total, 1)
         busy = tm.slots_total - tm.slots_free
@@ -105,14 +125,17 @@ class SlotGrid(QWidget):
         for row, tm in enumerate(tms):
             top = 4 + row * _ROW_HEIGHT
             live = tm.state is p.TaskManagerState.REGISTERED
+            owners = self._slot_owners(tm)
             painter.setPen(self.palette().text().color() if live else QColor("#d64541"))
-            label = f"{tm.id}  {tm.slots_total - tm.slots_free}/{tm.slots_total}" if live \
+            busy = sum(owner not in ("free", "lost") for owner in owners) if self.replaying \
+                else tm.slots_total - tm.slots_free
+            label = f"{tm.id}  {busy}/{tm.slots_total}" if live or self.replaying \
                 else f"{tm.id}  lost"
             painter.drawText(QRectF(6, top, _LABEL_WIDTH - 10, _CELL),
                              Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
                              metrics.elidedText(label, Qt.TextElideMode.ElideRight,
                                                 _LABEL_WIDTH - 10))
-            for index, owner in enumerate(self._slot_owners(tm)):
+            for index, owner in enumerate(owners):
                 rect = QRectF(_LABEL_WIDTH + index * (_CELL + _GAP), top, _CELL, _CELL)
                 painter.setPen(QPen(SLOT_OUTLINE, 1))
                 painter.setBrush(self._fill(owner))
@@ -217,45 +240,84 @@ class UtilisationPlot(pg.PlotWidget):
 
 
 class SlotsView(QWidget):
-    """The dock's content: grid above, utilisation plot below, a one-line summary."""
+    """The dock's content: a one-line summary, the grid, then the task timeline and the
+    utilisation plot as tabs."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.grid = SlotGrid()
         self.plot = UtilisationPlot()
+        self.timeline = SlotTimeline()
         self.summary = QLabel("no cluster")
         self._jobs: dict[str, dict[str, Any]] = {}
+        self._overview: p.ClusterOverview | None = None
+        self.replay: tuple[dict[str, Any], float] | None = None
         scroll = QScrollArea()
         scroll.setWidget(self.grid)
         scroll.setWidgetResizable(True)
         scroll.setMinimumHeight(2 * _ROW_HEIGHT + 12)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.timeline, "Task timeline")
+        self.tabs.addTab(self.plot, "Utilisation")
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(scroll)
-        splitter.addWidget(self.plot)
+        splitter.addWidget(self.tabs)
         splitter.setStretchFactor(0, 1)
-        splitter.setStretchFactor(1, 1)
+        splitter.setStretchFactor(1, 2)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.summary)
         layout.addWidget(splitter, 1)
 
     def set_overview(self, overview: p.ClusterOverview | None) -> None:
+        self._overview = overview
         self.grid.set_overview(overview)
         self.plot.set_overview(overview)
+        self.timeline.set_overview(overview)
+        self._summarise()
+
+    def set_job(self, job_id: str, snapshot: dict[str, Any]) -> None:
+        self._jobs[job_id] = snapshot
+        self.timeline.set_jobs(self._jobs)
+        if self.replay is None:
+            self.grid.set_jobs(self._jobs)
+
+    def set_replay(self, snapshot: dict[str, Any] | None, moment: float | None) -> None:
+        """Show one job's slots as they were at ``moment`` (its replayed snapshot); None
+        returns to live."""
+        if snapshot is None or moment is None:
+            self.replay = None
+            self.grid.set_jobs(self._jobs)
+            self.timeline.set_moment(None)
+        else:
+            self.replay = (snapshot, moment)
+            self.grid.set_jobs({str(snapshot.get("job_id", "")): snapshot}, replaying=True)
+            self.timeline.set_moment(moment)
+        self._summarise()
+
+    def clear(self) -> None:
+        self._jobs.clear()
+        self.replay = None
+        self.grid.set_jobs({})
+        self.timeline.clear_all()
+        self.set_overview(None)
+        self.plot.clear_history()
+
+    def _summarise(self) -> None:
+        overview = self._overview
         if overview is None:
             self.summary.setText("no cluster")
             return
+        if self.replay is not None:
+            snapshot, moment = self.replay
+            busy = sum(1 for *_, what in self.grid.cells() if what not in ("free", "lost"))
+            self.summary.setText(
+                f"replay at {time.strftime('%H:%M:%S', time.localtime(moment))}: "
+                f"{snapshot.get('name', '')} held {busy} slot{'s' if busy != 1 else ''}")
+            self.summary.setStyleSheet("color: #9b59b6; font-weight: bold;")
+            return
+        self.summary.setStyleSheet("")
         live = sum(tm.state is p.TaskManagerState.REGISTERED for tm in overview.taskmanagers)
         busy = overview.slots_total - overview.slots_free
         self.summary.setText(f"{busy} of {overview.slots_total} slots busy on {live} "
                              f"TaskManager{'s' if live != 1 else ''}")
-
-    def set_job(self, job_id: str, snapshot: dict[str, Any]) -> None:
-        self._jobs[job_id] = snapshot
-        self.grid.set_jobs(self._jobs)
-
-    def clear(self) -> None:
-        self._jobs.clear()
-        self.grid.set_jobs({})
-        self.set_overview(None)
-        self.plot.clear_history()

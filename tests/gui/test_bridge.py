@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from core import protocol as p
 from gui.bridge import JOB, ClusterBridge
 from gui.jobfeed import job_snapshot
 
@@ -80,3 +81,20 @@ def test_a_job_snapshot_message_is_unwrapped_to_its_job_id_and_dict():
     assert job_snapshot("state/jobs/job-7", JobSnapshot()) == ("job-7", JobSnapshot.graph)
     assert job_snapshot("state/jobs/job-8", {"vertices": []}) == ("job-8", {"vertices": []})
     assert job_snapshot("state/jobs/job-9", "not a snapshot") is None
+
+
+def test_job_events_are_recorded_per_job_before_they_are_emitted(qtbot):
+    bridge = ClusterBridge()
+    seen: list[int] = []
+    bridge.job_events.connect(lambda events: seen.append(bridge.recorder.count("job-a")))
+    producer = threading.Thread(target=lambda: [
+        bridge.post_job_event(p.JobStatusEvent("job-a" if n % 2 else "job-b", "CREATED",
+                                               "RUNNING", float(n))) for n in range(100)])
+    producer.start()
+    producer.join()
+    qtbot.waitUntil(lambda: bridge.recorder.count("job-b") == 50, timeout=2000)
+    assert seen[-1] == 50
+    assert [e.at for e in bridge.recorder.events("job-a")] == [float(n) for n in range(1, 100, 2)]
+    bridge.reset()
+    assert bridge.recorder.job_ids() == []
+    bridge.close()

@@ -103,3 +103,13 @@ def test_a_new_job_is_shown_once_the_one_on_screen_has_ended(qtbot):
     view.set_job("job-3", {**snapshot, "job_id": "job-3"})
     assert view.current_job == "job-3"
     assert view.jobs.count() == 3
+
+
+def test_another_job_does_not_inherit_the_selected_subtask(qtbot):
+    _, snapshot = mixed_word_count()
+    view = JobsView()
+    qtbot.addWidget(view)
+    view.set_job("job-1", snapshot)
+    view.graph.select("source", 1)
+    view.graph.show_snapshot({**snapshot, "job_id": "job-2"})
+    assert view.graph.selected is None

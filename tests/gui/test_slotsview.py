@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gui.palette import job_colour
 from gui.slotsview import SlotsView
 from tests.gui.jobsnapshots import mixed_word_count
 from tests.gui.overviews import overview, taskmanager
@@ -52,3 +53,9 @@ def test_without_a_cluster_the_plot_takes_no_samples(qtbot):
     qtbot.addWidget(view)
     view.plot.sample()
     assert len(view.plot.samples()[0]) == 0
+
+
+def test_jobs_seen_together_get_different_colours(qtbot):
+    colours = {job_colour(f"colour-test-{n}").name() for n in range(5)}
+    assert len(colours) == 5
+    assert job_colour("colour-test-0") == job_colour("colour-test-0")

@@ -1,0 +1,122 @@
+"""Jobs from the window on a real local cluster (broker, JobManager, TaskManagers with
+Spark): a dropped job runs to the end, a failing job explains itself, a file that is not a
+job is refused without harm. One cluster serves the module; Spark starts once per
+TaskManager."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QPoint, Qt
+
+from gui.failuretext import user_frames
+from gui.mainwindow import MainWindow
+from gui.session import SessionMode
+from tests.gui.windowdriver import drop_files, job_status, leave, submit_dropped
+from tests.integration.clusters import running_cluster
+
+pytestmark = pytest.mark.integration
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TINY = "def build(env):\n    env.from_range(0, 10).map(lambda x: x * 2).collect()\n"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with running_cluster("auto", **{"spark.start": "eager"}) as (local_cluster, _):
+        yield local_cluster
+
+
+@pytest.fixture
+def window(qtbot, cluster):
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.resize(1400, 900)
+    window.show()
+    window.session.adopt(cluster, owned=False)
+    qtbot.waitUntil(lambda: window.session.state.mode is SessionMode.RUNNING, timeout=30_000)
+    yield window
+    leave(window)
+
+
+def test_a_job_file_dropped_on_the_window_runs_until_every_subtask_is_finished(
+        qtbot, window, tmp_path):
+    job = tmp_path / "tiny_job.py"
+    job.write_text(TINY)
+    job_id = submit_dropped(qtbot, window, job)
+    qtbot.waitUntil(lambda: window.current_job == job_id, timeout=10_000)
+    assert window.jobs.current_job == job_id
+    qtbot.waitUntil(lambda: job_status(window, job_id) == "FINISHED", timeout=150_000)
+    graph = window.jobs.graph
+    qtbot.waitUntil(lambda: bool(graph.cells())
+                    and all(cell.state == "FINISHED" for cell in graph.cells()), timeout=10_000)
+    assert window.job_model.row(job_id).finished == window.job_model.row(job_id).total == 1
+    qtbot.waitUntil(lambda: window.result.rows.rowCount() == 10, timeout=10_000)
+    assert sorted(window.result.rows.value(row, 0) for row in range(10)) == list(range(0, 20, 2))
+    assert "FINISHED" in window.result.header.text()
+    window.messages_dock.raise_()  # held while its tab was behind the others
+    qtbot.waitUntil(lambda: {"SubmitJob", "UpdateTaskExecutionState"}
+                    <= window.messages.model.types, timeout=5000)
+    assert window.bridge.recorder.count(job_id) > 0, "its events were recorded for replay"
+
+
+def test_a_failing_job_shows_its_root_cause_and_traceback_and_finds_its_subtask(
+        qtbot, window):
+    job_id = submit_dropped(qtbot, window, EXAMPLES / "failing_job.py", strategy="none")
+    qtbot.waitUntil(lambda: job_status(window, job_id) == "FAILED", timeout=120_000)
+    qtbot.waitUntil(lambda: window.current_job == job_id, timeout=5000)
+    failures = window.failures
+    window.failures_dock.raise_()
+    qtbot.waitUntil(lambda: bool(failures.failure_items()), timeout=10_000)
+    root = failures.failure_items()[0]
+    assert failures.tree.topLevelItem(0).text(0) == "Root cause"
+    assert root.text(0) == "ValueError: record 777 is bad"
+    detail = failures.detail.toPlainText()
+    assert "Traceback (most recent call last)" in detail
+    assert 'raise ValueError(f"record {number} is bad")' in detail
+    record = root.data(0, Qt.ItemDataRole.UserRole + 1)[0]
+    assert user_frames(record["traceback"], job_id), "the job file's frame is marked"
+    qtbot.waitExposed(failures)
+    rect = failures.tree.visualItemRect(root)
+    with qtbot.waitSignal(failures.failure_selected, timeout=5000) as selected:
+        qtbot.mouseClick(failures.tree.viewport(), Qt.MouseButton.LeftButton,
+                         pos=QPoint(rect.left() + 10, rect.center().y()))
+    assert selected.args == [record["vertex_id"], record["subtask"]]
+    assert window.jobs.graph.selected == (record["vertex_id"], record["subtask"])
+    assert window.jobs.graph.cell(record["vertex_id"], record["subtask"]).state == "FAILED"
+
+
+def test_files_that_are_not_jobs_get_an_error_dialog_and_the_window_stays_usable(
+        qtbot, window, tmp_path):
+    plain = tmp_path / "plain.py"
+    plain.write_text("print('no build, no pyspark')\n")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("just some notes\n")
+    raising = tmp_path / "raising.py"
+    raising.write_text("def build(env):\n    raise RuntimeError('no input given')\n")
+    flow = window.submission
+
+    def refused(name: str) -> bool:
+        dialog = flow.error_dialog
+        return dialog is not None and dialog.isVisible() and name in dialog.windowTitle()
+
+    drop_files(window, plain)
+    qtbot.waitUntil(lambda: refused("plain.py"), timeout=10_000)
+    assert "defines no build(env) function and does not import pyspark" in \
+        flow.error_dialog.message.text()
+    assert flow.dialog is None, "no settings are asked for a file that is not a job"
+    drop_files(window, notes)
+    qtbot.waitUntil(lambda: refused("notes.txt"), timeout=10_000)
+    assert "not a job file" in flow.error_dialog.message.text()
+    drop_files(window, raising)  # a job by its syntax; it fails when loaded at submit
+    qtbot.waitUntil(lambda: flow.dialog is not None, timeout=10_000)
+    qtbot.mouseClick(flow.dialog.submit_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: refused("raising.py"), timeout=10_000)
+    assert "raised RuntimeError: no input given" in flow.error_dialog.message.text()
+    assert "raise RuntimeError('no input given')" in flow.error_dialog.traceback.toPlainText()
+    flow.error_dialog.close()
+
+    job = tmp_path / "after_refusals.py"
+    job.write_text(TINY)
+    job_id = submit_dropped(qtbot, window, job)
+    qtbot.waitUntil(lambda: job_status(window, job_id) == "FINISHED", timeout=120_000)
