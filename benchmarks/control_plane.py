@@ -1,0 +1,277 @@
+"""Control plane throughput: one job of 2,000 subtasks, deployed and finished per second.
+
+The lightest dataflow job there is: ``env.from_range(0, N)`` with parallelism N and a
+``collect()`` sink, chained into one vertex of N subtasks (no exchange). Each subtask
+still runs on a TaskManager slot thread through ``run_subtask``; only a subtask that got
+input splits starts Spark jobs (a range source pulls splits until none is left, so the
+first subtasks to run take them all and the rest find the pool empty and do no Spark
+work at all; the attempt logs tell which).
+
+On a warm LocalCluster (2 TaskManagers x 2 slots by default, broker auto, Spark eager),
+from the job's ExecutionStateEvents (the JobManager's clock):
+
+- throughput: N / (first SCHEDULED -> last FINISHED); deployed per second likewise;
+- per slot, between one subtask and the next in the same slot: FINISHED of one ->
+  DEPLOYING of the next (the slot goes back to the ResourceManager and is offered
+  again), DEPLOYING -> RUNNING (SubmitTask to the TaskManager and its RUNNING report),
+  RUNNING -> FINISHED (the task on the TaskManager, with its report);
+- the control plane alone: slots / median(FINISHED -> RUNNING of the next in the same
+  slot), i.e. the rate if tasks took no time at all;
+- CPU seconds of the JobManager, the broker and each TaskManager (with its Spark JVM
+  and Python workers) during the job.
+
+Target: >= 500 subtasks/s.
+
+    python -m benchmarks.control_plane [--quick] [--subtasks N] [--slots S] [--runs R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+if __package__ in (None, ""):  # run as a file: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import contextlib
+import itertools
+
+from benchmarks._harness import (
+    LoadMeter,
+    exit_on_sigterm,
+    machine_summary,
+    markdown_table,
+    median,
+    percentile,
+)
+from benchmarks.submit_latency import BenchCluster, bench_cluster, write_job
+from core import paths
+from core.client import collected_rows
+
+MANY_JOB = """\
+def build(env):
+    n = int(env.args[0])
+    env.set_job_name("many-subtasks")
+    env.from_range(0, n, name="range", parallelism=n).collect(name="rows")
+"""
+TARGET = 500.0
+FRAME_ERROR = "FrameTooLargeError: JobSnapshot"
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU of a process and all its descendants (0 if gone)."""
+    if pid is None:
+        return 0.0
+    try:
+        process = psutil.Process(pid)
+        total = sum(process.cpu_times()[:2])
+        for child in process.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                total += sum(child.cpu_times()[:2])
+        return total
+    except psutil.Error:
+        return 0.0
+
+
+def cpu_snapshot(bench: BenchCluster) -> dict[str, float]:
+    names = ["broker", "jobmanager", *sorted(bench.taskmanagers)]
+    return {name: cpu_seconds(bench.cluster.supervisor.info(name).pid) for name in names}
+
+
+@dataclass
+class Run:
+    subtasks: int
+    slots: int
+    span_s: float              # first SCHEDULED -> last FINISHED
+    scheduled_s: float         # first -> last SCHEDULED
+    deploy_span_s: float       # first -> last DEPLOYING
+    wall_s: float              # submit call -> result
+    duration_s: float
+    recycle_ms: list[float]    # FINISHED -> DEPLOYING of the next in the same slot
+    deploy_ms: list[float]     # DEPLOYING -> RUNNING
+    task_ms: list[float]       # RUNNING -> FINISHED
+    cycle_ms: list[float]      # FINISHED -> RUNNING of the next in the same slot
+    first_deploy_ms: float     # first SCHEDULED -> first DEPLOYING
+    with_splits: int           # attempts that read input splits (did Spark work)
+    task_ms_with_splits: list[float]
+    noop_window_s: float       # first DEPLOYING -> last FINISHED of the subtasks without splits
+    snapshots_refused: int     # JobManager log lines: a JobSnapshot over rpc.framesize
+    result_note: str           # what the JobResult carried
+    cpu: dict[str, float]
+    load: str
+    events: int
+
+    @property
+    def rate(self) -> float:
+        return self.subtasks / self.span_s
+
+    @property
+    def noop_rate(self) -> float:
+        return (self.subtasks - self.with_splits) / max(self.noop_window_s, 1e-9)
+
+    @property
+    def control_plane_rate(self) -> float:
+        return self.slots / (median(self.cycle_ms) / 1000)
+
+
+def attempts_with_splits(cluster_id: str, job_id: str) -> set[str]:
+    """Attempt log files (safe names) of the job that read at least one input split."""
+    folder = paths.cluster_log_dir(cluster_id) / "attempts"
+    found = set()
+    for log in folder.glob(f"{job_id}_*.log"):
+        if re.search(r"reading input split", log.read_text(encoding="utf-8", errors="replace")):
+            found.add(log.stem)
+    return found
+
+
+def log_mentions(cluster_id: str, process: str, needle: str) -> int:
+    """Lines of a process's log (with its rotated files) that contain ``needle``."""
+    folder = paths.cluster_log_dir(cluster_id)
+    return sum(line.count(needle) for log in folder.glob(f"{process}.log*")
+               for line in log.read_text(encoding="utf-8", errors="replace").splitlines())
+
+
+def one_run(bench: BenchCluster, job: Path, subtasks: int) -> Run:
+    meter = LoadMeter()
+    too_large = log_mentions(bench.cluster.cluster_id, "jobmanager", FRAME_ERROR)
+    before = cpu_snapshot(bench)
+    job_id, result, wall = bench.run_job(job, (str(subtasks),), timeout=3600.0)
+    after = cpu_snapshot(bench)
+    too_large = log_mentions(bench.cluster.cluster_id, "jobmanager", FRAME_ERROR) - too_large
+    if result.status != "FINISHED":
+        raise RuntimeError(f"job {job_id} ended {result.status}: {result.root_cause}")
+    time.sleep(0.5)  # the last events are published just before the result
+    events = bench.events.executions(job_id)
+    at: dict[str, dict[str, float]] = {}
+    slot_of: dict[str, tuple[str | None, int | None]] = {}
+    for event in events:
+        at.setdefault(event.attempt_id, {})[event.new] = event.at
+        if event.new == "DEPLOYING":
+            slot_of[event.attempt_id] = (event.taskmanager_id, event.slot_index)
+    first_scheduled = min(e.at for e in events if e.new == "SCHEDULED")
+    last_finished = max(e.at for e in events if e.new == "FINISHED")
+    scheduled = [e.at for e in events if e.new == "SCHEDULED"]
+    deploying = [e.at for e in events if e.new == "DEPLOYING"]
+    by_slot: dict[tuple[str | None, int | None], list[str]] = {}
+    for attempt, slot in slot_of.items():
+        by_slot.setdefault(slot, []).append(attempt)
+    recycle, cycle = [], []
+    for attempts in by_slot.values():
+        attempts.sort(key=lambda a: at[a]["DEPLOYING"])
+        for previous, following in itertools.pairwise(attempts):
+            if "FINISHED" in at[previous]:
+                recycle.append(1000 * (at[following]["DEPLOYING"] - at[previous]["FINISHED"]))
+                if "RUNNING" in at[following]:
+                    cycle.append(1000 * (at[following]["RUNNING"] - at[previous]["FINISHED"]))
+    deploy = [1000 * (s["RUNNING"] - s["DEPLOYING"]) for s in at.values()
+              if "RUNNING" in s and "DEPLOYING" in s]
+    task = {a: 1000 * (s["FINISHED"] - s["RUNNING"]) for a, s in at.items()
+            if "RUNNING" in s and "FINISHED" in s}
+    safe = {a.replace("/", "_").replace("#", "-"): a for a in at}
+    split_readers = {safe[name] for name in attempts_with_splits(bench.cluster.cluster_id, job_id)
+                     if name in safe}
+    noop = [a for a in at if a not in split_readers]
+    noop_window = (max(at[a].get("FINISHED", 0.0) for a in noop)
+                   - min(at[a].get("DEPLOYING", float("inf")) for a in noop)) if noop else 0.0
+    bench.events.forget(job_id)
+    return Run(subtasks, bench.slots, last_finished - first_scheduled,
+               max(scheduled) - min(scheduled), max(deploying) - min(deploying), wall,
+               result.duration or 0.0, recycle, deploy, list(task.values()), cycle,
+               1000 * (min(deploying) - first_scheduled), len(split_readers),
+               [task[a] for a in split_readers if a in task], noop_window, too_large,
+               f"duration {result.duration}, {len(result.collected_paths)} collected files, "
+               f"{len(collected_rows(result)) if result.collected_paths else 0} rows",
+               {k: after[k] - before.get(k, 0.0) for k in after}, meter.stop().describe(),
+               len(events))
+
+
+def report(runs: list[Run], kind: str) -> str:
+    def dist(values: list[float]) -> str:
+        if not values:
+            return "-"
+        return (f"{median(values):.1f} / {percentile(values, 0.95):.1f} / "
+                f"{max(values):.1f}")
+    rows = [(index + 1, run.subtasks, f"{run.span_s:.2f}", f"**{run.rate:.0f}**",
+             f"{run.subtasks / max(run.deploy_span_s, 1e-9):.0f}", f"{run.scheduled_s:.2f}",
+             f"{run.first_deploy_ms:.0f}", f"{run.wall_s:.2f}", run.with_splits,
+             f"{run.noop_rate:.0f}", f"{run.control_plane_rate:.0f}", run.load)
+            for index, run in enumerate(runs)]
+    gap_rows = []
+    for index, run in enumerate(runs):
+        gap_rows.append((index + 1, dist(run.recycle_ms), dist(run.deploy_ms),
+                         dist(run.task_ms), dist(run.task_ms_with_splits), dist(run.cycle_ms)))
+    cpu_rows = [(index + 1, *[f"{run.cpu[name]:.1f}" for name in sorted(run.cpu)],
+                 f"{1000 * run.cpu['jobmanager'] / run.subtasks:.2f}")
+                for index, run in enumerate(runs)]
+    rates = [run.rate for run in runs]
+    met = "met" if min(rates) >= TARGET else "missed"
+    return "\n".join([
+        f"Machine: {machine_summary()}.",
+        f"Broker {kind}; 2 TaskManagers x {runs[0].slots // 2} slots ({runs[0].slots} slots), "
+        f"spark.start eager, warm; job `from_range(0, N)` with parallelism N and a collect "
+        f"sink (one vertex, N subtasks). Times from the JobManager's event timestamps.",
+        "",
+        markdown_table(["run", "subtasks", "first SCHEDULED -> last FINISHED (s)",
+                        "subtasks/s", "deployed/s", "all SCHEDULED within (s)",
+                        "first SCHEDULED -> first DEPLOYING (ms)", "submit -> result (s)",
+                        "subtasks that read splits (Spark work)",
+                        "subtasks/s of the others (no Spark job): from their first DEPLOYING "
+                        "to their last FINISHED",
+                        "control plane alone: slots / median cycle (subtasks/s)",
+                        "CPU busy / load"], rows),
+        "",
+        "Per slot, ms, median / p95 / max:",
+        "",
+        markdown_table(["run", "FINISHED -> next DEPLOYING (slot back to RM and offered again)",
+                        "DEPLOYING -> RUNNING (SubmitTask, RUNNING report)",
+                        "RUNNING -> FINISHED (all tasks)",
+                        "RUNNING -> FINISHED (tasks that read splits)",
+                        "FINISHED -> next RUNNING (cycle)"], gap_rows),
+        "",
+        "CPU seconds during the job (process and descendants):",
+        "",
+        markdown_table(["run", *sorted(runs[0].cpu), "JobManager ms per subtask"], cpu_rows),
+        "",
+        "JobSnapshots refused at the JobManager for exceeding rpc.framesize (log lines "
+        f"`{FRAME_ERROR}` during each run): {', '.join(str(r.snapshots_refused) for r in runs)}."
+        f" JobResult as the client got it: {'; '.join(r.result_note for r in runs)}.",
+        "",
+        f"Target (>= {TARGET:.0f} subtasks/s, first SCHEDULED to last FINISHED): "
+        f"**{met}** ({', '.join(f'{r:.0f}' for r in rates)} subtasks/s).",
+    ])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.control_plane",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="200 subtasks, one run")
+    parser.add_argument("--subtasks", type=int, help="subtasks (default 2000, quick 200)")
+    parser.add_argument("--slots", type=int, default=2, help="slots per TaskManager (2)")
+    parser.add_argument("--runs", type=int, help="jobs, one after the other (default 2)")
+    args = parser.parse_args(argv)
+    exit_on_sigterm()
+    subtasks = args.subtasks or (200 if args.quick else 2000)
+    count = args.runs or (1 if args.quick else 2)
+    runs = []
+    with bench_cluster("control", **{"taskmanager.slots": args.slots}) as bench:
+        bench.warm_up()
+        job = write_job(bench.jobs_dir, "many_subtasks", MANY_JOB)
+        for index in range(count):
+            run = one_run(bench, job, subtasks)
+            print(f"  run {index + 1}: {run.subtasks} subtasks in {run.span_s:.2f} s = "
+                  f"{run.rate:.0f}/s (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
+            runs.append(run)
+        kind = bench.cluster.broker_kind
+    print(report(runs, kind))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
