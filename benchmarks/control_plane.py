@@ -1,7 +1,10 @@
 """Control plane throughput: one job of 2,000 subtasks, deployed and finished per second.
 
 The lightest dataflow job there is: ``env.from_range(0, N)`` with parallelism N and a
-``collect()`` sink, chained into one vertex of N subtasks (no exchange). Each subtask
+``write_text`` sink (``--sink collect``: a ``collect()`` sink), chained into one vertex of
+N subtasks (no exchange). Either sink writes one file per subtask; with 2,000 of them
+the JobResult lists the files in a manifest (``files_manifest``) instead of itself,
+which the run checks. Each subtask
 still runs on a TaskManager slot thread through ``run_subtask``; only a subtask that got
 input splits starts Spark jobs (a range source pulls splits until none is left, so the
 first subtasks to run take them all and the rest find the pool empty and do no Spark
@@ -23,6 +26,7 @@ from the job's ExecutionStateEvents (the JobManager's clock):
 Target: >= 500 subtasks/s.
 
     python -m benchmarks.control_plane [--quick] [--subtasks N] [--slots S] [--runs R]
+        [--sink text|collect]
 """
 
 from __future__ import annotations
@@ -53,13 +57,17 @@ from benchmarks._harness import (
 )
 from benchmarks.submit_latency import BenchCluster, bench_cluster, write_job
 from core import paths
-from core.client import collected_rows
+from core.client import collected_rows, result_files
 
 MANY_JOB = """\
 def build(env):
     n = int(env.args[0])
     env.set_job_name("many-subtasks")
-    env.from_range(0, n, name="range", parallelism=n).collect(name="rows")
+    numbers = env.from_range(0, n, name="range", parallelism=n)
+    if len(env.args) > 1:
+        numbers.write_text(env.args[1], name="lines")
+    else:
+        numbers.collect(name="rows")
 """
 TARGET = 500.0
 FRAME_ERROR = "FrameTooLargeError: JobSnapshot"
@@ -138,11 +146,12 @@ def log_mentions(cluster_id: str, process: str, needle: str) -> int:
                for line in log.read_text(encoding="utf-8", errors="replace").splitlines())
 
 
-def one_run(bench: BenchCluster, job: Path, subtasks: int) -> Run:
+def one_run(bench: BenchCluster, job: Path, subtasks: int, sink: str) -> Run:
     meter = LoadMeter()
     too_large = log_mentions(bench.cluster.cluster_id, "jobmanager", FRAME_ERROR)
     before = cpu_snapshot(bench)
-    job_id, result, wall = bench.run_job(job, (str(subtasks),), timeout=3600.0)
+    args = (str(subtasks),) if sink == "collect" else (str(subtasks), str(bench.jobs_dir / "out"))
+    job_id, result, wall = bench.run_job(job, args, timeout=1800.0)
     after = cpu_snapshot(bench)
     too_large = log_mentions(bench.cluster.cluster_id, "jobmanager", FRAME_ERROR) - too_large
     if result.status != "FINISHED":
@@ -186,13 +195,14 @@ def one_run(bench: BenchCluster, job: Path, subtasks: int) -> Run:
                result.duration or 0.0, recycle, deploy, list(task.values()), cycle,
                1000 * (min(deploying) - first_scheduled), len(split_readers),
                [task[a] for a in split_readers if a in task], noop_window, too_large,
-               f"duration {result.duration}, {len(result.collected_paths)} collected files, "
-               f"{len(collected_rows(result)) if result.collected_paths else 0} rows",
+               f"duration {result.duration}, {len(result_files(result)[1])} collected files "
+               f"({len(collected_rows(result))} rows), {len(result_files(result)[0])} output "
+               f"files, manifest {'yes' if result.files_manifest else 'no'}",
                {k: after[k] - before.get(k, 0.0) for k in after}, meter.stop().describe(),
                len(events))
 
 
-def report(runs: list[Run], kind: str) -> str:
+def report(runs: list[Run], kind: str, sink: str) -> str:
     def dist(values: list[float]) -> str:
         if not values:
             return "-"
@@ -215,8 +225,9 @@ def report(runs: list[Run], kind: str) -> str:
     return "\n".join([
         f"Machine: {machine_summary()}.",
         f"Broker {kind}; 2 TaskManagers x {runs[0].slots // 2} slots ({runs[0].slots} slots), "
-        f"spark.start eager, warm; job `from_range(0, N)` with parallelism N and a collect "
-        f"sink (one vertex, N subtasks). Times from the JobManager's event timestamps.",
+        f"spark.start eager, warm; job `from_range(0, N)` with parallelism N and a "
+        f"{'write_text' if sink == 'text' else 'collect()'} sink (one vertex, N subtasks). "
+        "Times from the JobManager's event timestamps.",
         "",
         markdown_table(["run", "subtasks", "first SCHEDULED -> last FINISHED (s)",
                         "subtasks/s", "deployed/s", "all SCHEDULED within (s)",
@@ -255,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--subtasks", type=int, help="subtasks (default 2000, quick 200)")
     parser.add_argument("--slots", type=int, default=2, help="slots per TaskManager (2)")
     parser.add_argument("--runs", type=int, help="jobs, one after the other (default 2)")
+    parser.add_argument("--sink", choices=["text", "collect"], default="text",
+                        help="text (default): write_text into a temp folder; collect: "
+                        "collect(), whose JobResult lists one file per subtask")
     args = parser.parse_args(argv)
     exit_on_sigterm()
     subtasks = args.subtasks or (200 if args.quick else 2000)
@@ -264,12 +278,12 @@ def main(argv: list[str] | None = None) -> int:
         bench.warm_up()
         job = write_job(bench.jobs_dir, "many_subtasks", MANY_JOB)
         for index in range(count):
-            run = one_run(bench, job, subtasks)
+            run = one_run(bench, job, subtasks, args.sink)
             print(f"  run {index + 1}: {run.subtasks} subtasks in {run.span_s:.2f} s = "
                   f"{run.rate:.0f}/s (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
             runs.append(run)
         kind = bench.cluster.broker_kind
-    print(report(runs, kind))
+    print(report(runs, kind, args.sink))
     return 0
 
 

@@ -148,9 +148,18 @@ class JobClient(ClusterClient):
         return list(snapshot.graph.get("failures", ())) if snapshot else []
 
 
+def result_files(result: p.JobResult) -> tuple[list[str], list[str]]:
+    """Every output file and every collected-row file of a job, also when the result
+    message lists only the first of them and the rest are in its ``files_manifest``."""
+    if not result.files_manifest:
+        return list(result.outputs), list(result.collected_paths)
+    manifest = json.loads(Path(result.files_manifest).read_text(encoding="utf-8"))
+    return list(manifest["outputs"]), list(manifest["collected_paths"])
+
+
 def collected_rows(result: p.JobResult) -> list[Any]:
     """The rows a job's collect() sinks gathered, in subtask order (they live in files)."""
     rows: list[Any] = []
-    for path in result.collected_paths:
+    for path in result_files(result)[1]:
         rows.extend(json.loads(Path(path).read_text(encoding="utf-8")))
     return rows

@@ -177,6 +177,9 @@ def print_result(result: p.JobResult) -> None:
               file=out)
     for path in result.outputs:
         print(f"  output: {path}", file=out)
+    if result.outputs_total > len(result.outputs):
+        print(f"  ... {result.outputs_total - len(result.outputs)} more outputs, all listed "
+              f"in {result.files_manifest}", file=out)
     if result.root_cause:
         print_failure(result.root_cause)
     if result.stdout:

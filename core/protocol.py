@@ -322,7 +322,10 @@ class JobResult:
     """Flink's JobResultSuccess and JobResultFailure in one message, told apart by
     ``status`` (FINISHED, FAILED or CANCELED; RUNNING and the like while it is pending).
 
-    Collected rows and outputs stay in files (``collected_paths``), never in messages."""
+    Collected rows and outputs stay in files (``collected_paths``), never in messages. A
+    large job's file lists are cut to their first entries and listed whole in the JSON file
+    ``files_manifest`` (``outputs_total`` and ``collected_total`` say how many there are);
+    ``core.client.result_files`` reads either form."""
 
     job_id: str
     name: str
@@ -339,6 +342,9 @@ class JobResult:
     finished: int = 0
     total: int = 0
     failure_history: tuple[dict[str, Any], ...] = ()
+    files_manifest: str = ""
+    outputs_total: int = 0
+    collected_total: int = 0
 
     @property
     def is_terminal(self) -> bool:

@@ -231,6 +231,9 @@ class ResultView(QWidget):
             self.accumulators.setItem(row, 0, QTableWidgetItem(str(name)))
             self.accumulators.setItem(row, 1, QTableWidgetItem(cell_text(value)))
         self.outputs.addItems(list(result.outputs))
+        if result.outputs_total > len(result.outputs):
+            self.outputs.addItem(f"... {result.outputs_total - len(result.outputs)} more, "
+                                 f"listed in {result.files_manifest}")
         text = result.stdout
         if result.stderr:
             text += ("\n" if text else "") + "--- stderr ---\n" + result.stderr

@@ -20,7 +20,8 @@ from core.config import Config
 from core.gateways import ResourceManagerGateway
 from core.jobmanager.jobmaster import JobMaster, restart_strategy
 from core.jobmanager.jobstore import JobRecord, JobStore
-from core.rpc import FencedRpcEndpoint, handler
+from core.jobmanager.results import bare
+from core.rpc import FencedRpcEndpoint, FrameTooLargeError, handler
 
 log = logging.getLogger(__name__)
 ENDPOINT_ID = "dispatcher"
@@ -131,7 +132,13 @@ class Dispatcher(FencedRpcEndpoint):
     def _job_ended(self, job_id: str, result: p.JobResult) -> None:
         self.jobs[job_id] = self.store.update(self.jobs[job_id], status=result.status,
                                               result=result)
-        self.rpc_service.publish(topics.job_result(job_id), result, retained=True)
+        try:  # publish encodes first: a result too large is refused before sending
+            self.rpc_service.publish(topics.job_result(job_id), result, retained=True)
+        except FrameTooLargeError as error:
+            log.error("job %s: its result is too large to send, keeping it bare: %s",
+                      job_id, error)
+            self.jobs[job_id] = self.store.update(self.jobs[job_id], result=bare(result))
+            self.rpc_service.publish(topics.job_result(job_id), bare(result), retained=True)
         self.rpc_service.forget_retained(topics.job_result(job_id))  # the store keeps it
         self._publish_job_list()
         jobmaster = self.jobmasters.pop(job_id, None)

@@ -36,6 +36,7 @@ from core.executiongraph.scheduler import Scheduler
 from core.executiongraph.splits import InputSplitAssigner
 from core.gateways import ResourceManagerGateway, TaskExecutorGateway
 from core.jobmanager.jobstore import JobRecord, ProgressLog
+from core.jobmanager.results import fitted
 from core.jobmanager.snapshots import reductions
 from core.jobs.graph import InputSplit, JobKind
 from core.jobs.sinks import initialize_sinks
@@ -320,7 +321,7 @@ class JobMaster(FencedRpcEndpoint):
 
     def _job_failed(self, failed: ins.JobFailed) -> None:
         self._end(self._result("FAILED", failed.duration, [],
-                               root_cause=failed.root_cause.to_dict()))
+                               root_cause=_trimmed(failed.root_cause.to_dict())))
 
     def _job_canceled(self, canceled: ins.JobCanceled) -> None:
         self._end(self._result("CANCELED", canceled.duration, []))
@@ -348,7 +349,7 @@ class JobMaster(FencedRpcEndpoint):
             for name, value in result.counters.items():
                 accumulators[name] = accumulators.get(name, 0) + value
         records = self._records_per_vertex()
-        return p.JobResult(
+        return fitted(p.JobResult(
             job_id=self.job_id, name=self.record.graph.name, status=status,
             duration=round(duration, 3), accumulators=accumulators, records=records,
             outputs=tuple(dict.fromkeys(o for r in results for o in r.outputs)),
@@ -357,7 +358,8 @@ class JobMaster(FencedRpcEndpoint):
             stdout="".join(r.stdout for r in results), stderr="".join(r.stderr for r in results),
             root_cause=root_cause, failures=len(self.graph.failures), finished=finished,
             total=total, failure_history=tuple(
-                _trimmed(f.to_dict()) for f in self.graph.failures[-MAX_HISTORY:]))
+                _trimmed(f.to_dict()) for f in self.graph.failures[-MAX_HISTORY:])),
+            self.work_dir)
 
     def _ordered_results(self) -> list[p.TaskResult]:
         return [s.current.result for s in self.graph.subtasks()

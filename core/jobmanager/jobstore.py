@@ -73,12 +73,12 @@ class JobStore:
         if folder.exists():
             raise ValueError(f"job {record.job_id} was already submitted")
         folder.mkdir(parents=True)
-        _write_atomically(self.artifact_path(record.job_id), artifact)
+        write_atomically(self.artifact_path(record.job_id), artifact)
         self.save(record)
 
     def save(self, record: JobRecord) -> None:
         data = json.dumps(to_data(record), indent=1).encode()
-        _write_atomically(self.folder(record.job_id) / RECORD, data)
+        write_atomically(self.folder(record.job_id) / RECORD, data)
 
     def update(self, record: JobRecord, **changes: Any) -> JobRecord:
         updated = replace(record, **changes)
@@ -147,7 +147,7 @@ class _Finished:
     input_splits: tuple[int, ...] = ()
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes) -> None:
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_bytes(data)
     os.replace(temporary, path)

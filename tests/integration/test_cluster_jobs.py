@@ -131,6 +131,17 @@ def test_collect_returns_every_row(client, tmp_path) -> None:
     assert sorted(collected_rows(result)) == [x * x for x in range(5000)]
 
 
+def test_a_job_of_many_subtasks_lists_its_files_in_a_manifest(client, tmp_path) -> None:
+    job = tmp_path / "wide.py"
+    job.write_text("def build(env):\n"
+                   "    env.from_range(0, 300, parallelism=120).collect()\n")
+    result = run(client, job)
+    assert result.status == "FINISHED", result.root_cause
+    assert result.collected_total == 120 > len(result.collected_paths)
+    assert Path(result.files_manifest).is_file()
+    assert sorted(collected_rows(result)) == list(range(300))
+
+
 def test_a_pyspark_script_with_arguments_prints_the_right_answer(client) -> None:
     result = run(client, EXAMPLES / "pi.py", "2", "20000")
     assert result.status == "FINISHED", result.root_cause
