@@ -34,11 +34,13 @@ from core.jobs.records import (
     NULL_KEY_PART,
     RECORD_COLUMN,
     FieldKey,
+    Partial,
     decode_record_row,
     encode_record,
     key_string,
 )
 from core.jobs.streams import (
+    CountingPartition,
     Records,
     Stream,
     Table,
@@ -142,9 +144,13 @@ def _exchange_frame(work: Work, stream: Stream, key: HashKey | None) -> DataFram
         return work.session.createDataFrame(rdd.map(lambda r: (encode_record(r),)),
                                             f"{RECORD_COLUMN} STRING", verifySchema=False)
     key_of = key.function or FieldKey(key.fields)
+
+    def stored(record: Any) -> tuple[str, str | None]:
+        part = record.key if isinstance(record, Partial) else key_of(record)
+        return encode_record(record), key_string(part)
+
     return work.session.createDataFrame(
-        rdd.map(lambda r: (encode_record(r), key_string(key_of(r)))),
-        f"{RECORD_COLUMN} STRING, {KEY_COLUMN} STRING", verifySchema=False)
+        rdd.map(stored), f"{RECORD_COLUMN} STRING, {KEY_COLUMN} STRING", verifySchema=False)
 
 
 def _partition_column(edge: JobEdge, df: DataFrame, key: HashKey | None, count: int,
@@ -176,19 +182,9 @@ def read_exchange(work: Work, paths: Sequence[str]) -> tuple[Stream, Callable[[]
         return empty_records(work), lambda: 0
     if df.columns == [RECORD_COLUMN]:
         counter = work.spark_context.accumulator(0)
-        return Records(df.rdd.map(_CountingDecoder(counter))), lambda: counter.value
+        return (Records(df.rdd.mapPartitions(CountingPartition(counter, decode_record_row))),
+                lambda: counter.value)
     return counted_table(work, df)
-
-
-class _CountingDecoder:
-    """Decodes a ``__record`` row, counting it (picklable, for workers)."""
-
-    def __init__(self, counter: Any) -> None:
-        self.counter = counter
-
-    def __call__(self, row: Any) -> Any:
-        self.counter.add(1)
-        return decode_record_row(row)
 
 
 def _has_data(path: str) -> bool:

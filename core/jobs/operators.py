@@ -9,7 +9,6 @@ functions run in Spark's Python workers.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,13 +16,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from core.jobs import plan
+from core.jobs.combine import KeyedFold, keyed_fold
 from core.jobs.graph import OperatorSpec
 from core.jobs.plan import KeySpec, UserCode
 from core.jobs.records import (
     SCALAR,
-    FieldKey,
     RowDecoder,
-    field_value,
     record_to_row,
     table_shape,
 )
@@ -46,14 +44,6 @@ def apply(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Stream]
     if implementation is None:
         raise ValueError(f"unknown operator kind {op.kind!r}")
     return implementation(work, op, code, inputs)
-
-
-def key_function(spec: KeySpec, code_key: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
-    """The key of a record in Python: the user's function, or its fields."""
-    if spec.by_function:
-        assert code_key is not None
-        return code_key
-    return FieldKey(spec.fields)
 
 
 def _map(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Stream]) -> Stream:
@@ -89,10 +79,15 @@ def _key_column(df: DataFrame, spec: KeySpec) -> Column:
     return F.struct(*[F.col(name) for name in names])
 
 
+def _fold(op: OperatorSpec, code: UserCode) -> KeyedFold:
+    fold = keyed_fold(op, code)
+    assert fold is not None
+    return fold
+
+
 def _reduce(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Stream]) -> Stream:
-    key = key_function(KeySpec.from_params(op.params["key"]), code.keys[0])
-    assert code.fn is not None
-    return Records(as_records(inputs[0]).keyBy(key).reduceByKey(code.fn).values())
+    fold = _fold(op, code)
+    return Records(as_records(inputs[0]).map(fold.pair).reduceByKey(fold.merge).values())
 
 
 def _count(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Stream]) -> Stream:
@@ -101,8 +96,8 @@ def _count(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Stream
     if df is not None:
         return Table(df.groupBy(_key_column(df, spec).alias("_1"))
                      .agg(F.count(F.lit(1)).alias("_2")))
-    key = key_function(spec, code.keys[0])
-    return Records(as_records(inputs[0]).map(lambda r: (key(r), 1)).reduceByKey(operator.add))
+    fold = _fold(op, code)
+    return Records(as_records(inputs[0]).map(fold.pair).reduceByKey(fold.merge))
 
 
 def _sum(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Stream]) -> Stream:
@@ -113,12 +108,8 @@ def _sum(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Stream])
         column = column_names(df, [field if field is not None else 0])[0]
         return Table(df.groupBy(_key_column(df, spec).alias("_1"))
                      .agg(F.sum(column).alias("_2")))
-    key = key_function(spec, code.keys[0])
-
-    def pair(record: Any) -> tuple[Any, Any]:
-        return key(record), record if field is None else field_value(record, field)
-
-    return Records(as_records(inputs[0]).map(pair).reduceByKey(operator.add))
+    fold = _fold(op, code)
+    return Records(as_records(inputs[0]).map(fold.pair).reduceByKey(fold.merge))
 
 
 _AGGREGATES: dict[str, Callable[[Column], Column]] = {

@@ -18,6 +18,9 @@ tagged JSON in a ``__record`` column (tuples stay tuples, dicts may have any key
 and bytes survive). Nothing is pickled. Tables (from CSV, Parquet, SQL, join, aggregate)
 travel as their own columns.
 
+A producer feeding a keyed sum, count or reduce may store a ``Partial`` instead of raw
+records: one key's partial result, combined before the exchange (``core.jobs.combine``).
+
 Keys of HASH exchanges are compared as strings built by ``key_string``; it renders ints,
 strings, booleans, dates and (mostly) doubles the way Spark's ``CAST(x AS STRING)`` does,
 so a key computed in Python and the same key read from a column land in the same
@@ -36,6 +39,7 @@ import json
 import math
 import numbers
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.types import Row
@@ -46,6 +50,15 @@ KEY_SEPARATOR = "\x01"
 NULL_KEY_PART = "\x00"
 
 SCALAR, TUPLE, ROW = "scalar", "tuple", "row"
+
+
+@dataclass(frozen=True)
+class Partial:
+    """One key's partial result of a keyed sum, count or reduce, combined by a producer
+    (the value: a partial sum, a count, or the records reduced so far)."""
+
+    key: Any
+    value: Any
 
 
 def is_named_row(value: Any) -> bool:
@@ -108,7 +121,7 @@ def record_to_tuple(record: Any, names: Sequence[str]) -> tuple:
 def field_value(record: Any, field: str | int) -> Any:
     """One field of a record, by position or by name (``_1`` and ``value`` included)."""
     if isinstance(field, int):
-        if isinstance(record, tuple | list):
+        if isinstance(record, (tuple, list)):  # a tuple, not a union: no object per call
             return record[field]
         if field == 0 and not isinstance(record, dict):
             return record
@@ -131,9 +144,13 @@ class FieldKey:
         self.fields = tuple(fields)
 
     def __call__(self, record: Any) -> Any:
-        if len(self.fields) == 1:
-            return field_value(record, self.fields[0])
-        return tuple(field_value(record, field) for field in self.fields)
+        fields = self.fields
+        if len(fields) == 1:
+            field = fields[0]
+            if type(record) is tuple and type(field) is int:  # the common (k, v) pair: fast
+                return record[field]
+            return field_value(record, field)
+        return tuple(field_value(record, field) for field in fields)
 
 
 def key_string(key: Any) -> str | None:
@@ -187,6 +204,8 @@ def _pack(value: Any) -> Any:
         return {"t": [_pack(item) for item in value]}
     if isinstance(value, tuple):
         return {"t": [_pack(item) for item in value]}
+    if isinstance(value, Partial):
+        return {"p": [_pack(value.key), _pack(value.value)]}
     if isinstance(value, list):
         return [_pack(item) for item in value]
     if isinstance(value, dict):
@@ -224,6 +243,8 @@ def _unpack(value: Any) -> Any:
         return {_hashable(_unpack(key)): _unpack(item) for key, item in body}
     if tag == "s":
         return {_hashable(_unpack(item)) for item in body}
+    if tag == "p":
+        return Partial(_unpack(body[0]), _unpack(body[1]))
     if tag == "b":
         return base64.b64decode(body)
     if tag == "dt":

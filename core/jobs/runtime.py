@@ -29,6 +29,7 @@ from pyspark.sql import SparkSession
 
 from core.jobs import plan
 from core.jobs.cancellation import attempt_scope, cancel_subtask
+from core.jobs.combine import keyed_fold
 from core.jobs.counters import CounterScope
 from core.jobs.errors import SubtaskCancelled, SubtaskFailed
 from core.jobs.exchange import (
@@ -38,14 +39,14 @@ from core.jobs.exchange import (
     read_exchange,
     write_exchange,
 )
-from core.jobs.graph import InputSplit, JobEdge, JobKind, JobVertex
+from core.jobs.graph import InputSplit, JobEdge, JobKind, JobVertex, ShipStrategy
 from core.jobs.loader import LoadedJob
 from core.jobs.operators import apply
 from core.jobs.plan import KeySpec, UserCode
 from core.jobs.script import run_pyspark_script
 from core.jobs.sinks import FileSinkWriter, collect_rows
 from core.jobs.sources import read_source
-from core.jobs.streams import Stream, Work, cache, counted
+from core.jobs.streams import Records, Stream, Work, cache, counted
 from core.jobs.tracebacks import last_line, worker_traceback
 
 DEFAULT_SPLIT_BATCH_BYTES = 64 * 1024 * 1024
@@ -207,10 +208,19 @@ class _Run:
             if len(self.outputs) > 1:
                 stream = cache(work, stream)
             for edge in self.outputs:
-                write_exchange(work, stream, self.output_dir, edge,
+                write_exchange(work, self._combined(stream, edge), self.output_dir, edge,
                                self.consumer_parallelism[edge.target], self.subtask_index,
                                self._hash_key(edge))
         self.records_out += records()
+
+    def _combined(self, stream: Stream, edge: JobEdge) -> Stream:
+        """Python records into a keyed sum, count or reduce, folded per key first."""
+        head = self.job.graph.vertex(edge.target).operators[0]
+        fold = keyed_fold(head, self.code(head.id)) \
+            if edge.ship_strategy is ShipStrategy.HASH else None
+        if fold is None or not isinstance(stream, Records):
+            return stream
+        return Records(stream.rdd.mapPartitions(fold.combine))
 
     def _hash_key(self, edge: JobEdge) -> HashKey | None:
         """The key a HASH edge partitions by, from the consuming operator."""

@@ -21,6 +21,7 @@ from core.jobs.plan import UserCode
 from core.jobs.records import SCALAR_COLUMN
 from core.jobs.splits import part_bounds, read_lines
 from core.jobs.streams import (
+    CountingPartition,
     Records,
     Stream,
     Table,
@@ -54,7 +55,8 @@ def _text(work: Work, params: dict[str, Any], code: UserCode,
         parts.append(SourceBatch(*counted_table(work, work.session.read.text(whole))))
     if ranges:
         lines = work.spark_context.accumulator(0)
-        rdd = work.spark_context.parallelize(ranges, len(ranges)).flatMap(_RangeReader(lines))
+        rdd = work.spark_context.parallelize(ranges, len(ranges)).flatMap(_read_range) \
+            .mapPartitions(CountingPartition(lines))
         parts.append(SourceBatch(Records(rdd, f"{SCALAR_COLUMN} STRING"), lambda: lines.value))
     if len(parts) == 1:
         return parts[0]
@@ -62,16 +64,8 @@ def _text(work: Work, params: dict[str, Any], code: UserCode,
     return SourceBatch(Table(df), lambda: parts[0].records() + parts[1].records())
 
 
-class _RangeReader:
-    """Reads one (path, start, length) range in a Python worker, counting its lines."""
-
-    def __init__(self, counter: Any) -> None:
-        self.counter = counter
-
-    def __call__(self, split: tuple[str, int, int]) -> Iterator[str]:
-        for line in read_lines(*split):
-            self.counter.add(1)
-            yield line
+def _read_range(split: tuple[str, int, int]) -> Iterator[str]:
+    return read_lines(*split)
 
 
 def _csv(work: Work, params: dict[str, Any], code: UserCode,

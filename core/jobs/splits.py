@@ -105,9 +105,8 @@ def read_lines(path: str, start: int = 0, length: int = -1) -> Iterator[str]:
         if start > 0:
             stream.seek(start - 1)
             position = start - 1 + len(stream.readline())
-        while end is None or position < end:
-            line = stream.readline()
-            if not line:
+        for line in stream:
+            if end is not None and position >= end:
                 return
             position += len(line)
             if line.endswith(b"\n"):

@@ -90,7 +90,11 @@ def test_word_count_over_many_small_files_matches_python(spark, tmp_path, parall
     assert result.counters == {"lines": lines}
     source, counter = (v.id for v in job.graph.vertices)
     assert result.records(source) == (lines, sum(expected.values()))
-    assert result.records(counter) == (sum(expected.values()), len(expected))
+    # The producers combine before the exchange: the counter reads at most one partial
+    # count per word and producer partition, not every word.
+    combined, counted = result.records(counter)
+    assert len(expected) <= combined < sum(expected.values())
+    assert counted == len(expected)
     assert len([r for r in result.subtasks if r.vertex_id == source]) == parallelism
 
 
