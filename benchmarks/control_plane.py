@@ -4,7 +4,7 @@ The lightest dataflow job there is: ``env.from_range(0, N)`` with parallelism N 
 ``write_text`` sink (``--sink collect``: a ``collect()`` sink), chained into one vertex of
 N subtasks (no exchange). Either sink writes one file per subtask; with 2,000 of them
 the JobResult lists the files in a manifest (``files_manifest``) instead of itself,
-which the run checks. Each subtask
+which the report shows. Each subtask
 still runs on a TaskManager slot thread through ``run_subtask``; only a subtask that got
 input splits starts Spark jobs (a range source pulls splits until none is left, so the
 first subtasks to run take them all and the rest find the pool empty and do no Spark

@@ -11,9 +11,12 @@ final once the batch's Spark jobs have run: byte ranges are counted by an accumu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from core.jobs import plan
 from core.jobs.graph import InputSplit, OperatorSpec
@@ -30,6 +33,8 @@ from core.jobs.streams import (
     counted_table,
     parse_schema,
 )
+
+RANGES_UNIONED = 8  # more intervals in one batch are built from a table of intervals
 
 
 @dataclass
@@ -97,7 +102,11 @@ def _collection(work: Work, params: dict[str, Any], code: UserCode,
 def _range(work: Work, params: dict[str, Any], code: UserCode,
            splits: Sequence[InputSplit]) -> SourceBatch:
     start, end = params["start"], params["end"]
-    bounds = [part_bounds(max(0, end - start), split.part, split.parts) for split in splits]
+    bounds = _merged(part_bounds(max(0, end - start), split.part, split.parts)
+                     for split in splits)
+    if len(bounds) > RANGES_UNIONED:
+        return SourceBatch(Table(_intervals(work, start, bounds)),
+                           lambda: sum(hi - lo for lo, hi in bounds))
     df = None
     for lo, hi in bounds:
         part = work.session.range(start + lo, start + hi)
@@ -105,6 +114,25 @@ def _range(work: Work, params: dict[str, Any], code: UserCode,
     assert df is not None
     return SourceBatch(Table(df.withColumnRenamed("id", SCALAR_COLUMN)),
                        lambda: sum(hi - lo for lo, hi in bounds))
+
+
+def _intervals(work: Work, start: int, bounds: list[tuple[int, int]]) -> DataFrame:
+    """Many intervals as one table: a union of hundreds of ``spark.range`` took Spark
+    13-20 s to plan for 500 rows."""
+    rows = [(start + lo, start + hi - 1) for lo, hi in bounds if hi > lo]
+    df = work.session.createDataFrame(rows, "lo LONG, last LONG")
+    return df.select(F.explode(F.sequence("lo", "last")).alias(SCALAR_COLUMN))
+
+
+def _merged(bounds: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Adjacent parts as one interval: fewer ``spark.range`` to union."""
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(bounds):
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+        else:
+            merged.append((lo, hi))
+    return merged or [(0, 0)]
 
 
 _READERS: dict[str, Callable[[Work, dict[str, Any], UserCode, Sequence[InputSplit]],

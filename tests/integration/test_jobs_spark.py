@@ -359,3 +359,18 @@ def test_two_scripts_on_two_threads_keep_their_own_output_and_arguments(spark, t
     assert results["3"].stdout == "['3'] 435 3\n"
     assert results["5"].stdout == "['5'] 1225 5\n"
     assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+
+
+def test_a_batch_of_many_range_parts_reads_each_number_once(spark):
+    from core.jobs.graph import InputSplit
+    from core.jobs.sources import RANGES_UNIONED, _range
+    from core.jobs.streams import Work
+
+    taken = [part for part in range(0, 300, 3)] + [299]  # 101 intervals, not adjacent
+    assert len(taken) > RANGES_UNIONED
+    splits = [InputSplit(i, "v", part=part, parts=300) for i, part in enumerate(taken)]
+    batch = _range(Work(spark, "range-parts", lambda: False), {"start": 10, "end": 1210},
+                   None, splits)
+    values = sorted(row[0] for row in batch.stream.df.collect())
+    assert values == sorted(10 + 4 * part + i for part in taken for i in range(4))
+    assert batch.records() == len(values)
