@@ -102,6 +102,7 @@ class JobMaster(FencedRpcEndpoint):
         self._executors: dict[str, str] = {}  # TaskManager id -> TaskExecutor endpoint
         self._hosts: dict[str, str] = {}
         self._snapshot_due = False
+        self._snapshot_level = 0  # the first of snapshots.reductions() that fitted
         self._ended = False
         self._split_answers: dict[str, tuple[int, p.NextInputSplit]] = {}
         self._failed_before_start = False
@@ -404,10 +405,15 @@ class JobMaster(FencedRpcEndpoint):
         snapshot["hosts"] = dict(self._hosts)
         if self._failed_before_start:
             snapshot["status"] = "FAILED"
-        for candidate in reductions(snapshot):
+        # A job's snapshot only grows: start from the reduction that fitted last time
+        # rather than encode a megabyte that is bound to be refused again.
+        for level, candidate in enumerate(reductions(snapshot)):
+            if level < self._snapshot_level:
+                continue
             try:  # publish encodes first: a snapshot too large is refused before sending
                 self.rpc_service.publish(topics.job_state(self.job_id),
                                          p.JobSnapshot(self.job_id, candidate), retained=True)
+                self._snapshot_level = level
                 return
             except FrameTooLargeError:
                 continue
