@@ -68,7 +68,12 @@ class SlotStatus:
 @message
 @dataclass(frozen=True)
 class SlotReport:
+    """``spark_ready``: the TaskManager's SparkSession is up, so a task starts at once; the
+    ResourceManager prefers such slots (a TaskManager just restarted is still starting
+    its JVM)."""
+
     slots: tuple[SlotStatus, ...]
+    spark_ready: bool = True
 
     @property
     def free(self) -> int:

@@ -68,7 +68,8 @@ class ResourceManager(FencedRpcEndpoint):
                                        self.fencing_token, self.interval)
         self.heartbeats.monitor(request.resource_id, time.monotonic())
         busy = {s.index for s in request.slot_report.slots if s.allocation_id is not None}
-        self.slots.add_taskmanager(request.resource_id, len(request.slot_report.slots), busy)
+        self.slots.add_taskmanager(request.resource_id, len(request.slot_report.slots), busy,
+                                   request.slot_report.spark_ready)
         self.run_async(self._assign_slots)
         log.info("TaskManager %s registered (%s, pid %d, %d slots)", request.resource_id,
                  request.host, request.pid, len(request.slot_report.slots))
@@ -89,7 +90,7 @@ class ResourceManager(FencedRpcEndpoint):
             return
         self.heartbeats.receive(heartbeat.resource_id, heartbeat.slot_report, time.monotonic())
         free = {s.index for s in heartbeat.slot_report.slots if s.allocation_id is None}
-        if self.slots.report(heartbeat.resource_id, free):
+        if self.slots.report(heartbeat.resource_id, free, heartbeat.slot_report.spark_ready):
             self._assign_slots()
         if before != heartbeat.slot_report:
             self._publish_snapshot()

@@ -37,24 +37,30 @@ class SlotPool:
         self._by_slot: dict[SlotId, str] = {}
         self._pending: deque[PendingRequest] = deque()
         self._busy_unknown: set[SlotId] = set()  # busy on the TaskManager, unknown here
+        self._starting: set[str] = set()  # TaskManagers whose Spark is not up yet
 
-    def add_taskmanager(self, resource_id: str, slots: int, busy: set[int] = frozenset()
-                        ) -> None:
+    def add_taskmanager(self, resource_id: str, slots: int, busy: set[int] = frozenset(),
+                        spark_ready: bool = True) -> None:
         """``busy``: slots the TaskManager reports as still running something (a task of
         before it was declared lost); they are not given out until it reports them free."""
         self._slots[resource_id] = slots
         self._busy_unknown |= {SlotId(resource_id, index) for index in busy}
+        self._set_ready(resource_id, spark_ready)
 
-    def report(self, resource_id: str, free: set[int]) -> bool:
-        """A TaskManager's slot report; True if a slot busy with unknown work is free now."""
+    def report(self, resource_id: str, free: set[int], spark_ready: bool = True) -> bool:
+        """A TaskManager's slot report; True if a slot became worth assigning: busy with
+        unknown work before and free now, or on a TaskManager whose Spark is now up."""
         freed = {s for s in self._busy_unknown if s.resource_id == resource_id
                  and s.index in free}
         self._busy_unknown -= freed
-        return bool(freed)
+        became_ready = spark_ready and resource_id in self._starting
+        self._set_ready(resource_id, spark_ready)
+        return bool(freed) or became_ready
 
     def remove_taskmanager(self, resource_id: str) -> list[Allocation]:
         """The TaskManager left the pool; returns the allocations lost with it."""
         self._slots.pop(resource_id, None)
+        self._starting.discard(resource_id)
         self._busy_unknown = {s for s in self._busy_unknown if s.resource_id != resource_id}
         lost = [a for a in self._allocations.values() if a.slot.resource_id == resource_id]
         for allocation in lost:
@@ -76,8 +82,9 @@ class SlotPool:
         self._pending = deque(r for r in self._pending if r.job_id != job_id)
 
     def assign(self) -> list[Allocation]:
-        """Match waiting requests with free slots, oldest request first, spreading the
-        work over TaskManagers (the one with most free slots first)."""
+        """Match waiting requests with free slots, oldest request first: on TaskManagers
+        whose Spark is up before those still starting it (a task there would wait for the
+        JVM), then spreading the work (the one with most free slots first)."""
         made: list[Allocation] = []
         while self._pending:
             slot = self._a_free_slot()
@@ -108,11 +115,18 @@ class SlotPool:
         candidates = [(self.free_count(r), r) for r in self._slots if self.free_count(r) > 0]
         if not candidates:
             return None
-        _, resource_id = max(candidates, key=lambda c: (c[0], c[1]))
+        _, resource_id = max(candidates, key=lambda c: (c[1] not in self._starting, c[0],
+                                                        c[1]))
         index = next(i for i in range(self._slots[resource_id])
                      if SlotId(resource_id, i) not in self._by_slot
                      and SlotId(resource_id, i) not in self._busy_unknown)
         return SlotId(resource_id, index)
+
+    def _set_ready(self, resource_id: str, spark_ready: bool) -> None:
+        if spark_ready:
+            self._starting.discard(resource_id)
+        else:
+            self._starting.add(resource_id)
 
     def _drop(self, allocation_id: str) -> None:
         allocation = self._allocations.pop(allocation_id, None)

@@ -26,5 +26,5 @@ class SlotTable:
     def free_slot(self) -> int | None:
         return next((s.index for s in self._slots if s.allocation_id is None), None)
 
-    def report(self) -> p.SlotReport:
-        return p.SlotReport(tuple(self._slots))
+    def report(self, spark_ready: bool = True) -> p.SlotReport:
+        return p.SlotReport(tuple(self._slots), spark_ready)

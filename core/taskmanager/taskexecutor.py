@@ -85,6 +85,9 @@ class TaskExecutor(RpcEndpoint):
             task.cancel()
         logging.getLogger().removeHandler(self.attempt_logs)
 
+    def _slot_report(self) -> p.SlotReport:
+        return self.slots.report(spark_ready=self._spark is not None and self._spark.done())
+
     def spark(self) -> Future[Any]:
         if self._spark is None:
             self._spark = self.run_in_worker(start_spark, self.config, self.resource_id,
@@ -131,7 +134,7 @@ class TaskExecutor(RpcEndpoint):
             cluster_id=self.config["cluster.id"], protocol_version=p.PROTOCOL_VERSION,
             resource_id=self.resource_id, instance_id=self.instance_id,
             endpoint_id=self.endpoint_id, host=socket.gethostname(), pid=os.getpid(),
-            slot_report=self.slots.report())
+            slot_report=self._slot_report())
         timeout = min(self.config["rpc.ask-timeout"], max(1.0, self._backoff * 4))
         future = self._rm_gateway().register_task_manager(request, timeout)
         self.on_main_thread(future, lambda answer, error: self._on_registration_answer(
@@ -199,7 +202,7 @@ class TaskExecutor(RpcEndpoint):
             self._register()
         if self.registration is not None:
             self._rm_gateway().heartbeat_from_task_manager(p.TaskManagerHeartbeat(
-                self.resource_id, self.registration.registration_id, self.slots.report(),
+                self.resource_id, self.registration.registration_id, self._slot_report(),
                 cpu_percent=self._os_process.cpu_percent(None),
                 memory_bytes=self._os_process.memory_info().rss))
         self.schedule(self.interval, self._heartbeat_round)

@@ -63,3 +63,23 @@ def test_releasing_a_job_drops_its_slots_and_its_waiting_requests() -> None:
     pool.release_job("a")
     assert pool.pending == 0
     assert pool.free_count("tm-1") == 1
+
+
+def test_a_taskmanager_still_starting_spark_gets_work_only_when_no_other_slot_is_free() -> None:
+    pool = SlotPool()
+    pool.add_taskmanager("tm-1", 2, busy={0})
+    pool.add_taskmanager("tm-2", 2, spark_ready=False)  # restarted: more free, not ready
+    pool.request(request(0))
+    (made,) = pool.assign()
+    assert made.slot.resource_id == "tm-1"
+    pool.request(request(1))
+    (made,) = pool.assign()
+    assert made.slot.resource_id == "tm-2"
+
+
+def test_a_taskmanager_whose_spark_came_up_is_worth_an_assignment_round() -> None:
+    pool = SlotPool()
+    pool.add_taskmanager("tm-1", 1, spark_ready=False)
+    assert pool.report("tm-1", free={0}, spark_ready=False) is False
+    assert pool.report("tm-1", free={0}, spark_ready=True) is True
+    assert pool.report("tm-1", free={0}, spark_ready=True) is False
