@@ -69,12 +69,20 @@ class HeartbeatMonitor(Generic[P]):
         return True
 
     def lost_targets(self, now: float) -> list[str]:
-        """Targets newly believed dead at ``now``; each is reported once."""
+        """Targets newly believed dead at ``now``; each is reported once. Phi decides, and
+        a silence longer than ``timeout`` is always a loss: with jittery heartbeats phi
+        alone would wait ``y * std`` more, and checked once per interval, a hang would be
+        noticed later than heartbeat.timeout + one interval."""
         lost = [target_id for target_id, target in self._targets.items()
-                if not target.reported_lost and not target.detector.is_available(now)]
+                if not target.reported_lost and self._silent(target, now)]
         for target_id in lost:
             self._targets[target_id].reported_lost = True
         return lost
+
+    def _silent(self, target: _Target[P], now: float) -> bool:
+        last = target.detector.last_heartbeat
+        return (not target.detector.is_available(now)
+                or (last is not None and now - last > self.timeout))
 
     def last_payload(self, target_id: str) -> P | None:
         """The payload of the target's last heartbeat; None if unknown or none arrived yet."""

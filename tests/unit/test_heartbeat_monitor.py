@@ -122,3 +122,14 @@ def test_from_config_reads_the_heartbeat_keys():
 def test_bad_settings_fail_when_the_monitor_is_built():
     with pytest.raises(ValueError):
         HeartbeatMonitor.from_config(Config({"heartbeat.interval": 0}))
+
+
+def test_jittery_heartbeats_do_not_stretch_the_timeout():
+    heartbeats = monitor()
+    heartbeats.monitor("tm-1", now=0.0)
+    now = 0.0
+    for step in range(40):  # a busy machine: 0.5 s and 1.5 s apart, alternately
+        now += 0.5 if step % 2 else 1.5
+        heartbeats.receive("tm-1", {}, now=now)
+    assert heartbeats.lost_targets(now=now + 6.0) == []
+    assert heartbeats.lost_targets(now=now + 6.01) == ["tm-1"]
