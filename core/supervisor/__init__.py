@@ -8,9 +8,11 @@ GUI describe the broker, JobManager and TaskManagers to it as ``ProcessSpec``s.
 
 from core.supervisor._policy import RestartPolicy
 from core.supervisor._process import ProcessInfo, ProcessSpec, ProcessStatus
+from core.supervisor._spawn import RESTARTS_ENV
 from core.supervisor._supervisor import StatusListener, Supervisor
 
 __all__ = [
+    "RESTARTS_ENV",
     "ProcessInfo",
     "ProcessSpec",
     "ProcessStatus",

@@ -51,13 +51,17 @@ def _die_with_parent_hook() -> Callable[[], None] | None:
     return die_with_parent
 
 
-def spawn(spec: ProcessSpec) -> subprocess.Popen[bytes]:
-    """Start ``spec`` with stdout and stderr merged into one pipe (``popen.stdout``).
+RESTARTS_ENV = "CLUSTERDECK_RESTARTS"  # set in every child: restarts before this start
+
+
+def spawn(spec: ProcessSpec, restarts: int = 0) -> subprocess.Popen[bytes]:
+    """Start ``spec`` with stdout and stderr merged into one pipe (``popen.stdout``). The
+    child finds in $CLUSTERDECK_RESTARTS how often it was restarted after a crash.
 
     Call it on the supervisor's long-lived thread only (see the module docstring).
     Raises OSError or subprocess.SubprocessError when the process cannot be started.
     """
-    env = None if spec.env is None else {**os.environ, **spec.env}
+    env = {**os.environ, **(spec.env or {}), RESTARTS_ENV: str(restarts)}
     return subprocess.Popen(
         spec.argv,
         cwd=spec.cwd,

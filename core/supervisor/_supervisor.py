@@ -394,7 +394,7 @@ class Supervisor:
         spec = child.spec
         self._set(child, ProcessStatus.STARTING)
         try:
-            popen = spawn(spec)
+            popen = spawn(spec, child.restarts)
         except (OSError, subprocess.SubprocessError) as error:
             child.log.note(f"cannot start {_command_line(spec)}: {error}")
             _log.error("supervisor: cannot start %s: %s", spec.name, error)

@@ -26,6 +26,7 @@ from core.gateways import DispatcherGateway, JobMasterGateway, ResourceManagerGa
 from core.heartbeat import HeartbeatMonitor
 from core.jobs.loader import LoadedJob
 from core.rpc import AskTimeoutError, RemoteError, RpcEndpoint, handler
+from core.supervisor import RESTARTS_ENV
 from core.taskmanager.artifacts import load_artifact
 from core.taskmanager.attemptlogs import AttemptLogHandler
 from core.taskmanager.runner import run_task
@@ -71,12 +72,17 @@ class TaskExecutor(RpcEndpoint):
 
     def on_start(self) -> None:
         """Main thread: follow the leader and the JobManager's presence, start heartbeats,
-        and start the SparkSession on a worker thread unless it is to start lazily."""
+        and start the SparkSession on a worker thread unless it is to start lazily.
+
+        A TaskManager restarted after a crash starts Spark lazily: its JVM would take
+        seconds of CPU from the tasks being recovered on the same machine, and the
+        ResourceManager sends work to TaskManagers whose Spark is up first anyway."""
         service = self.rpc_service
         service.subscribe(topics.LEADER, lambda _t, m: self.run_async(self._on_leader, m))
         service.subscribe(topics.presence("jobmanager"),
                           lambda _t, m: self.run_async(self._on_jobmanager_presence, m))
-        if self.config["spark.start"] == "eager":
+        restarted = os.environ.get(RESTARTS_ENV, "0") not in ("", "0")
+        if self.config["spark.start"] == "eager" and not restarted:
             self.spark()
         self._heartbeat_round()
 
