@@ -152,7 +152,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("spark.master", text, "", "Spark master URL of every TaskManager; empty means "
            "local[<taskmanager.slots>]."),
     Option("spark.start", one_of("eager", "lazy"), "eager", "eager: a TaskManager starts its "
-           "SparkSession when it starts; lazy: at its first task."),
+           "SparkSession when it starts (but one restarted after a crash starts it lazily); "
+           "lazy: at its first task."),
     Option("job.split-size", size, 64 * 1024 * 1024, "Files larger than this are read as "
            "byte-range input splits of this size, cut at line boundaries."),
     Option("jobmanager.execution.failover-strategy", one_of("region", "full"), "region",
