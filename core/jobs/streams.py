@@ -95,9 +95,11 @@ def parse_schema(text: str) -> StructType:
 def as_records(stream: Stream) -> RDD:
     if isinstance(stream, Records):
         return stream.rdd
-    if stream.counter is not None:
-        stream.decoded = True
-    return stream.df.rdd.map(RowDecoder(table_shape(stream.df.columns), stream.counter))
+    decode = RowDecoder(table_shape(stream.df.columns))
+    if stream.counter is None:
+        return stream.df.rdd.map(decode)
+    stream.decoded = True
+    return stream.df.rdd.mapPartitions(CountingPartition(stream.counter, decode))
 
 
 def as_table(work: Work, stream: Stream) -> DataFrame:
