@@ -19,7 +19,7 @@ from typing import Any
 from core.jobs import plan
 from core.jobs.graph import OperatorSpec
 from core.jobs.plan import KeySpec, UserCode
-from core.jobs.records import FieldKey, Partial
+from core.jobs.records import Partial, field_key
 
 HELD_KEYS = 100_000  # partial results one Spark partition holds; more are sent early
 _NONE = object()
@@ -70,7 +70,7 @@ def keyed_fold(op: OperatorSpec, code: UserCode) -> KeyedFold | None:
     if op.kind not in (plan.SUM, plan.COUNT, plan.REDUCE):
         return None
     spec = KeySpec.from_params(op.params["key"])
-    key = code.keys[0] if spec.by_function else _field_getter(spec.fields)
+    key = code.keys[0] if spec.by_function else field_key(spec.fields)
     assert key is not None
     if op.kind == plan.COUNT:
         return KeyedFold(key, _one, operator.add)
@@ -78,7 +78,7 @@ def keyed_fold(op: OperatorSpec, code: UserCode) -> KeyedFold | None:
         assert code.fn is not None
         return KeyedFold(key, _itself, code.fn)
     field = op.params.get("field")
-    return KeyedFold(key, _itself if field is None else _field_getter((field,)), operator.add)
+    return KeyedFold(key, _itself if field is None else field_key((field,)), operator.add)
 
 
 def _one(_record: Any) -> int:
@@ -87,17 +87,3 @@ def _one(_record: Any) -> int:
 
 def _itself(record: Any) -> Any:
     return record
-
-
-
-def _field_getter(fields: tuple[str | int, ...]) -> Callable[[Any], Any]:
-    """FieldKey, with a plain function for one position of a tuple (a call per record)."""
-    key = FieldKey(fields)
-    if len(fields) != 1 or not isinstance(fields[0], int):
-        return key
-    position = fields[0]
-
-    def positional(record: Any) -> Any:
-        return record[position] if type(record) is tuple else key(record)
-
-    return positional

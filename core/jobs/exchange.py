@@ -33,10 +33,10 @@ from core.jobs.records import (
     KEY_SEPARATOR,
     NULL_KEY_PART,
     RECORD_COLUMN,
-    FieldKey,
     Partial,
     decode_record_row,
     encode_record,
+    field_key,
     key_string,
 )
 from core.jobs.streams import (
@@ -143,7 +143,7 @@ def _exchange_frame(work: Work, stream: Stream, key: HashKey | None) -> DataFram
     if key is None:
         return work.session.createDataFrame(rdd.map(lambda r: (encode_record(r),)),
                                             f"{RECORD_COLUMN} STRING", verifySchema=False)
-    key_of = key.function or FieldKey(key.fields)
+    key_of = key.function or field_key(key.fields)
 
     def stored(record: Any) -> tuple[str, str | None]:
         part = record.key if isinstance(record, Partial) else key_of(record)
