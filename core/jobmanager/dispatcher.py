@@ -137,8 +137,9 @@ class Dispatcher(FencedRpcEndpoint):
         except FrameTooLargeError as error:
             log.error("job %s: its result is too large to send, keeping it bare: %s",
                       job_id, error)
-            self.jobs[job_id] = self.store.update(self.jobs[job_id], result=bare(result))
-            self.rpc_service.publish(topics.job_result(job_id), bare(result), retained=True)
+            result = bare(result)
+            self.jobs[job_id] = self.store.update(self.jobs[job_id], result=result)
+            self.rpc_service.publish(topics.job_result(job_id), result, retained=True)
         self.rpc_service.forget_retained(topics.job_result(job_id))  # the store keeps it
         self._publish_job_list()
         jobmaster = self.jobmasters.pop(job_id, None)

@@ -39,7 +39,14 @@ from core.jobs.exchange import (
     read_exchange,
     write_exchange,
 )
-from core.jobs.graph import InputSplit, JobEdge, JobKind, JobVertex, ShipStrategy
+from core.jobs.graph import (
+    InputSplit,
+    JobEdge,
+    JobKind,
+    JobVertex,
+    OperatorSpec,
+    ShipStrategy,
+)
 from core.jobs.loader import LoadedJob
 from core.jobs.operators import apply
 from core.jobs.plan import KeySpec, UserCode
@@ -213,9 +220,12 @@ class _Run:
                                self._hash_key(edge))
         self.records_out += records()
 
+    def _consumer_head(self, edge: JobEdge) -> OperatorSpec:
+        return self.job.graph.vertex(edge.target).operators[0]
+
     def _combined(self, stream: Stream, edge: JobEdge) -> Stream:
         """Python records into a keyed sum, count or reduce, folded per key first."""
-        head = self.job.graph.vertex(edge.target).operators[0]
+        head = self._consumer_head(edge)
         fold = keyed_fold(head, self.code(head.id)) \
             if edge.ship_strategy is ShipStrategy.HASH else None
         if fold is None or not isinstance(stream, Records):
@@ -224,7 +234,7 @@ class _Run:
 
     def _hash_key(self, edge: JobEdge) -> HashKey | None:
         """The key a HASH edge partitions by, from the consuming operator."""
-        head = self.job.graph.vertex(edge.target).operators[0]
+        head = self._consumer_head(edge)
         if head.kind in plan.KEYED:
             spec = KeySpec.from_params(head.params["key"])
             keys = self.code(head.id).keys
