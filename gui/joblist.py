@@ -17,9 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from PySide6.QtCore import (
-    QAbstractTableModel,
     QModelIndex,
-    QPersistentModelIndex,
     Qt,
     QTimer,
     Signal,
@@ -44,12 +42,12 @@ from PySide6.QtWidgets import (
 from core import protocol as p
 from gui.palette import JOB_STATUS_COLOURS, job_colour
 from gui.progress import draw_progress
+from gui.tablemodel import FixedColumnsModel, Index
 
 COLUMNS = ("Job", "Status", "Progress", "Duration", "Submitted", "Id")
 PROGRESS_ROLE = Qt.ItemDataRole.UserRole + 1
 JOB_ID_ROLE = Qt.ItemDataRole.UserRole + 2
 TERMINAL = frozenset({"FINISHED", "FAILED", "CANCELED"})
-_Index = QModelIndex | QPersistentModelIndex
 
 
 @dataclass(frozen=True)
@@ -85,8 +83,10 @@ def format_duration(seconds: float | None) -> str:
         f"{minutes // 60} h {minutes % 60:02d} min"
 
 
-class JobListModel(QAbstractTableModel):
+class JobListModel(FixedColumnsModel):
     """One row per job, newest first. GUI thread only."""
+
+    column_titles = COLUMNS
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
@@ -137,19 +137,10 @@ class JobListModel(QAbstractTableModel):
     def row_of(self, job_id: str) -> int:
         return next((i for i, row in enumerate(self._rows) if row.job_id == job_id), -1)
 
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self._rows)
+    def row_count(self) -> int:
+        return len(self._rows)
 
-    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
-        return None
-
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
         row = self._rows[index.row()]
@@ -221,7 +212,7 @@ class JobListModel(QAbstractTableModel):
 class ProgressDelegate(QStyledItemDelegate):
     """Draws ``PROGRESS_ROLE`` as a progress bar with ``finished / total`` on it."""
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: _Index) -> None:
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
         finished, total = index.data(PROGRESS_ROLE) or (0, 0)
         if option.state & QStyle.StateFlag.State_Selected:
             painter.fillRect(option.rect, option.palette.highlight())

@@ -14,13 +14,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QFont
 
 from core import protocol as p
 from core.supervisor import ProcessInfo, ProcessStatus
 from gui.palette import PROCESS_STATE_COLOURS
 from gui.sampler import ResourceSample
+from gui.tablemodel import FixedColumnsModel, Index
 
 _STATES = {ProcessStatus.STARTING: "starting", ProcessStatus.RUNNING: "running",
            ProcessStatus.RESTARTING: "restarting", ProcessStatus.FAILED: "crashed",
@@ -30,7 +31,6 @@ NONE = "\u2013"  # an en dash: the cell has no value
 COLUMNS = ("Process", "State", "PID", "Uptime", "Restarts", "CPU %", "Memory", "Heartbeat")
 """Heartbeat: a TaskManager's heartbeat age as the JobManager sees it, or ``lost``. The
 role is in the tooltip: the process names say it already."""
-_Index = QModelIndex | QPersistentModelIndex
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,10 @@ def format_bytes(count: int) -> str:
     return f"{value:.1f} GiB"
 
 
-class ProcessTableModel(QAbstractTableModel):
+class ProcessTableModel(FixedColumnsModel):
     """Rows in the supervisor's order, then TaskManagers only the overview knows."""
+
+    column_titles = COLUMNS
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
@@ -177,19 +179,10 @@ class ProcessTableModel(QAbstractTableModel):
 
     # -- QAbstractTableModel ------------------------------------------------------------------
 
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self._rows)
+    def row_count(self) -> int:
+        return len(self._rows)
 
-    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation is Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
-        return None
-
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         row = self.row_at(index.row())
         if row is None:
             return None

@@ -20,7 +20,6 @@ from typing import Any
 from PySide6.QtCore import (
     QAbstractTableModel,
     QModelIndex,
-    QPersistentModelIndex,
     Qt,
     QUrl,
     Signal,
@@ -44,9 +43,9 @@ from PySide6.QtWidgets import (
 from core import protocol as p
 from gui.joblist import format_duration
 from gui.palette import JOB_STATUS_COLOURS
+from gui.tablemodel import Index
 
 VALUE = "value"
-_Index = QModelIndex | QPersistentModelIndex
 
 
 def row_columns(rows: Sequence[Any]) -> list[Any]:
@@ -100,10 +99,10 @@ class RowsTableModel(QAbstractTableModel):
             return item[key] if isinstance(key, int) and key < len(item) else None
         return item if key == VALUE else None
 
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self._rows)
 
-    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self._columns)
 
     def headerData(self, section: int, orientation: Qt.Orientation,
@@ -114,7 +113,7 @@ class RowsTableModel(QAbstractTableModel):
             return str(self._columns[section])
         return str(section + 1)
 
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
         value = self.value(index.row(), index.column())

@@ -16,19 +16,17 @@ from collections.abc import Iterable
 from typing import Any
 
 from PySide6.QtCore import (
-    QAbstractTableModel,
     QModelIndex,
-    QPersistentModelIndex,
     QSortFilterProxyModel,
     Qt,
 )
 
 from core.rpc.mqtt import Traffic
+from gui.tablemodel import FixedColumnsModel, Index
 
 COLUMNS = ("Time", "Channel", "Sender", "Receiver", "Kind", "Type", "Size")
 CAPACITY = 20_000
 TRAFFIC_ROLE = Qt.ItemDataRole.UserRole + 1
-_Index = QModelIndex | QPersistentModelIndex
 
 
 def _texts(record: Traffic) -> tuple[str, ...]:
@@ -38,8 +36,10 @@ def _texts(record: Traffic) -> tuple[str, ...]:
             record.type_name, f"{record.size:,}")
 
 
-class TrafficModel(QAbstractTableModel):
+class TrafficModel(FixedColumnsModel):
     """The newest ``capacity`` messages, oldest first."""
+
+    column_titles = COLUMNS
 
     def __init__(self, capacity: int = CAPACITY, parent: Any = None) -> None:
         super().__init__(parent)
@@ -86,19 +86,10 @@ class TrafficModel(QAbstractTableModel):
     def records(self) -> list[Traffic]:
         return list(self._records)
 
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self._records)
+    def row_count(self) -> int:
+        return len(self._records)
 
-    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
-        return None
-
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
         if role == Qt.ItemDataRole.DisplayRole:
@@ -133,7 +124,7 @@ class TrafficFilter(QSortFilterProxyModel):
             self.heartbeats = heartbeats
         self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
 
-    def filterAcceptsRow(self, source_row: int, source_parent: _Index) -> bool:
+    def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
         model = self.sourceModel()
         if not isinstance(model, TrafficModel):
             return True
