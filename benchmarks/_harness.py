@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from broker.address import BrokerAddress
-from broker.connection import client_address, read_connection
-from broker.process import wait_ready
-from core import paths
+from clusterdeck.broker.address import BrokerAddress
+from clusterdeck.broker.connection import client_address, read_connection
+from clusterdeck.broker.server import wait_ready
+from clusterdeck.core.config import paths
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _PR_SET_PDEATHSIG = 1
@@ -154,10 +154,11 @@ class RunningBroker:
 
 def start_broker(children: Children, kind: str, cluster_id: str,
                  timeout: float = 30.0) -> RunningBroker:
-    """``python -m broker`` for a new cluster; returns once a login is accepted."""
+    """``clusterdeck broker`` for a new cluster; returns once a login is accepted."""
     started = time.monotonic()
     process = children.start(f"broker-{kind}", python_module(
-        "broker", "-D", f"cluster.id={cluster_id}", "-D", f"broker.kind={kind}"))
+        "clusterdeck.core.cli", "broker", "-D", f"cluster.id={cluster_id}",
+        "-D", f"broker.kind={kind}"))
     cluster_dir = paths.cluster_dir(cluster_id)
     deadline = started + timeout
     while read_connection(cluster_dir) is None:
@@ -208,7 +209,7 @@ def machine_summary() -> str:
     """Cores, memory, CPU model and versions: no host name, no path."""
     from importlib.metadata import version
 
-    from broker import mosquitto
+    from clusterdeck.broker import mosquitto
     model = "unknown CPU"
     with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as info:
         model = next((line.split(":", 1)[1].strip() for line in info
@@ -253,7 +254,7 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
 
 def kinds_to_run(requested: Sequence[str] | None) -> list[str]:
     """The broker kinds asked for, Mosquitto left out (with a note) when not installed."""
-    from broker import mosquitto
+    from clusterdeck.broker import mosquitto
     kinds = list(requested or ["mosquitto", "amqtt"])
     if "mosquitto" in kinds and not mosquitto.is_installed():
         print("note: Mosquitto is not installed; measuring amqtt only", file=sys.stderr)

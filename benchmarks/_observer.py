@@ -14,11 +14,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from broker.address import BrokerAddress
-from core import protocol as p
-from core import topics
-from core.config import Config
-from core.process import connect_service
+from clusterdeck.broker.address import BrokerAddress
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.node.service import connect_service
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol import topics
 
 STATE, EVENT, LEADER = "state", "event", "leader"
 

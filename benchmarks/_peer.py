@@ -3,8 +3,9 @@
 ``python -m benchmarks._peer paho --cluster-id ID``: a bare paho client that echoes every
 request on the reply topic (from its network thread, nothing in between) and counts the
 flood. ``... rpc --cluster-id ID``: an RpcEndpoint on an MqttRpcService built the way
-every clusterdeck process builds one (``core.process.connect_service``), answering Echo
-asks and counting Flood tells on its main thread.
+every clusterdeck process builds one
+(``clusterdeck.core.node.service.connect_service``), answering Echo asks and counting
+Flood tells on its main thread.
 
 Prints ``ready`` on stdout once it can answer; runs until SIGTERM. With ``--profile
 FILE`` the endpoint's main thread and paho's network thread run under cProfile and their
@@ -24,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from broker.client import connect_and_wait, make_client
-from broker.connection import client_address
-from core import paths
-from core.config import Config
-from core.process import connect_service
-from core.rpc import RpcEndpoint, handler, message
+from clusterdeck.broker.client import connect_and_wait, make_client
+from clusterdeck.broker.connection import client_address
+from clusterdeck.core.config import paths
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.node.service import connect_service
+from clusterdeck.core.rpc import RpcEndpoint, handler, message
 
 ECHO_ENDPOINT = "bench-echo"
 RPC_PEER_SERVICE = "bench-rpc-peer"

@@ -56,8 +56,11 @@ from benchmarks._harness import (
     percentile,
 )
 from benchmarks.submit_latency import BenchCluster, bench_cluster, write_job
-from core import paths
-from core.client import collected_rows, result_files
+from clusterdeck.core.client.jobclient import collected_rows, result_files
+from clusterdeck.core.config import paths
+from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+
+S = ExecutionState
 
 MANY_JOB = """\
 def build(env):
@@ -154,41 +157,41 @@ def one_run(bench: BenchCluster, job: Path, subtasks: int, sink: str) -> Run:
     job_id, result, wall = bench.run_job(job, args, timeout=1800.0)
     after = cpu_snapshot(bench)
     too_large = log_mentions(bench.cluster.cluster_id, "jobmanager", FRAME_ERROR) - too_large
-    if result.status != "FINISHED":
+    if result.status != JobStatus.FINISHED:
         raise RuntimeError(f"job {job_id} ended {result.status}: {result.root_cause}")
     time.sleep(0.5)  # the last events are published just before the result
     events = bench.events.executions(job_id)
-    at: dict[str, dict[str, float]] = {}
+    at: dict[str, dict[ExecutionState, float]] = {}
     slot_of: dict[str, tuple[str | None, int | None]] = {}
     for event in events:
         at.setdefault(event.attempt_id, {})[event.new] = event.at
-        if event.new == "DEPLOYING":
+        if event.new == S.DEPLOYING:
             slot_of[event.attempt_id] = (event.taskmanager_id, event.slot_index)
-    first_scheduled = min(e.at for e in events if e.new == "SCHEDULED")
-    last_finished = max(e.at for e in events if e.new == "FINISHED")
-    scheduled = [e.at for e in events if e.new == "SCHEDULED"]
-    deploying = [e.at for e in events if e.new == "DEPLOYING"]
+    first_scheduled = min(e.at for e in events if e.new == S.SCHEDULED)
+    last_finished = max(e.at for e in events if e.new == S.FINISHED)
+    scheduled = [e.at for e in events if e.new == S.SCHEDULED]
+    deploying = [e.at for e in events if e.new == S.DEPLOYING]
     by_slot: dict[tuple[str | None, int | None], list[str]] = {}
     for attempt, slot in slot_of.items():
         by_slot.setdefault(slot, []).append(attempt)
     recycle, cycle = [], []
     for attempts in by_slot.values():
-        attempts.sort(key=lambda a: at[a]["DEPLOYING"])
+        attempts.sort(key=lambda a: at[a][S.DEPLOYING])
         for previous, following in itertools.pairwise(attempts):
-            if "FINISHED" in at[previous]:
-                recycle.append(1000 * (at[following]["DEPLOYING"] - at[previous]["FINISHED"]))
-                if "RUNNING" in at[following]:
-                    cycle.append(1000 * (at[following]["RUNNING"] - at[previous]["FINISHED"]))
-    deploy = [1000 * (s["RUNNING"] - s["DEPLOYING"]) for s in at.values()
-              if "RUNNING" in s and "DEPLOYING" in s]
-    task = {a: 1000 * (s["FINISHED"] - s["RUNNING"]) for a, s in at.items()
-            if "RUNNING" in s and "FINISHED" in s}
+            if S.FINISHED in at[previous]:
+                recycle.append(1000 * (at[following][S.DEPLOYING] - at[previous][S.FINISHED]))
+                if S.RUNNING in at[following]:
+                    cycle.append(1000 * (at[following][S.RUNNING] - at[previous][S.FINISHED]))
+    deploy = [1000 * (s[S.RUNNING] - s[S.DEPLOYING]) for s in at.values()
+              if S.RUNNING in s and S.DEPLOYING in s]
+    task = {a: 1000 * (s[S.FINISHED] - s[S.RUNNING]) for a, s in at.items()
+            if S.RUNNING in s and S.FINISHED in s}
     safe = {a.replace("/", "_").replace("#", "-"): a for a in at}
     split_readers = {safe[name] for name in attempts_with_splits(bench.cluster.cluster_id, job_id)
                      if name in safe}
     noop = [a for a in at if a not in split_readers]
-    noop_window = (max(at[a].get("FINISHED", 0.0) for a in noop)
-                   - min(at[a].get("DEPLOYING", float("inf")) for a in noop)) if noop else 0.0
+    noop_window = (max(at[a].get(S.FINISHED, 0.0) for a in noop)
+                   - min(at[a].get(S.DEPLOYING, float("inf")) for a in noop)) if noop else 0.0
     bench.events.forget(job_id)
     return Run(subtasks, bench.slots, last_finished - first_scheduled,
                max(scheduled) - min(scheduled), max(deploying) - min(deploying), wall,

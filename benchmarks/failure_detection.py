@@ -44,9 +44,9 @@ from benchmarks._harness import (
     median,
 )
 from benchmarks._observer import EVENT, STATE, ClusterObserver, taskmanager_in
-from core import protocol as p
-from core.config import Config
-from core.localcluster import LocalCluster
+from clusterdeck.core.client.localcluster import LocalCluster
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.protocol import messages as p
 
 TASKMANAGERS = ("taskmanager-1", "taskmanager-2")
 SETTINGS = {"default": (1.0, 6.0), "fast": (0.2, 1.5)}  # (interval, timeout) in seconds

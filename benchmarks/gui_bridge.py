@@ -10,7 +10,7 @@ encoded with the runtime's wire codec, what the GUI's client would receive: one
 (25 TaskManagers x 10 slots) once a second.
 
 In this process a feeder thread plays paho's network thread: it decodes each payload
-(``core.rpc.decode``) and hands it to the bridge's inputs (``post``, ``post_job_event``,
+(``clusterdeck.core.rpc.decode``) and hands it to the bridge's inputs (``post``, ``post_job_event``,
 ``post_traffic``), exactly what the bridge's subscription callbacks do. The main window
 runs offscreen with every view; the ExecutionGraph shows the job.
 
@@ -43,9 +43,11 @@ import multiprocessing
 import os
 import pstats
 import random
+import struct
 import sys
 import threading
 import time
+from collections import deque
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -61,8 +63,11 @@ from benchmarks._harness import (
     markdown_table,
     percentile,
 )
-from core import protocol as p
-from core.rpc import Envelope, decode, encode
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.failures import FailureRecord, TaskFailure
+from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
+from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.core.rpc import Envelope, decode, encode, from_data, to_data
 
 JOB_ID = "bench-job-0001"
 FRAMESIZE = 64 * 1024 * 1024
@@ -70,14 +75,28 @@ FRAMESIZE = 64 * 1024 * 1024
 TASKMANAGERS, SLOTS_PER_TM = 25, 10
 ATTEMPTS_KEPT = 3
 WARM_UP = 3.0
-_NEXT = {"CREATED": "SCHEDULED", "SCHEDULED": "DEPLOYING", "DEPLOYING": "RUNNING"}
+S = ExecutionState
+_NEXT = {S.CREATED: S.SCHEDULED, S.SCHEDULED: S.DEPLOYING, S.DEPLOYING: S.RUNNING}
+_SENT = struct.Struct("<d")
+"""A snapshot's payload is preceded by when the producer sent it (snapshot to repaint)."""
 
 # -- the producer (a child process: the cluster's side) --------------------------------------
 
 
 def _job_snapshot(subtasks: int) -> dict[str, Any]:
-    from core.executiongraph import ExecutionGraph
-    from core.jobs.graph import JobEdge, JobGraph, JobKind, JobVertex, OperatorSpec, ShipStrategy
+    """The snapshot as the JSON data the codec writes (``to_data``), so the producer can
+    change it in place cheaply; ``snapshot_bytes`` checks it still reads back."""
+    from dataclasses import replace
+
+    from clusterdeck.core.executiongraph import ExecutionGraph
+    from clusterdeck.core.protocol.jobgraph import (
+        JobEdge,
+        JobGraph,
+        JobKind,
+        JobVertex,
+        OperatorSpec,
+        ShipStrategy,
+    )
 
     def vertex(vertex_id: str, parallelism: int, kind: str) -> JobVertex:
         return JobVertex(vertex_id, vertex_id, parallelism,
@@ -88,11 +107,9 @@ def _job_snapshot(subtasks: int) -> dict[str, Any]:
                       vertex("sink", subtasks - 2 * sources, "sink.collect")),
                      (JobEdge("source", "map", ShipStrategy.FORWARD),
                       JobEdge("map", "sink", ShipStrategy.HASH)))
-    snapshot = ExecutionGraph(graph, JOB_ID).snapshot()
     now = time.time()
-    snapshot["status"] = "RUNNING"
-    snapshot["status_timestamps"] = {"CREATED": now, "RUNNING": now}
-    return snapshot
+    return to_data(replace(ExecutionGraph(graph, JOB_ID).snapshot(), status=JobStatus.RUNNING,
+                           status_timestamps={JobStatus.CREATED: now, JobStatus.RUNNING: now}))
 
 
 def _overview(free: dict[tuple[str, int], bool]) -> p.ClusterOverview:
@@ -108,7 +125,8 @@ def _overview(free: dict[tuple[str, int], bool]) -> p.ClusterOverview:
 
 
 class _Job:
-    """The producer's job: a snapshot dict changed in place, one state change at a time."""
+    """The producer's job: a snapshot's JSON data changed in place, one state change at a
+    time (states are ExecutionState members: a StrEnum is JSON's string as it is)."""
 
     def __init__(self, subtasks: int, seed: int = 7) -> None:
         self.snapshot = _job_snapshot(subtasks)
@@ -118,46 +136,45 @@ class _Job:
                      for i in range(SLOTS_PER_TM)}
         self.rng = random.Random(seed)
         self.finished = 0
+        self._checked = False
 
     def change(self) -> tuple[p.ExecutionStateEvent, p.UpdateTaskExecutionState]:
         while True:
             vertex, subtask = self.rng.choice(self.cells)
             current = subtask["attempts"][-1]
-            if current["state"] in ("FINISHED", "FAILED"):
+            if current["state"] in (S.FINISHED, S.FAILED):
                 self._new_attempt(vertex, subtask)
                 continue
-            if current["state"] == "SCHEDULED" and not any(self.free.values()):
+            if current["state"] == S.SCHEDULED and not any(self.free.values()):
                 continue
             return self._advance(vertex, subtask, current)
 
     def _advance(self, vertex: dict[str, Any], subtask: dict[str, Any], current: dict[str, Any]
                  ) -> tuple[p.ExecutionStateEvent, p.UpdateTaskExecutionState]:
         now = time.time()
-        old = current["state"]
-        new = _NEXT.get(old) or ("FAILED" if self.rng.random() < 0.1 else "FINISHED")
+        old = S(current["state"])
+        new = _NEXT.get(old) or (S.FAILED if self.rng.random() < 0.1 else S.FINISHED)
         failure = None
-        if new == "DEPLOYING":
+        if new is S.DEPLOYING:
             slot = self.rng.choice([key for key, free in self.free.items() if free])
             self.free[slot] = False
             current["slot"] = {"taskmanager_id": slot[0], "slot_index": slot[1]}
             current["start_time"] = now
-        if new in ("FINISHED", "FAILED"):
+        if new in (S.FINISHED, S.FAILED):
             slot = current["slot"]
             self.free[(slot["taskmanager_id"], slot["slot_index"])] = True
             current["end_time"] = now
-            self.finished += new == "FINISHED"
-        if new == "FAILED":
-            failure = {"exception_type": "ValueError", "message": "record 777 is bad",
-                       "traceback": "Traceback (most recent call last):\n  File \"job.py\", "
-                       "line 12, in check\nValueError: record 777 is bad\n",
-                       "log_excerpt": ["reading input split 3", "attempt failed"]}
-            current["failure"] = failure
-            record = {"attempt_id": current["attempt_id"], "vertex_id": vertex["id"],
-                      "subtask": subtask["subtask"], "attempt": current["attempt"],
-                      "taskmanager_id": current["slot"]["taskmanager_id"],
-                      "slot_index": current["slot"]["slot_index"],
-                      "start_time": current["start_time"], "end_time": now, "timestamp": now,
-                      "input_splits": [3], **failure}
+            self.finished += new is S.FINISHED
+        if new is S.FAILED:
+            failure = FailureRecord(
+                current["attempt_id"], vertex["id"], subtask["subtask"], current["attempt"],
+                current["slot"]["taskmanager_id"], TaskFailure(
+                    "ValueError", "record 777 is bad", "Traceback (most recent call last):\n"
+                    "  File \"job.py\", line 12, in check\nValueError: record 777 is bad\n",
+                    ("reading input split 3", "attempt failed")),
+                timestamp=now, input_splits=(3,), slot_index=current["slot"]["slot_index"],
+                start_time=current["start_time"])
+            record = current["failure"] = to_data(failure)
             self.snapshot["failures"] = [*self.snapshot["failures"][-99:], record]
             self.snapshot["root_cause"] = self.snapshot["root_cause"] or record
         current["state"] = subtask["state"] = new
@@ -177,28 +194,31 @@ class _Job:
     def _new_attempt(self, vertex: dict[str, Any], subtask: dict[str, Any]) -> None:
         counts = vertex["state_counts"]
         counts[subtask["state"]] -= 1
-        counts["CREATED"] = counts.get("CREATED", 0) + 1
+        counts[S.CREATED] = counts.get(S.CREATED, 0) + 1
         number = subtask["attempts"][-1]["attempt"] + 1
         attempt_id = f"{JOB_ID}/{subtask['id']}/a{number}"
         subtask["attempts"] = [*subtask["attempts"][-(ATTEMPTS_KEPT - 1):], {
-            "attempt_id": attempt_id, "attempt": number, "state": "CREATED", "slot": None,
-            "state_timestamps": {"CREATED": time.time()}, "start_time": None,
+            "attempt_id": attempt_id, "attempt": number, "state": S.CREATED, "slot": None,
+            "state_timestamps": {S.CREATED: time.time()}, "start_time": None,
             "end_time": None, "failure": None, "input_splits": [], "partitions_lost": False,
             "epoch": 0, "restored": False}]
         subtask["attempt_id"] = attempt_id
-        subtask["state"] = "CREATED"
+        subtask["state"] = S.CREATED
 
     def snapshot_bytes(self) -> bytes:
-        """The JobSnapshot as the codec writes it (the dict is JSON already, so it is dumped
-        directly: the same bytes as ``encode``, a tenth of the cost)."""
+        """The JobSnapshot as the codec writes it (the data is JSON already, so it is
+        dumped directly: the same bytes as ``encode``, a tenth of the cost), preceded by
+        the time it is sent."""
         total = len(self.cells)
-        done = sum(s["state"] == "FINISHED" for _, s in self.cells)
+        done = sum(s["state"] == S.FINISHED for _, s in self.cells)
         self.snapshot["progress"] = {"finished": done, "total": total}
-        self.snapshot["bench_sent"] = time.time()
+        if not self._checked:  # the GUI's decode would refuse data the codec cannot read
+            from_data(json.loads(json.dumps(self.snapshot)), JobGraphSnapshot)
+            self._checked = True
         document = {"v": 1, "kind": "event", "from": "jobmaster-bench", "id": "",
                     "reply_to": "", "fencing": None, "type": "JobSnapshot",
                     "body": {"job_id": JOB_ID, "graph": self.snapshot}, "error": None}
-        return json.dumps(document, separators=(",", ":")).encode()
+        return _SENT.pack(time.time()) + json.dumps(document, separators=(",", ":")).encode()
 
 
 def produce(connection: Connection, subtasks: int, rate: float, seconds: float,
@@ -245,6 +265,7 @@ class Probe:
         self.applied: list[tuple[float, float]] = []  # (event time, posted) since the paint
         self.posted: dict[float, float] = {}    # event time -> when the feeder posted it
         self.drawn: list[float] = []            # snapshot send times drawn since the last paint
+        self.sent: deque[tuple[Any, float]] = deque(maxlen=4)  # the feeder's latest snapshots
         self.event_latency: list[float] = []
         self.bridge_latency: list[float] = []
         self.snapshot_latency: list[float] = []
@@ -273,9 +294,9 @@ class Probe:
 def instrument(probe: Probe) -> None:
     """Wrap the graph's paint, the events' and snapshots' arrival in the graph view, and the
     bridge's tick (class attributes, before any window exists)."""
-    from gui.bridge import ClusterBridge
-    from gui.graphview import ExecutionGraphView
-    from gui.jobsview import JobsView
+    from clusterdeck.gui.bridge import ClusterBridge
+    from clusterdeck.gui.views.graphview import ExecutionGraphView
+    from clusterdeck.gui.views.jobsview import JobsView
 
     paint, apply_events, set_job, flush = (ExecutionGraphView.paintEvent, JobsView.apply_events,
                                           JobsView.set_job, ClusterBridge.flush)
@@ -289,10 +310,10 @@ def instrument(probe: Probe) -> None:
         probe.applied += [(e.at, probe.posted.pop(e.at, e.at)) for e in events
                           if isinstance(e, p.ExecutionStateEvent)]
 
-    def drawn(self: Any, job_id: str, snapshot: dict[str, Any]) -> None:
+    def drawn(self: Any, job_id: str, snapshot: JobGraphSnapshot) -> None:
         set_job(self, job_id, snapshot)
-        if "bench_sent" in snapshot:
-            probe.drawn.append(float(snapshot["bench_sent"]))
+        # list() copies the deque in one step under the GIL, while the feeder appends
+        probe.drawn += [sent for posted, sent in list(probe.sent) if posted is snapshot]
 
     def timed_flush(self: Any) -> None:
         started = time.perf_counter()
@@ -308,13 +329,15 @@ def instrument(probe: Probe) -> None:
 
 def feed(connection: Connection, bridge: Any, probe: Probe, done: threading.Event) -> None:
     """Feeder thread, paho's stand-in: decode each payload and post it to the bridge."""
-    from core.rpc.mqtt import Traffic
-    from gui.bridge import JOB, OVERVIEW
-    from gui.jobfeed import job_snapshot
+    from clusterdeck.core.rpc.mqtt import Traffic
+    from clusterdeck.gui.bridge import JOB, OVERVIEW
+    from clusterdeck.gui.jobfeed import job_snapshot
 
     try:
         while data := connection.recv_bytes():
             tag, payload = data[:1], data[1:]
+            if tag == b"S":
+                (sent,), payload = _SENT.unpack_from(payload), payload[_SENT.size:]
             started = time.perf_counter()
             envelope = decode(payload, FRAMESIZE)
             if tag == b"S" and probe.measuring:
@@ -323,6 +346,7 @@ def feed(connection: Connection, bridge: Any, probe: Probe, done: threading.Even
                 probe.snapshot_bytes = len(payload)
                 found = job_snapshot(f"state/jobs/{JOB_ID}", envelope.message)
                 if found is not None:
+                    probe.sent.append((found[1], sent))  # the bridge draws the latest only
                     bridge.post(JOB, found[0], found[1])
             elif tag == b"E":
                 probe.events += 1
@@ -372,7 +396,7 @@ def run(seconds: float, rate: float, subtasks: int, view: str, profile: bool = F
     probe = Probe()
     probe.profile = cProfile.Profile() if profile else None
     instrument(probe)
-    from gui.mainwindow import MainWindow
+    from clusterdeck.gui.views.mainwindow import MainWindow
 
     app = TimedApplication(["clusterdeck-bench"])
     window = MainWindow()

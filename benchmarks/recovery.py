@@ -45,9 +45,12 @@ from benchmarks._harness import exit_on_sigterm, machine_summary, markdown_table
 from benchmarks._observer import EVENT, STATE, taskmanager_in
 from benchmarks.submit_latency import BenchCluster, bench_cluster, wait_result, write_job
 from benchmarks.wordcount_vs_pyspark import WORDCOUNT_JOB, Dataset, check_counts, dataset
-from core import paths
-from core import protocol as p
-from core.client import collected_rows
+from clusterdeck.core.client.jobclient import collected_rows
+from clusterdeck.core.config import paths
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+
+S = ExecutionState
 
 SOURCE = "vertex-1"
 FLINK = "Flink defaults (heartbeat.interval 10 s, heartbeat.timeout 50 s)"
@@ -78,15 +81,15 @@ class Run:
 
 
 def _attempt_times(events: list[p.ExecutionStateEvent], subtask: int,
-                   attempt: int) -> dict[str, p.ExecutionStateEvent]:
+                   attempt: int) -> dict[ExecutionState, p.ExecutionStateEvent]:
     return {e.new: e for e in events
             if e.vertex_id == SOURCE and e.subtask == subtask and e.attempt == attempt}
 
 
 def _consumers(events: list[p.ExecutionStateEvent]) -> str:
-    running = {e.attempt_id: e for e in events if e.vertex_id != SOURCE and e.new == "RUNNING"}
+    running = {e.attempt_id: e for e in events if e.vertex_id != SOURCE and e.new == S.RUNNING}
     parts = []
-    for event in sorted((e for e in events if e.vertex_id != SOURCE and e.new == "FINISHED"),
+    for event in sorted((e for e in events if e.vertex_id != SOURCE and e.new == S.FINISHED),
                         key=lambda e: e.subtask):
         start = running.get(event.attempt_id)
         if start is not None:
@@ -114,17 +117,17 @@ def _spark_started_after(cluster_id: str, taskmanager: str, after_wall: float) -
 
 def _source_done(events: list[p.ExecutionStateEvent]) -> float:
     start = min(e.at for e in events)
-    return max(e.at for e in events if e.vertex_id == SOURCE and e.new == "FINISHED") - start
+    return max(e.at for e in events if e.vertex_id == SOURCE and e.new == S.FINISHED) - start
 
 
 def run_undisturbed(bench: BenchCluster, job: Path, data: Dataset) -> Run:
     load = os.getloadavg()[0]
     job_id, result, wall = bench.run_job(job, (str(data.path), "2"))
-    if result.status != "FINISHED":
+    if result.status != JobStatus.FINISHED:
         raise RuntimeError(f"job {job_id} ended {result.status}: {result.root_cause}")
     events = bench.events.executions(job_id)
     runtimes = [_attempt_times(events, subtask, 0) for subtask in (0, 1)]
-    runtime = [t["FINISHED"].at - t.get("RUNNING", t["DEPLOYING"]).at for t in runtimes]
+    runtime = [t[S.FINISHED].at - t.get(S.RUNNING, t[S.DEPLOYING]).at for t in runtimes]
     longest = 0 if runtime[0] >= runtime[1] else 1
     run = Run("undisturbed", result.duration or 0.0, wall, load,
               check_counts(data.counts, dict(collected_rows(result))), runtime[longest],
@@ -144,16 +147,16 @@ def run_disturbed(bench: BenchCluster, job: Path, data: Dataset, fault: int,
     job_id = bench.client.submit(job, (str(data.path), "2"))
     _, running = bench.events.first(
         job_id, lambda e: isinstance(e, p.ExecutionStateEvent) and e.vertex_id == SOURCE
-        and e.subtask == subtask and e.attempt == 0 and e.new == "RUNNING", 600.0,
+        and e.subtask == subtask and e.attempt == 0 and e.new == S.RUNNING, 600.0,
         f"RUNNING of vertex-1#{subtask}")
     time.sleep(max(0.0, running.at + after_s - time.time()))
     events = bench.events.executions(job_id)
-    if "FINISHED" in _attempt_times(events, subtask, 0):
+    if S.FINISHED in _attempt_times(events, subtask, 0):
         subtask = 1 - subtask
         states = _attempt_times(events, subtask, 0)
-        if "RUNNING" not in states or "FINISHED" in states:
+        if S.RUNNING not in states or S.FINISHED in states:
             raise RuntimeError("both source subtasks finished before the fault: smaller --at")
-        running = states["RUNNING"]
+        running = states[S.RUNNING]
     victim = running.taskmanager_id
     assert victim is not None
     pid = bench.cluster.supervisor.info(victim).pid
@@ -176,7 +179,7 @@ def run_disturbed(bench: BenchCluster, job: Path, data: Dataset, fault: int,
     result = wait_result(bench.client, job_id, 3600.0)
     wall = time.monotonic() - started
     spark_at = _spark_started_after(bench.cluster.cluster_id, victim, fault_wall)
-    if result.status != "FINISHED":
+    if result.status != JobStatus.FINISHED:
         raise RuntimeError(f"job {job_id} ended {result.status}: {result.root_cause}")
     events = bench.events.executions(job_id)
     first = _attempt_times(events, subtask, 0)
@@ -186,11 +189,11 @@ def run_disturbed(bench: BenchCluster, job: Path, data: Dataset, fault: int,
         load, check_counts(data.counts, dict(collected_rows(result))),
         float("nan"), victim, fault_wall - running.at, lost.at - fault_wall,
         seen_at - fault_at, lost.detected_by,
-        first["FAILED"].at - fault_wall if "FAILED" in first else float("nan"),
-        second["DEPLOYING"].at - fault_wall if "DEPLOYING" in second else float("nan"),
-        (second["FINISHED"].at - second["RUNNING"].at) if {"RUNNING", "FINISHED"} <= set(second)
+        first[S.FAILED].at - fault_wall if S.FAILED in first else float("nan"),
+        second[S.DEPLOYING].at - fault_wall if S.DEPLOYING in second else float("nan"),
+        (second[S.FINISHED].at - second[S.RUNNING].at) if {S.RUNNING, S.FINISHED} <= set(second)
         else float("nan"),
-        second["DEPLOYING"].taskmanager_id or "" if "DEPLOYING" in second else "",
+        second[S.DEPLOYING].taskmanager_id or "" if S.DEPLOYING in second else "",
         _source_done(events), _consumers(events), subtask, back,
         spark_at - fault_wall if spark_at is not None else float("nan"))
     bench.events.forget(job_id)

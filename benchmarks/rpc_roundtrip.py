@@ -4,7 +4,7 @@ For each broker kind (a broker started as a real process) in one run:
 
 (a) bare paho request/reply: this process publishes a 200-byte request (QoS 1), a peer
     process echoes it on a reply topic from its network thread; TCP_NODELAY on both
-    clients (broker.client.make_client).
+    clients (clusterdeck.broker.client.make_client).
 (b) the same through the runtime: ``Gateway.ask(Echo)`` from an MqttRpcService here to
     an RpcEndpoint on an MqttRpcService in the peer process.
 (c) throughput: QoS 1 messages/s arriving at the peer, from the first send until the last
@@ -58,12 +58,12 @@ from benchmarks._peer import (
     FloodQuery,
     bare_topics,
 )
-from broker.address import BrokerAddress
-from broker.client import connect_and_wait, make_client
-from core.config import Config
-from core.process import connect_service
-from core.rpc import Envelope, Gateway, LocalBus, LocalRpcService, decode, encode
-from core.rpc.mqtt import MqttRpcService
+from clusterdeck.broker.address import BrokerAddress
+from clusterdeck.broker.client import connect_and_wait, make_client
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.node.service import connect_service
+from clusterdeck.core.rpc import Envelope, Gateway, LocalBus, LocalRpcService, decode, encode
+from clusterdeck.core.rpc.mqtt import MqttRpcService
 
 PAYLOAD_BYTES = 200
 PAD = "x" * PAYLOAD_BYTES

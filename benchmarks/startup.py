@@ -1,6 +1,6 @@
 """Start-up: from ``clusterdeck up --taskmanagers 2 --slots 2`` to every TaskManager registered.
 
-Each run starts ``clusterdeck up`` as a subprocess (``python -m core.cli up``, what the
+Each run starts ``clusterdeck up`` as a subprocess (``python -m clusterdeck.core.cli up``, what the
 ``clusterdeck`` script runs) for a new cluster, and times, from just before the process
 is started:
 
@@ -48,10 +48,10 @@ from benchmarks._harness import (
     python_module,
 )
 from benchmarks._observer import LEADER, ClusterObserver
-from broker.connection import client_address, read_connection
-from broker.process import wait_ready
-from core import paths
-from core import protocol as p
+from clusterdeck.broker.connection import client_address, read_connection
+from clusterdeck.broker.server import wait_ready
+from clusterdeck.core.config import paths
+from clusterdeck.core.protocol import messages as p
 
 TASKMANAGERS = {"taskmanager-1", "taskmanager-2"}
 READY_LINE = b"cluster running"
@@ -103,7 +103,7 @@ def one_run(children: Children, kind: str, spark_start: str, index: int,
     meter = LoadMeter()
     wall_start, start = time.time(), time.monotonic()
     up = children.start(f"up-{cluster_id}", python_module(
-        "core.cli", "up", "--taskmanagers", "2", "--slots", "2", "--broker", kind,
+        "clusterdeck.core.cli", "up", "--taskmanagers", "2", "--slots", "2", "--broker", kind,
         "-D", f"cluster.id={cluster_id}", "-D", f"spark.start={spark_start}"),
         stderr=subprocess.PIPE)
     lines = LineTimes(up.stderr, children.log_dir / f"up-{cluster_id}.stderr.log")
@@ -151,7 +151,7 @@ def _check_alive(process: subprocess.Popen[bytes], deadline: float) -> None:
 def run_status(cluster_id: str) -> tuple[float, bool]:
     """``clusterdeck status --json``: its wall time, and whether it lists both registered."""
     started = time.monotonic()
-    result = subprocess.run(python_module("core.cli", "status", "--json", "-D",
+    result = subprocess.run(python_module("clusterdeck.core.cli", "status", "--json", "-D",
                                           f"cluster.id={cluster_id}"),
                             cwd=REPO_ROOT, env=child_env(), capture_output=True, timeout=60,
                             check=False)

@@ -6,7 +6,7 @@ and load a job once. Then the same tiny job (``env.from_range(0, 10).collect()``
 submitted N times, one after the other, each waited for to its end. Times per run:
 
 - submit returned: ``submit()`` (load the job, pack and upload the artifact, SubmitJob);
-- first RUNNING: arrival here of the first ExecutionStateEvent with ``new == "RUNNING"``
+- first RUNNING: arrival here of the first ExecutionStateEvent with ``new`` RUNNING
   (``events/jobs/<id>``, stamped on paho's network thread), from just before the call;
 - the JobManager's side, from its event timestamps (its wall clock, same machine):
   SCHEDULED, DEPLOYING, RUNNING of that first task;
@@ -50,11 +50,14 @@ from benchmarks._harness import (
     percentile,
 )
 from benchmarks._observer import ClusterObserver
-from core import protocol as p
-from core import topics
-from core.client import JobClient
-from core.config import Config
-from core.localcluster import LocalCluster, taskmanager_name
+from clusterdeck.core.client.jobclient import JobClient
+from clusterdeck.core.client.localcluster import LocalCluster, taskmanager_name
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol import topics
+from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+
+S = ExecutionState
 
 TINY_JOB = """\
 def build(env):
@@ -126,7 +129,7 @@ class JobEvents:
 
 
 def is_running(event: Any) -> bool:
-    return isinstance(event, p.ExecutionStateEvent) and event.new == "RUNNING"
+    return isinstance(event, p.ExecutionStateEvent) and event.new == S.RUNNING
 
 
 @dataclass
@@ -162,7 +165,7 @@ class BenchCluster:
         self.observer.wait_registered_now(self.taskmanagers, timeout)
         job = write_job(self.jobs_dir, "warmup", WARMUP_JOB)
         _, result, wall = self.run_job(job, (str(self.slots),), timeout)
-        if result.status != "FINISHED":
+        if result.status != JobStatus.FINISHED:
             raise RuntimeError(f"the warm-up job ended {result.status}: {result.root_cause}")
         return wall
 
@@ -239,16 +242,16 @@ def one_submission(bench: BenchCluster, job: Path) -> Submission:
     arrived, event = bench.events.first(job_id, is_running, 60.0, "RUNNING event")
     result = wait_result(bench.client, job_id, 120.0)
     done = time.monotonic()
-    if result.status != "FINISHED":
+    if result.status != JobStatus.FINISHED:
         raise RuntimeError(f"job {job_id} ended {result.status}: {result.root_cause}")
     states = {e.new: e.at for e in bench.events.executions(job_id)
               if e.attempt_id == event.attempt_id}
     bench.events.forget(job_id)
 
-    def jm(state: str) -> float:
+    def jm(state: ExecutionState) -> float:
         return 1000 * (states[state] - wall) if state in states else float("nan")
-    return Submission(1000 * (returned - started), 1000 * (arrived - started), jm("SCHEDULED"),
-                      jm("DEPLOYING"), jm("RUNNING"), 1000 * (done - started), load)
+    return Submission(1000 * (returned - started), 1000 * (arrived - started), jm(S.SCHEDULED),
+                      jm(S.DEPLOYING), jm(S.RUNNING), 1000 * (done - started), load)
 
 
 def measure(runs: int, broker: str) -> tuple[list[Submission], str, float, float]:

@@ -26,7 +26,7 @@ job time <= 1.2 x plain PySpark's warm run.
 
 ``--quick`` uses 100 MB. ``--profile`` adds a cProfile of Spark's Python workers
 (``spark.python.profile``) for the plain pipeline and for the runtime's own subtask code
-(``core.jobs.local.run_local``, the path a TaskManager runs) on a 64 MB slice.
+(``clusterdeck.core.engine.local.run_local``, the path a TaskManager runs) on a 64 MB slice.
 """
 
 from __future__ import annotations
@@ -246,6 +246,8 @@ class StageTimes:
 
 
 def stage_times(events: Sequence[Any], names: dict[str, str]) -> list[StageTimes]:
+    from clusterdeck.core.protocol.states import ExecutionState
+    S = ExecutionState
     if not events:
         return []
     origin = min(e.at for e in events)
@@ -254,16 +256,16 @@ def stage_times(events: Sequence[Any], names: dict[str, str]) -> list[StageTimes
         by_vertex.setdefault(event.vertex_id, []).append(event)
     stages = []
     for vertex, group in by_vertex.items():
-        def first(state: str, group: list[Any] = group) -> float:
+        def first(state: ExecutionState, group: list[Any] = group) -> float:
             return min((e.at for e in group if e.new == state), default=float("nan")) - origin
 
-        running = {e.attempt_id: e.at for e in group if e.new == "RUNNING"}
+        running = {e.attempt_id: e.at for e in group if e.new == S.RUNNING}
         runtimes = [e.at - running[e.attempt_id] for e in group
-                    if e.new == "FINISHED" and e.attempt_id in running]
+                    if e.new == S.FINISHED and e.attempt_id in running]
         stages.append(StageTimes(
             vertex, names.get(vertex, vertex), len({e.subtask for e in group}),
-            first("SCHEDULED"), first("RUNNING"),
-            max((e.at for e in group if e.new == "FINISHED"), default=float("nan")) - origin,
+            first(S.SCHEDULED), first(S.RUNNING),
+            max((e.at for e in group if e.new == S.FINISHED), default=float("nan")) - origin,
             runtimes))
     return sorted(stages, key=lambda s: s.first_scheduled)
 
@@ -289,7 +291,8 @@ class ClusterResult:
 
 def run_cluster(data: Dataset, warm_runs: int) -> ClusterResult:
     from benchmarks.submit_latency import bench_cluster, write_job
-    from core.client import collected_rows
+    from clusterdeck.core.client.jobclient import collected_rows
+    from clusterdeck.core.protocol.states import JobStatus
     meter = LoadMeter()
     begin = time.monotonic()
     with bench_cluster("wordcount", **{"taskmanager.count": 2,
@@ -299,7 +302,7 @@ def run_cluster(data: Dataset, warm_runs: int) -> ClusterResult:
         for index in range(1 + warm_runs):
             load = os.getloadavg()[0]
             job_id, result, wall = bench.run_job(job, (str(data.path), "2"))
-            if result.status != "FINISHED":
+            if result.status != JobStatus.FINISHED:
                 raise RuntimeError(f"job {job_id} ended {result.status}: {result.root_cause}")
             read = time.monotonic()
             counts = {word: count for word, count in collected_rows(result)}
@@ -319,7 +322,7 @@ def run_cluster(data: Dataset, warm_runs: int) -> ClusterResult:
 
 
 def _vertex_names(job: Path, data: Dataset) -> dict[str, str]:
-    from core.jobs.loader import load_job
+    from clusterdeck.core.jobapi.loader import load_job
     graph = load_job(job, [str(data.path), "2"]).graph
     return {v.id: v.name for v in graph.vertices}
 
@@ -330,7 +333,7 @@ def _vertex_names(job: Path, data: Dataset) -> dict[str, str]:
 def record_costs(data: Dataset, sample_words: int = 200_000) -> dict[str, float]:
     """Microseconds per record of the Python steps the exchange adds per (word, 1) pair,
     measured here (one core, no Spark): what the plain job does not do per word."""
-    from core.jobs.records import decode_record_row, encode_record, key_string
+    from clusterdeck.core.engine.records import decode_record_row, encode_record, key_string
     words = data.path.read_text(encoding="ascii")[:sample_words * 8].split()[:sample_words]
     pairs = [(w, 1) for w in words]
 
@@ -367,8 +370,8 @@ def profile_child(input_path: str, job_path: str, work: str, output: str) -> Non
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    from core.jobs.loader import load_job
-    from core.jobs.local import run_local
+    from clusterdeck.core.engine.local import run_local
+    from clusterdeck.core.jobapi.loader import load_job
     report: dict[str, Any] = {}
     for label in ("plain", "runtime"):
         spark = (SparkSession.builder.master("local[2]").appName(f"profile-{label}")
@@ -514,8 +517,9 @@ def report(data: Dataset, plain: PlainResult | None, cluster: ClusterResult | No
                                [(k, f"{v:.2f}") for k, v in costs.items()])]
     if profile is not None:
         for label, part in profile.items():
-            out += ["", f"cProfile of Spark's Python workers, {label} "
-                    f"({'plain pipeline' if label == 'plain' else 'core.jobs.local.run_local'}, "
+            path = ("plain pipeline" if label == "plain"
+                    else "clusterdeck.core.engine.local.run_local")
+            out += ["", f"cProfile of Spark's Python workers, {label} ({path}, "
                     f"64 MB, local[2]): wall {part['wall_s']:.1f} s, worker CPU in profile "
                     f"{part['worker_cpu_s']:.1f} s", "", "```", part["profile"].strip(), "```"]
     return "\n".join(out)

@@ -1,15 +1,25 @@
 """Broker management: where the cluster's broker is, who may use it, and running it.
 
 The only package besides core's MQTT service that imports paho. The amqtt broker is
-imported lazily (``broker.embedded``) because it is slow to import and most
+imported lazily (``clusterdeck.broker.embedded``) because it is slow to import and most
 processes never run it.
 """
 
-from broker.address import BrokerAddress
-from broker.client import BrokerAuthError, BrokerConnectError, connect_and_wait, make_client
-from broker.connection import NoBrokerError, client_address, read_connection, write_connection
-from broker.credentials import ROLES, Credentials, CredentialsError, load_or_create
-from broker.process import BrokerStartError, pick_free_port, run_broker, wait_ready
+from clusterdeck.broker.address import BrokerAddress
+from clusterdeck.broker.client import (
+    BrokerAuthError,
+    BrokerConnectError,
+    connect_and_wait,
+    make_client,
+)
+from clusterdeck.broker.connection import (
+    NoBrokerError,
+    client_address,
+    read_connection,
+    write_connection,
+)
+from clusterdeck.broker.credentials import ROLES, Credentials, CredentialsError, load_or_create
+from clusterdeck.broker.server import BrokerStartError, pick_free_port, run_broker, wait_ready
 
 __all__ = [
     "ROLES",

@@ -16,7 +16,7 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.reasoncodes import ReasonCode
 
-from broker.address import BrokerAddress
+from clusterdeck.broker.address import BrokerAddress
 
 MAX_INFLIGHT = 100
 RECONNECT_MIN_DELAY = 0.05

@@ -13,8 +13,8 @@ import os
 import secrets
 from pathlib import Path
 
-from broker.address import BrokerAddress
-from broker.credentials import CredentialsError, load
+from clusterdeck.broker.address import BrokerAddress
+from clusterdeck.broker.credentials import CredentialsError, load
 
 FILE_NAME = "broker.json"
 _FORMAT_VERSION = 1

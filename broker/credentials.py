@@ -16,8 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from broker.acl import check_cluster_id
-from core.paths import ensure_private_dir
+from clusterdeck.broker.acl import check_cluster_id
 
 ROLES: tuple[str, ...] = ("jobmanager", "taskmanager", "client")
 FILE_NAME = "credentials.json"
@@ -53,6 +52,13 @@ class Credentials:
     def items(self) -> list[tuple[str, str]]:
         """Every (username, password) pair, in role order: what the broker must accept."""
         return [self.logins[role] for role in ROLES]
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` readable by its owner only: it holds credentials."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
 
 
 def username_for(cluster_id: str, role: str) -> str:

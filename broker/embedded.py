@@ -25,8 +25,8 @@ from amqtt.broker import Broker
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
 
-from broker.acl import cluster_topic_filter
-from broker.credentials import Credentials
+from clusterdeck.broker.acl import cluster_topic_filter
+from clusterdeck.broker.credentials import Credentials
 
 PASSWORD_NAME = "amqtt.passwd"
 

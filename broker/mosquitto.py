@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from broker.acl import cluster_topic_filter
-from broker.credentials import Credentials
-from broker.limits import BrokerLimits
+from clusterdeck.broker.acl import cluster_topic_filter
+from clusterdeck.broker.credentials import Credentials
+from clusterdeck.broker.limits import BrokerLimits
 
 CONF_NAME = "mosquitto.conf"
 PASSWORD_NAME = "mosquitto.passwd"
@@ -48,6 +48,24 @@ def find_binary(name: str = "mosquitto") -> Path | None:
 
 def is_installed() -> bool:
     return find_binary("mosquitto") is not None and find_binary("mosquitto_passwd") is not None
+
+
+_MOSQUITTO_HINTS = {
+    "linux": "sudo apt install mosquitto (Debian/Ubuntu) or sudo dnf install mosquitto "
+             "(Fedora)",
+    "darwin": "brew install mosquitto",
+    "win32": "the installer from mosquitto.org (add its folder to PATH)",
+}
+
+
+def check_mosquitto(installed: bool | None = None) -> str | None:
+    """None when Mosquitto is there, else the notice for the amqtt fallback."""
+    if is_installed() if installed is None else installed:
+        return None
+    platform = "linux" if sys.platform.startswith("linux") else sys.platform
+    return ("Mosquitto is not installed; clusterdeck uses its built-in amqtt broker "
+            "(slower, fine for a local cluster). For Mosquitto: "
+            f"{_MOSQUITTO_HINTS.get(platform, 'see mosquitto.org')}.")
 
 
 def config_text(*, host: str, port: int, password_file: Path, acl_file: Path,

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from PySide6.QtCore import QCoreApplication, QTimer
 from PySide6.QtWidgets import QApplication
 
-from core.config import ConfigError, load, parse_override
-from gui.mainwindow import APPLICATION, HEADLESS, ORGANISATION, MainWindow
-from gui.profiles import ProfileError
-from gui.session import attach_config
+from clusterdeck.core.config.settings import ConfigError, load, parse_override
+from clusterdeck.gui.models.profiles import ProfileError
+from clusterdeck.gui.session import attach_config
+from clusterdeck.gui.views.mainwindow import APPLICATION, HEADLESS, ORGANISATION, MainWindow
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -28,14 +28,19 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 
-from core import protocol as p
-from core import topics
-from core.client import JobClient
-from core.rpc.mqtt import Traffic
-from core.supervisor import ProcessInfo, Supervisor
-from gui.jobfeed import JOB_EVENTS_FILTER, JOB_RESULTS_FILTER, JOB_STATE_FILTER, job_snapshot
-from gui.recorder import JobRecorder
-from gui.sampler import ResourceSample, ResourceSampler
+from clusterdeck.core.client.jobclient import JobClient
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol import topics
+from clusterdeck.core.rpc.mqtt import Traffic
+from clusterdeck.core.supervisor import ProcessInfo, Supervisor
+from clusterdeck.gui.jobfeed import (
+    JOB_EVENTS_FILTER,
+    JOB_RESULTS_FILTER,
+    JOB_STATE_FILTER,
+    job_snapshot,
+)
+from clusterdeck.gui.models.recorder import JobRecorder
+from clusterdeck.gui.sampler import ResourceSample, ResourceSampler
 
 OVERVIEW = "overview"
 PROCESS = "process"
@@ -66,7 +71,7 @@ class ClusterBridge(QObject):
     processes_changed = Signal(object)
     """``ProcessInfo``s of the supervised processes that changed since the last tick."""
     job_changed = Signal(str, object)
-    """``(job_id, snapshot dict)``, the latest snapshot of one job."""
+    """``(job_id, JobGraphSnapshot)``, the latest snapshot of one job."""
     resources_changed = Signal(object)
     """``{pid: ResourceSample}`` of the watched processes."""
     cluster_events = Signal(object)

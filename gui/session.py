@@ -27,12 +27,12 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from core import paths
-from core.client import JobClient
-from core.config import Config, load
-from core.localcluster import LocalCluster, taskmanager_name
-from core.process import run_dir
-from gui.bridge import ClusterBridge
+from clusterdeck.core.client.jobclient import JobClient
+from clusterdeck.core.client.localcluster import LocalCluster, taskmanager_name
+from clusterdeck.core.config import paths
+from clusterdeck.core.config.settings import Config, load
+from clusterdeck.core.node.service import run_dir
+from clusterdeck.gui.bridge import ClusterBridge
 
 log = logging.getLogger(__name__)
 

@@ -18,13 +18,13 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
-from core.jobs.errors import JobLoadError
-from core.jobs.graph import JobKind
-from core.jobs.loader import detect_kind, load_job
-from core.rpc import RemoteError
-from gui.bridge import ClusterBridge
-from gui.jobcommands import JobWorker
-from gui.submitdialog import JobErrorDialog, SubmitDialog, SubmitRequest
+from clusterdeck.core.jobapi.errors import JobLoadError
+from clusterdeck.core.jobapi.loader import detect_kind, load_job
+from clusterdeck.core.protocol.jobgraph import JobKind
+from clusterdeck.core.rpc import RemoteError
+from clusterdeck.gui.bridge import ClusterBridge
+from clusterdeck.gui.jobcalls import JobWorker
+from clusterdeck.gui.views.submitdialog import JobErrorDialog, SubmitDialog, SubmitRequest
 
 _KIND_TEXT = {JobKind.DATAFLOW: "dataflow job (build(env))",
               JobKind.PYSPARK_SCRIPT: "PySpark script"}

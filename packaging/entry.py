@@ -2,7 +2,7 @@
 
 One executable is the CLI, the GUI (``clusterdeck gui``), every child process the
 supervisor starts (``clusterdeck broker|jobmanager|taskmanager``) and the Python that
-Spark runs its workers with (``clusterdeck -m pyspark.daemon``): see core/frozen.py.
+Spark runs its workers with (``clusterdeck -m pyspark.daemon``): see core/node/frozen.py.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import multiprocessing
 import sys
 
-from core import frozen
+from clusterdeck.core.node import frozen
 
 
 def main() -> int:
@@ -19,8 +19,8 @@ def main() -> int:
     status = frozen.run_as_python()
     if status is not None:
         return status
-    from core.cli import main as cli_main
-    return cli_main(sys.argv[1:])
+    from clusterdeck.gui.launcher import main as launcher_main
+    return launcher_main(sys.argv[1:])
 
 
 if __name__ == "__main__":

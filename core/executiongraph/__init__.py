@@ -9,18 +9,19 @@ graph is built in a later ``epoch`` and ``Scheduler.restore_finished`` puts back
 subtasks that had finished before ``start``.
 """
 
-from core.executiongraph.execution import (
+from clusterdeck.core.executiongraph.execution import (
     Execution,
     ExecutionVertex,
     SlotRef,
     attempt_id_of,
     epoch_of,
 )
-from core.executiongraph.failover import failover_region
-from core.executiongraph.failures import TASKMANAGER_LOST, FailureRecord, TaskFailure
-from core.executiongraph.graph import ExecutionGraph, ExecutionJobVertex
-from core.executiongraph.instructions import (
-    CancelTask,
+from clusterdeck.core.executiongraph.failover import failover_region
+from clusterdeck.core.executiongraph.graph import ExecutionGraph, ExecutionJobVertex
+from clusterdeck.core.executiongraph.instructions import (
+    AllocateSlot,
+    AssignSplit,
+    CancelAttempt,
     DeployTask,
     ExecutionStateChanged,
     Instruction,
@@ -29,30 +30,35 @@ from core.executiongraph.instructions import (
     JobFinished,
     JobStatusChanged,
     NewAttempt,
-    NextInputSplit,
     Rejected,
     ReleaseSlot,
-    RequestSlot,
     ScheduleOrUpdateConsumers,
     ScheduleRestart,
 )
-from core.executiongraph.recovery import FinishedSubtask
-from core.executiongraph.restart import (
+from clusterdeck.core.executiongraph.recovery import FinishedSubtask
+from clusterdeck.core.executiongraph.restart import (
     ExponentialDelay,
     FailureRate,
     FixedDelay,
     NoRestart,
     RestartStrategy,
 )
-from core.executiongraph.scheduler import FAILOVER_STRATEGIES, FailoverStrategy, Scheduler
-from core.executiongraph.splits import InputSplitAssigner
-from core.executiongraph.states import ExecutionState, IllegalTransition, JobStatus
-from core.executiongraph.wiring import EdgeInput, EdgeOutput, ResultPartitionRef
+from clusterdeck.core.executiongraph.scheduler import (
+    FAILOVER_STRATEGIES,
+    FailoverStrategy,
+    Scheduler,
+)
+from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
+from clusterdeck.core.protocol.failures import TASKMANAGER_LOST, FailureRecord, TaskFailure
+from clusterdeck.core.protocol.states import ExecutionState, IllegalTransition, JobStatus
+from clusterdeck.core.protocol.wiring import EdgeInput, EdgeOutput, ResultPartitionRef
 
 __all__ = [
     "FAILOVER_STRATEGIES",
     "TASKMANAGER_LOST",
-    "CancelTask",
+    "AllocateSlot",
+    "AssignSplit",
+    "CancelAttempt",
     "DeployTask",
     "EdgeInput",
     "EdgeOutput",
@@ -77,11 +83,9 @@ __all__ = [
     "JobStatus",
     "JobStatusChanged",
     "NewAttempt",
-    "NextInputSplit",
     "NoRestart",
     "Rejected",
     "ReleaseSlot",
-    "RequestSlot",
     "RestartStrategy",
     "ResultPartitionRef",
     "ScheduleOrUpdateConsumers",

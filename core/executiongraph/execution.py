@@ -18,9 +18,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.executiongraph.failures import FailureRecord
-from core.executiongraph.states import ExecutionState, IllegalTransition
-from core.jobs.graph import InputSplit
+from clusterdeck.core.protocol.failures import FailureRecord
+from clusterdeck.core.protocol.jobgraph import InputSplit
+from clusterdeck.core.protocol.snapshots import AttemptSnapshot, SlotSnapshot, SubtaskSnapshot
+from clusterdeck.core.protocol.states import ExecutionState, IllegalTransition
 
 
 @dataclass(frozen=True, order=True)
@@ -29,9 +30,6 @@ class SlotRef:
 
     taskmanager_id: str
     slot_index: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"taskmanager_id": self.taskmanager_id, "slot_index": self.slot_index}
 
 
 def subtask_id(vertex_id: str, subtask: int) -> str:
@@ -107,17 +105,15 @@ class Execution:
         self.state_timestamps[new] = now
         return old
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "attempt_id": self.attempt_id, "attempt": self.attempt, "state": str(self.state),
-            "slot": self.slot.to_dict() if self.slot else None,
-            "state_timestamps": {str(s): t for s, t in self.state_timestamps.items()},
-            "start_time": self.start_time, "end_time": self.end_time,
-            "failure": self.failure.to_dict() if self.failure else None,
-            "input_splits": [split.split_id for split in self.input_splits],
-            "partitions_lost": self.partitions_lost, "epoch": self.epoch,
-            "restored": self.restored,
-        }
+    def snapshot(self) -> AttemptSnapshot:
+        return AttemptSnapshot(
+            attempt_id=self.attempt_id, attempt=self.attempt, state=self.state,
+            slot=SlotSnapshot(self.slot.taskmanager_id, self.slot.slot_index)
+            if self.slot else None,
+            state_timestamps=dict(self.state_timestamps),
+            start_time=self.start_time, end_time=self.end_time, failure=self.failure,
+            input_splits=tuple(split.split_id for split in self.input_splits),
+            partitions_lost=self.partitions_lost, epoch=self.epoch, restored=self.restored)
 
 
 class ExecutionVertex:
@@ -158,7 +154,8 @@ class ExecutionVertex:
         replaced, self.attempts = self.attempts, [execution]
         return replaced
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "subtask": self.subtask, "state": str(self.current.state),
-                "attempt_id": self.current.attempt_id,
-                "attempts": [execution.to_dict() for execution in self.attempts]}
+    def snapshot(self) -> SubtaskSnapshot:
+        return SubtaskSnapshot(id=self.id, subtask=self.subtask, state=self.current.state,
+                               attempt_id=self.current.attempt_id,
+                               attempts=tuple(execution.snapshot()
+                                              for execution in self.attempts))

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from core.executiongraph.execution import ExecutionVertex
-from core.executiongraph.graph import ExecutionGraph
-from core.executiongraph.states import ExecutionState
+from clusterdeck.core.executiongraph.execution import ExecutionVertex
+from clusterdeck.core.executiongraph.graph import ExecutionGraph
+from clusterdeck.core.protocol.states import ExecutionState
 
 _NOT_STARTED_OR_DONE = frozenset({ExecutionState.CREATED, ExecutionState.FINISHED})
 

@@ -9,12 +9,18 @@ snapshot, but it decides nothing: the Scheduler drives every change.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-from core.executiongraph.execution import Execution, ExecutionVertex
-from core.executiongraph.failures import FailureRecord
-from core.executiongraph.states import ExecutionState, IllegalTransition, JobStatus
-from core.executiongraph.wiring import (
+from clusterdeck.core.executiongraph.execution import Execution, ExecutionVertex
+from clusterdeck.core.protocol.failures import FailureRecord
+from clusterdeck.core.protocol.jobgraph import JobEdge, JobGraph, JobVertex
+from clusterdeck.core.protocol.snapshots import (
+    JobGraphSnapshot,
+    JobProgress,
+    OperatorSnapshot,
+    VertexSnapshot,
+)
+from clusterdeck.core.protocol.states import ExecutionState, IllegalTransition, JobStatus
+from clusterdeck.core.protocol.wiring import (
     EdgeInput,
     EdgeOutput,
     ResultPartitionRef,
@@ -22,7 +28,6 @@ from core.executiongraph.wiring import (
     consumed_partitions,
     partitions_per_producer,
 )
-from core.jobs.graph import JobEdge, JobGraph, JobVertex
 
 
 class ExecutionJobVertex:
@@ -50,17 +55,16 @@ class ExecutionJobVertex:
     def parallelism(self) -> int:
         return self.job_vertex.parallelism
 
-    def to_dict(self) -> dict[str, Any]:
+    def snapshot(self) -> VertexSnapshot:
         states = [subtask.current.state for subtask in self.subtasks]
-        return {
-            "id": self.id, "name": self.name, "parallelism": self.parallelism,
-            "is_source": self.job_vertex.is_source, "is_sink": self.job_vertex.is_sink,
-            "operators": [{"id": op.id, "kind": op.kind, "name": op.name}
-                          for op in self.job_vertex.operators],
-            "state_counts": {str(state): states.count(state)
-                             for state in ExecutionState if state in states},
-            "subtasks": [subtask.to_dict() for subtask in self.subtasks],
-        }
+        return VertexSnapshot(
+            id=self.id, name=self.name, parallelism=self.parallelism,
+            is_source=self.job_vertex.is_source, is_sink=self.job_vertex.is_sink,
+            operators=tuple(OperatorSnapshot(op.id, op.kind, op.name)
+                            for op in self.job_vertex.operators),
+            state_counts={state: states.count(state)
+                          for state in ExecutionState if state in states},
+            subtasks=tuple(subtask.snapshot() for subtask in self.subtasks))
 
 
 class ExecutionGraph:
@@ -213,18 +217,15 @@ class ExecutionGraph:
         states = [execution.state for execution in self.current_executions()]
         return states.count(ExecutionState.FINISHED), len(states)
 
-    def snapshot(self) -> dict[str, Any]:
-        """The whole graph as JSON-able data, enough for an observer to redraw it."""
+    def snapshot(self) -> JobGraphSnapshot:
+        """The whole graph as data (a message's field), enough for an observer to redraw
+        it; the JobMaster adds ``hosts``."""
         finished, total = self.progress()
-        return {
-            "job_id": self.job_id, "name": self.job_graph.name, "epoch": self.epoch,
-            "kind": str(self.job_graph.kind), "status": str(self.status),
-            "status_timestamps": {str(s): t for s, t in self.status_timestamps.items()},
-            "progress": {"finished": finished, "total": total},
-            "vertices": [vertex.to_dict() for vertex in self.vertices.values()],
-            "edges": [{"source": e.source, "target": e.target,
-                       "ship_strategy": str(e.ship_strategy), "input_index": e.input_index}
-                      for e in self.job_graph.edges],
-            "failures": [failure.to_dict() for failure in self.failures],
-            "root_cause": self.root_cause.to_dict() if self.root_cause else None,
-        }
+        return JobGraphSnapshot(
+            job_id=self.job_id, name=self.job_graph.name, epoch=self.epoch,
+            kind=self.job_graph.kind, status=self.status,
+            status_timestamps=dict(self.status_timestamps),
+            progress=JobProgress(finished, total),
+            vertices=tuple(vertex.snapshot() for vertex in self.vertices.values()),
+            edges=tuple(self.job_graph.edges), failures=tuple(self.failures),
+            root_cause=self.root_cause)

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from core.executiongraph.execution import SlotRef
-from core.executiongraph.failures import FailureRecord
-from core.executiongraph.states import ExecutionState, JobStatus
-from core.executiongraph.wiring import EdgeInput, EdgeOutput
-from core.jobs.graph import InputSplit
+from clusterdeck.core.executiongraph.execution import SlotRef
+from clusterdeck.core.protocol.failures import FailureRecord
+from clusterdeck.core.protocol.jobgraph import InputSplit
+from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.core.protocol.wiring import EdgeInput, EdgeOutput
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class NewAttempt:
 
 
 @dataclass(frozen=True)
-class RequestSlot:
+class AllocateSlot:
     """Ask the ResourceManager for one more slot; it arrives as ``slot_offered``."""
 
     attempt_id: str
@@ -87,7 +87,7 @@ class DeployTask:
 
 
 @dataclass(frozen=True)
-class CancelTask:
+class CancelAttempt:
     """Stop one running attempt; the TaskManager confirms with a CANCELED update."""
 
     attempt_id: str
@@ -103,7 +103,7 @@ class ScheduleOrUpdateConsumers:
 
 
 @dataclass(frozen=True)
-class NextInputSplit:
+class AssignSplit:
     """The answer to a source's split request; ``split`` is None when none are left."""
 
     attempt_id: str
@@ -152,6 +152,6 @@ class Rejected:
     reason: str
 
 
-Instruction = (JobStatusChanged | ExecutionStateChanged | NewAttempt | RequestSlot | ReleaseSlot
-               | DeployTask | CancelTask | ScheduleOrUpdateConsumers | NextInputSplit
+Instruction = (JobStatusChanged | ExecutionStateChanged | NewAttempt | AllocateSlot | ReleaseSlot
+               | DeployTask | CancelAttempt | ScheduleOrUpdateConsumers | AssignSplit
                | ScheduleRestart | JobFinished | JobFailed | JobCanceled | Rejected)

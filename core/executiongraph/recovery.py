@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from core.executiongraph.execution import Execution, attempt_id_of, epoch_of
-from core.executiongraph.graph import ExecutionGraph
-from core.executiongraph.splits import InputSplitAssigner
-from core.executiongraph.states import ExecutionState
+from clusterdeck.core.executiongraph.execution import Execution, attempt_id_of, epoch_of
+from clusterdeck.core.executiongraph.graph import ExecutionGraph
+from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
+from clusterdeck.core.protocol.states import ExecutionState
 
 
 @dataclass(frozen=True)

@@ -31,12 +31,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from core.executiongraph.execution import Execution, ExecutionVertex, SlotRef, epoch_of
-from core.executiongraph.failover import failover_region
-from core.executiongraph.failures import TASKMANAGER_LOST, FailureRecord, TaskFailure
-from core.executiongraph.graph import ExecutionGraph, ExecutionJobVertex
-from core.executiongraph.instructions import (
-    CancelTask,
+from clusterdeck.core.executiongraph.execution import Execution, ExecutionVertex, SlotRef, epoch_of
+from clusterdeck.core.executiongraph.failover import failover_region
+from clusterdeck.core.executiongraph.graph import ExecutionGraph, ExecutionJobVertex
+from clusterdeck.core.executiongraph.instructions import (
+    AllocateSlot,
+    AssignSplit,
+    CancelAttempt,
     DeployTask,
     ExecutionStateChanged,
     Instruction,
@@ -45,17 +46,16 @@ from core.executiongraph.instructions import (
     JobFinished,
     JobStatusChanged,
     NewAttempt,
-    NextInputSplit,
     Rejected,
     ReleaseSlot,
-    RequestSlot,
     ScheduleOrUpdateConsumers,
     ScheduleRestart,
 )
-from core.executiongraph.recovery import FinishedSubtask, restore_finished
-from core.executiongraph.restart import NoRestart, RestartStrategy
-from core.executiongraph.splits import InputSplitAssigner
-from core.executiongraph.states import ExecutionState, IllegalTransition, JobStatus
+from clusterdeck.core.executiongraph.recovery import FinishedSubtask, restore_finished
+from clusterdeck.core.executiongraph.restart import NoRestart, RestartStrategy
+from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
+from clusterdeck.core.protocol.failures import TASKMANAGER_LOST, FailureRecord, TaskFailure
+from clusterdeck.core.protocol.states import ExecutionState, IllegalTransition, JobStatus
 
 FailoverStrategy = Literal["region", "full"]
 FAILOVER_STRATEGIES: tuple[FailoverStrategy, ...] = ("region", "full")
@@ -105,7 +105,7 @@ class Scheduler:
 
     def restore_finished(self, records: Iterable[FinishedSubtask]) -> None:
         """Before ``start``, after a JobManager restart: put back the subtasks that had
-        finished (see ``core.executiongraph.recovery``); ``start`` then runs the rest.
+        finished (see ``clusterdeck.core.executiongraph.recovery``); ``start`` then runs the rest.
         Raises ValueError, changing nothing, when a record does not fit this job."""
         if self.status is not JobStatus.CREATED:
             raise IllegalTransition(f"job {self.graph.job_id} is {self.status}: finished "
@@ -198,7 +198,7 @@ class Scheduler:
         split = self.splits.next_split(execution.vertex_id, execution.subtask, host)
         if split is not None:
             execution.input_splits.append(split)
-        return [NextInputSplit(attempt_id, split)]
+        return [AssignSplit(attempt_id, split)]
 
     def taskmanager_lost(self, taskmanager_id: str, cause: str,
                          now: float) -> list[Instruction]:
@@ -374,7 +374,7 @@ class Scheduler:
 
     def _cancel(self, executions: Iterable[Execution], now: float) -> list[Instruction]:
         """Stop executions that have not stopped: at once if they never reached a
-        TaskManager, by a CancelTask otherwise."""
+        TaskManager, by a CancelAttempt otherwise."""
         out: list[Instruction] = []
         for execution in executions:
             if execution.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
@@ -382,7 +382,7 @@ class Scheduler:
             elif execution.state in _ON_A_TASKMANAGER:
                 assert execution.taskmanager_id is not None
                 out.append(self._move(execution, ExecutionState.CANCELING, now))
-                out.append(CancelTask(execution.attempt_id, execution.taskmanager_id))
+                out.append(CancelAttempt(execution.attempt_id, execution.taskmanager_id))
         return out
 
     def _cancelled(self, execution: Execution, now: float) -> list[Instruction]:
@@ -409,7 +409,7 @@ class Scheduler:
     def _schedule(self, execution: Execution, now: float) -> list[Instruction]:
         changed = self._move(execution, ExecutionState.SCHEDULED, now)
         self._waiting_for_slot.append(execution)
-        return [changed, RequestSlot(execution.attempt_id, execution.vertex_id,
+        return [changed, AllocateSlot(execution.attempt_id, execution.vertex_id,
                                      execution.subtask)]
 
     def _next_waiting(self) -> Execution | None:

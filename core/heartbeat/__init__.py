@@ -4,7 +4,7 @@ Pure and clock-free: callers pass ``now`` (monotonic seconds). Endpoints own a
 HeartbeatMonitor on their main thread and poll it from a periodic timer.
 """
 
-from core.heartbeat._monitor import HeartbeatMonitor
-from core.heartbeat._phi import PhiAccrualFailureDetector, detection_delay
+from clusterdeck.core.heartbeat._monitor import HeartbeatMonitor
+from clusterdeck.core.heartbeat._phi import PhiAccrualFailureDetector, detection_delay
 
 __all__ = ["HeartbeatMonitor", "PhiAccrualFailureDetector", "detection_delay"]

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from core.heartbeat._phi import PhiAccrualFailureDetector
+from clusterdeck.core.heartbeat._phi import PhiAccrualFailureDetector
 
 P = TypeVar("P")
 

@@ -14,14 +14,15 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 
-from core import protocol as p
-from core import topics
-from core.config import Config
-from core.gateways import ResourceManagerGateway
-from core.jobmanager.jobmaster import JobMaster, restart_strategy
-from core.jobmanager.jobstore import JobRecord, JobStore
-from core.jobmanager.results import bare
-from core.rpc import FencedRpcEndpoint, FrameTooLargeError, handler
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.jobmanager.jobmaster import JobMaster, restart_strategy
+from clusterdeck.core.jobmanager.jobstore import JobRecord, JobStore
+from clusterdeck.core.jobmanager.results import bare
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol import topics
+from clusterdeck.core.protocol.gateways import ResourceManagerGateway
+from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.core.rpc import FencedRpcEndpoint, FrameTooLargeError, handler
 
 log = logging.getLogger(__name__)
 ENDPOINT_ID = "dispatcher"
@@ -58,7 +59,7 @@ class Dispatcher(FencedRpcEndpoint):
     def _recover(self, record: JobRecord) -> None:
         """A job an earlier JobManager accepted and did not end: run it on, in a new epoch,
         reusing every subtask result it had recorded."""
-        record = self.store.update(record, epoch=record.epoch + 1, status="RESTARTING")
+        record = self.store.update(record, epoch=record.epoch + 1, status=JobStatus.RESTARTING)
         self.jobs[record.job_id] = record
         log.info("recovering job %s (%s), epoch %d", record.job_id, record.graph.name,
                  record.epoch)
@@ -115,7 +116,7 @@ class Dispatcher(FencedRpcEndpoint):
         self.jobmasters[record.job_id] = jobmaster
         self.rpc_service.start_endpoint(jobmaster)
 
-    def _status_callback(self, job_id: str) -> Callable[[str, int, int], None]:
+    def _status_callback(self, job_id: str) -> Callable[[JobStatus, int, int], None]:
         """Called on the JobMaster's thread: only posts to this endpoint's mailbox."""
         return lambda status, finished, total: self.run_async(
             self._job_status_changed, job_id, status, finished, total)
@@ -123,7 +124,8 @@ class Dispatcher(FencedRpcEndpoint):
     def _terminal_callback(self, job_id: str) -> Callable[[p.JobResult], None]:
         return lambda result: self.run_async(self._job_ended, job_id, result)
 
-    def _job_status_changed(self, job_id: str, status: str, finished: int, total: int) -> None:
+    def _job_status_changed(self, job_id: str, status: JobStatus, finished: int,
+                            total: int) -> None:
         self._progress[job_id] = (finished, total)
         if self.jobs[job_id].status != status:
             self.jobs[job_id] = self.store.update(self.jobs[job_id], status=status)

@@ -2,7 +2,7 @@
 ResourceManager for slots, deploys tasks to TaskExecutors, serves input splits and turns
 what the TaskManagers report into the job's progress, events and result.
 
-The scheduling logic is the pure state machine in ``core.executiongraph``; this endpoint
+The scheduling logic is the pure state machine in ``clusterdeck.core.executiongraph``; this endpoint
 only carries its instructions out over the transport.
 """
 
@@ -17,31 +17,32 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from core import protocol as p
-from core import topics
-from core.config import Config
-from core.executiongraph import instructions as ins
-from core.executiongraph.execution import SlotRef
-from core.executiongraph.failures import TaskFailure
-from core.executiongraph.graph import ExecutionGraph
-from core.executiongraph.recovery import FinishedSubtask
-from core.executiongraph.restart import (
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.engine.inputsplits import plan_splits
+from clusterdeck.core.engine.sinks import initialize_sinks
+from clusterdeck.core.executiongraph import instructions as ins
+from clusterdeck.core.executiongraph.execution import SlotRef
+from clusterdeck.core.executiongraph.graph import ExecutionGraph
+from clusterdeck.core.executiongraph.recovery import FinishedSubtask
+from clusterdeck.core.executiongraph.restart import (
     ExponentialDelay,
     FailureRate,
     FixedDelay,
     NoRestart,
     RestartStrategy,
 )
-from core.executiongraph.scheduler import Scheduler
-from core.executiongraph.splits import InputSplitAssigner
-from core.gateways import ResourceManagerGateway, TaskExecutorGateway
-from core.jobmanager.jobstore import JobRecord, ProgressLog
-from core.jobmanager.results import fitted
-from core.jobmanager.snapshots import reductions
-from core.jobs.graph import InputSplit, JobKind
-from core.jobs.sinks import initialize_sinks
-from core.jobs.splits import plan_splits
-from core.rpc import AskTimeoutError, FencedRpcEndpoint, FrameTooLargeError, handler
+from clusterdeck.core.executiongraph.scheduler import Scheduler
+from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
+from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
+from clusterdeck.core.jobmanager.reductions import reductions
+from clusterdeck.core.jobmanager.results import fitted
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol import topics
+from clusterdeck.core.protocol.failures import TaskFailure
+from clusterdeck.core.protocol.gateways import ResourceManagerGateway, TaskExecutorGateway
+from clusterdeck.core.protocol.jobgraph import InputSplit, JobKind
+from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.core.rpc import AskTimeoutError, FencedRpcEndpoint, FrameTooLargeError, handler
 
 log = logging.getLogger(__name__)
 SNAPSHOT_INTERVAL = 0.1  # at most ten snapshots a second, however busy the job
@@ -85,7 +86,7 @@ def restart_strategy(settings: Mapping[str, Any]) -> RestartStrategy:
 class JobMaster(FencedRpcEndpoint):
     def __init__(self, config: Config, record: JobRecord,
                  resource_manager: ResourceManagerGateway, fencing_token: str, work_dir: Path,
-                 progress: ProgressLog, on_status: Callable[[str, int, int], None],
+                 progress: ProgressLog, on_status: Callable[[JobStatus, int, int], None],
                  on_terminal: Callable[[p.JobResult], None]) -> None:
         super().__init__(endpoint_id_of(record.job_id), fencing_token)
         self.config = config
@@ -102,7 +103,7 @@ class JobMaster(FencedRpcEndpoint):
         self._executors: dict[str, str] = {}  # TaskManager id -> TaskExecutor endpoint
         self._hosts: dict[str, str] = {}
         self._snapshot_due = False
-        self._snapshot_level = 0  # the first of snapshots.reductions() that fitted
+        self._snapshot_level = 0  # the first of reductions() that fitted
         self._ended = False
         self._split_answers: dict[str, tuple[int, p.NextInputSplit]] = {}
         self._failed_before_start = False
@@ -156,11 +157,12 @@ class JobMaster(FencedRpcEndpoint):
     def _fail_before_start(self, error: Exception) -> None:
         log.warning("job %s cannot start: %s", self.job_id, error)
         self.rpc_service.publish(topics.job_events(self.job_id), p.JobStatusEvent(
-            self.job_id, str(self.graph.status), "FAILED", time.time()))
+            self.job_id, self.graph.status, JobStatus.FAILED, time.time()))
         self._failed_before_start = True
         root = {"exception_type": type(error).__name__, "message": str(error),
                 "traceback": "", "vertex_id": "", "subtask": -1}
-        self._end(p.JobResult(self.job_id, self.record.graph.name, "FAILED", duration=0.0,
+        self._end(p.JobResult(self.job_id, self.record.graph.name, JobStatus.FAILED,
+                              duration=0.0,
                               root_cause=root, failures=1))
 
     @property
@@ -210,7 +212,7 @@ class JobMaster(FencedRpcEndpoint):
                 raise ValueError(instruction.reason)
         self._execute(out)
         answer = p.NextInputSplit(next(i.split for i in out
-                                       if isinstance(i, ins.NextInputSplit)))
+                                       if isinstance(i, ins.AssignSplit)))
         self._split_answers[request.attempt_id] = (request.sequence, answer)
         return answer
 
@@ -236,24 +238,24 @@ class JobMaster(FencedRpcEndpoint):
 
     def _job_status_changed(self, change: ins.JobStatusChanged) -> None:
         self.rpc_service.publish(topics.job_events(self.job_id), p.JobStatusEvent(
-            self.job_id, str(change.old), str(change.new), change.timestamp))
-        self._on_status(str(change.new), *self.progress)
+            self.job_id, change.old, change.new, change.timestamp))
+        self._on_status(change.new, *self.progress)
 
     def _execution_state_changed(self, change: ins.ExecutionStateChanged) -> None:
         execution = self.graph.execution(change.attempt_id)
         slot = execution.slot if execution else None
         self.rpc_service.publish(topics.job_events(self.job_id), p.ExecutionStateEvent(
             self.job_id, change.attempt_id, change.vertex_id, change.subtask, change.attempt,
-            str(change.old), str(change.new), change.timestamp,
+            change.old, change.new, change.timestamp,
             slot.taskmanager_id if slot else None, slot.slot_index if slot else None,
-            change.failure.to_dict() if change.failure else None))
-        if str(change.new) == "FINISHED" and execution is not None:
+            change.failure))
+        if change.new is ExecutionState.FINISHED and execution is not None:
             self.progress_log.append(FinishedSubtask(
                 execution.vertex_id, execution.subtask, execution.attempt_id, execution.attempt,
                 execution.result, tuple(s.split_id for s in execution.input_splits)))
-            self._on_status(str(self.graph.status), *self.progress)
+            self._on_status(self.graph.status, *self.progress)
 
-    def _request_slot(self, request: ins.RequestSlot) -> None:
+    def _request_slot(self, request: ins.AllocateSlot) -> None:
         self.resource_manager.request_slot(p.RequestSlot(
             self.job_id, f"{request.attempt_id}/{uuid.uuid4().hex[:8]}", self.endpoint_id))
 
@@ -289,7 +291,7 @@ class JobMaster(FencedRpcEndpoint):
         if error is None and isinstance(answer, p.TaskOperationResult) and answer.success:
             return
         execution = self.graph.execution(attempt_id)
-        still_deploying = execution is not None and str(execution.state) == "DEPLOYING"
+        still_deploying = execution is not None and execution.state is ExecutionState.DEPLOYING
         if isinstance(error, AskTimeoutError) and tries < DEPLOY_TRIES and still_deploying:
             # The message or its answer may have been lost (a broker restart): a TaskExecutor
             # treats a repeated SubmitTask of a running attempt as already done.
@@ -298,10 +300,10 @@ class JobMaster(FencedRpcEndpoint):
         reason = str(error) if error else getattr(answer, "message", "refused")
         if self.scheduler is not None and not self._ended:
             self._execute(self.scheduler.task_state_changed(
-                attempt_id, "FAILED", time.time(),
+                attempt_id, ExecutionState.FAILED, time.time(),
                 failure=TaskFailure("DeploymentFailed", f"could not deploy: {reason}")))
 
-    def _cancel_task(self, cancel: ins.CancelTask) -> None:
+    def _cancel_task(self, cancel: ins.CancelAttempt) -> None:
         gateway = self._executor(cancel.taskmanager_id)
         self.on_main_thread(gateway.cancel_task(p.CancelTask(self.job_id, cancel.attempt_id)),
                             lambda answer, error: None)
@@ -318,22 +320,22 @@ class JobMaster(FencedRpcEndpoint):
 
     def _job_finished(self, finished: ins.JobFinished) -> None:
         results = [r for r in finished.results.values() if isinstance(r, p.TaskResult)]
-        self._end(self._result("FINISHED", finished.duration, results))
+        self._end(self._result(JobStatus.FINISHED, finished.duration, results))
 
     def _job_failed(self, failed: ins.JobFailed) -> None:
-        self._end(self._result("FAILED", failed.duration, [],
+        self._end(self._result(JobStatus.FAILED, failed.duration, [],
                                root_cause=_trimmed(failed.root_cause.to_dict())))
 
     def _job_canceled(self, canceled: ins.JobCanceled) -> None:
-        self._end(self._result("CANCELED", canceled.duration, []))
+        self._end(self._result(JobStatus.CANCELED, canceled.duration, []))
 
     _handlers: dict[str, Callable[[JobMaster, Any], None]] = {
         "JobStatusChanged": _job_status_changed,
         "ExecutionStateChanged": _execution_state_changed,
-        "RequestSlot": _request_slot,
+        "AllocateSlot": _request_slot,
         "ReleaseSlot": _release_slot,
         "DeployTask": _deploy,
-        "CancelTask": _cancel_task,
+        "CancelAttempt": _cancel_task,
         "ScheduleRestart": _schedule_restart,
         "JobFinished": _job_finished,
         "JobFailed": _job_failed,
@@ -342,7 +344,7 @@ class JobMaster(FencedRpcEndpoint):
 
     # -- the end -----------------------------------------------------------------------------
 
-    def _result(self, status: str, duration: float, results: list[p.TaskResult],
+    def _result(self, status: JobStatus, duration: float, results: list[p.TaskResult],
                 root_cause: dict[str, Any] | None = None) -> p.JobResult:
         finished, total = self.progress
         accumulators: dict[str, Any] = {}
@@ -355,7 +357,7 @@ class JobMaster(FencedRpcEndpoint):
             duration=round(duration, 3), accumulators=accumulators, records=records,
             outputs=tuple(dict.fromkeys(o for r in results for o in r.outputs)),
             collected_paths=tuple(r.collected_path for r in self._ordered_results()
-                                  if r.collected_path) if status == "FINISHED" else (),
+                                  if r.collected_path) if status is JobStatus.FINISHED else (),
             stdout="".join(r.stdout for r in results), stderr="".join(r.stderr for r in results),
             root_cause=root_cause, failures=len(self.graph.failures), finished=finished,
             total=total, failure_history=tuple(
@@ -401,10 +403,9 @@ class JobMaster(FencedRpcEndpoint):
 
     def _publish_snapshot(self) -> None:
         self._snapshot_due = False
-        snapshot = self.graph.snapshot()
-        snapshot["hosts"] = dict(self._hosts)
-        if self._failed_before_start:
-            snapshot["status"] = "FAILED"
+        snapshot = replace(self.graph.snapshot(), hosts=dict(self._hosts))
+        if self._failed_before_start:  # the graph never ran: it is still CREATED
+            snapshot = replace(snapshot, status=JobStatus.FAILED)
         # A job's snapshot only grows: start from the reduction that fitted last time
         # rather than encode a megabyte that is bound to be refused again.
         for level, candidate in enumerate(reductions(snapshot)):

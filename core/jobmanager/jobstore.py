@@ -14,10 +14,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from core import protocol as p
-from core.executiongraph.recovery import FinishedSubtask
-from core.jobs.graph import JobGraph
-from core.rpc import from_data, to_data
+from clusterdeck.core.executiongraph.recovery import FinishedSubtask
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.jobgraph import JobGraph
+from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.core.rpc import from_data, to_data
 
 ARTIFACT = "artifact.zip"
 RECORD = "job.json"
@@ -33,13 +34,13 @@ class JobRecord:
     restart_strategy: dict[str, Any] | None = None
     task_timeout: float = 0.0
     submitted_at: float = field(default_factory=time.time)
-    status: str = "CREATED"
+    status: JobStatus = JobStatus.CREATED
     result: p.JobResult | None = None
     epoch: int = 0  # one more on every JobManager run of the job: attempt ids never repeat
 
     @property
     def is_terminal(self) -> bool:
-        return self.status in ("FINISHED", "FAILED", "CANCELED")
+        return self.status.is_terminal
 
     def summary(self, finished: int = 0, total: int = 0) -> p.JobSummary:
         result = self.result

@@ -14,14 +14,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from core import protocol as p
-from core import topics
-from core.config import Config
-from core.gateways import JobMasterGateway, TaskExecutorGateway
-from core.heartbeat import HeartbeatMonitor
-from core.jobmanager.slotpool import PendingRequest, SlotPool
-from core.jobmanager.taskmanagers import Registration, TaskManagerRegistry
-from core.rpc import FencedRpcEndpoint, handler
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.heartbeat import HeartbeatMonitor
+from clusterdeck.core.jobmanager.slotpool import PendingRequest, SlotPool
+from clusterdeck.core.jobmanager.taskmanagers import Registration, TaskManagerRegistry
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol import topics
+from clusterdeck.core.protocol.gateways import JobMasterGateway, TaskExecutorGateway
+from clusterdeck.core.rpc import FencedRpcEndpoint, handler
 
 log = logging.getLogger(__name__)
 ENDPOINT_ID = "resourcemanager"

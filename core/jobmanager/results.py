@@ -5,7 +5,7 @@ asks, so it must stay under ``rpc.framesize`` however large the job is. What gro
 the job is spilled: the lists of output and collected-row files go to a manifest file in
 the job's work dir once they are long (a collect() sink writes one file per subtask: at
 2,000 subtasks the list alone is larger than a frame), and the printed output keeps its
-end. The message then names the manifest; ``core.client`` reads it back.
+end. The message then names the manifest; ``clusterdeck.core.client.jobclient`` reads it back.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from core import protocol as p
-from core.jobmanager.jobstore import write_atomically
+from clusterdeck.core.jobmanager.jobstore import write_atomically
+from clusterdeck.core.protocol import messages as p
 
 FILES_KEPT = 50  # file names a JobResult lists itself; the manifest has them all
 PRINTED_KEPT = 16 * 1024  # characters of stdout and of stderr a JobResult keeps

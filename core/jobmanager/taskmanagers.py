@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from core import protocol as p
+from clusterdeck.core.protocol import messages as p
 
 
 @dataclass

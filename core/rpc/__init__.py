@@ -1,6 +1,6 @@
 """The actor runtime: endpoints with one main thread, gateways, and their transports."""
 
-from core.rpc._codec import (
+from clusterdeck.core.rpc._codec import (
     Envelope,
     decode,
     encode,
@@ -9,8 +9,8 @@ from core.rpc._codec import (
     message_types,
     to_data,
 )
-from core.rpc._endpoint import FencedRpcEndpoint, Invocation, RpcEndpoint, handler
-from core.rpc._errors import (
+from clusterdeck.core.rpc._endpoint import FencedRpcEndpoint, Invocation, RpcEndpoint, handler
+from clusterdeck.core.rpc._errors import (
     AskTimeoutError,
     CodecError,
     EndpointNotFoundError,
@@ -21,10 +21,11 @@ from core.rpc._errors import (
     RemoteError,
     RpcError,
 )
-from core.rpc._gateway import Gateway
-from core.rpc._local import LocalBus, LocalRpcService
-from core.rpc._scheduler import ScheduledCall, Scheduler
-from core.rpc._service import RpcService
+from clusterdeck.core.rpc._gateway import Gateway
+from clusterdeck.core.rpc._local import LocalBus, LocalRpcService
+from clusterdeck.core.rpc._service import RpcService
+from clusterdeck.core.rpc._timers import ScheduledCall, TimerQueue
+from clusterdeck.core.rpc._topics import TopicLayout, topic_matches
 
 __all__ = [
     "AskTimeoutError",
@@ -45,7 +46,8 @@ __all__ = [
     "RpcError",
     "RpcService",
     "ScheduledCall",
-    "Scheduler",
+    "TimerQueue",
+    "TopicLayout",
     "decode",
     "encode",
     "from_data",
@@ -53,4 +55,5 @@ __all__ = [
     "message",
     "message_types",
     "to_data",
+    "topic_matches",
 ]

@@ -1,9 +1,9 @@
 """The wire format: versioned JSON envelopes around registered frozen dataclasses.
 
 Everything received is checked against the message class's type hints before any
-handler sees it; nothing is unpickled or eval'd. Supported field types: str, int,
-float, bool, None, Any (plain JSON), StrEnum, list/tuple/dict[str, ...], unions, and
-nested dataclasses.
+handler sees it (``clusterdeck.core.rpc._decoders``); nothing is unpickled or eval'd.
+Supported field types: str, int, float, bool, None, Any (plain JSON), StrEnum,
+list/tuple, dict with str or StrEnum keys, unions, and nested dataclasses.
 """
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import types
-import typing
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from core.rpc._errors import CodecError, FrameTooLargeError
+from clusterdeck.core.rpc._decoders import decode as _checked
+from clusterdeck.core.rpc._errors import CodecError, FrameTooLargeError
 
 WIRE_VERSION = 1
 KINDS = ("tell", "ask", "reply", "event")
@@ -125,7 +124,7 @@ def _decode_body(type_name: Any, body: Any) -> Any:
     cls = _REGISTRY.get(type_name) if isinstance(type_name, str) else None
     if cls is None:
         raise CodecError(f"unknown message type {type_name!r}")
-    return _from_json(body, cls, type_name)
+    return _checked(body, cls, type_name)
 
 
 def _decode_error(error: Any) -> dict[str, str] | None:
@@ -144,107 +143,37 @@ def to_data(value: Any) -> Any:
 
 def from_data(data: Any, cls: type, what: str = "") -> Any:
     """Build and validate ``cls`` from plain JSON data, as a received message would be."""
-    return _from_json(data, cls, what or cls.__name__)
+    return _checked(data, cls, what or cls.__name__)
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+"""Types that are JSON as they are (not their subclasses: a StrEnum member is written as
+its value)."""
 
 
 def _to_json(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if type(value) in _PLAIN:
+        return value
+    names = _field_names(type(value))
+    if names is not None:
+        return {name: _to_json(getattr(value, name)) for name in names}
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, list | tuple):
         return [_to_json(item) for item in value]
     if isinstance(value, dict):
-        return {str(key): _to_json(item) for key, item in value.items()}
+        return {_key(key): _to_json(item) for key, item in value.items()}
     return value
-
-
-def _from_json(value: Any, hint: Any, path: str) -> Any:
-    """Check ``value`` against the type ``hint`` and build it; ``path`` names the field."""
-    origin = typing.get_origin(hint)
-    if hint is Any:
-        return value
-    if origin in (typing.Union, types.UnionType):
-        return _from_union(value, typing.get_args(hint), path)
-    if hint is type(None):
-        return _expect(value is None, value, "null", path)
-    if dataclasses.is_dataclass(hint):
-        return _from_dataclass(value, hint, path)
-    if isinstance(hint, type) and issubclass(hint, Enum):
-        try:
-            return hint(value)
-        except ValueError:
-            raise CodecError(f"{path}: {value!r} is not a {hint.__name__}") from None
-    if origin in (list, tuple):
-        return _from_sequence(value, hint, origin, path)
-    if origin is dict:
-        _, item_hint = typing.get_args(hint)
-        _expect(isinstance(value, dict), value, "an object", path)
-        return {key: _from_json(item, item_hint, f"{path}.{key}") for key, item in value.items()}
-    return _from_scalar(value, hint, path)
-
-
-def _from_union(value: Any, options: tuple[Any, ...], path: str) -> Any:
-    for option in options:
-        try:
-            return _from_json(value, option, path)
-        except CodecError:
-            continue
-    names = " or ".join(getattr(o, "__name__", str(o)) for o in options)
-    raise CodecError(f"{path}: {value!r} is not {names}")
 
 
 @functools.cache
-def _fields_of(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
-    """Resolved once per class: resolving type hints costs more than the rest of a decode."""
-    return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)}
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """A dataclass's field names, found once per class (a snapshot holds thousands of
+    dataclass values); None for any other type."""
+    if not dataclasses.is_dataclass(cls):
+        return None
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
-def _from_dataclass(value: Any, cls: type, path: str) -> Any:
-    _expect(isinstance(value, dict), value, "an object", path)
-    hints, fields = _fields_of(cls)
-    unknown = set(value) - set(fields)
-    if unknown:
-        raise CodecError(f"{path}: unknown field(s) {', '.join(sorted(unknown))}")
-    arguments = {}
-    for name, field in fields.items():
-        if name in value:
-            arguments[name] = _from_json(value[name], hints[name], f"{path}.{name}")
-        elif (field.default is dataclasses.MISSING
-              and field.default_factory is dataclasses.MISSING):
-            raise CodecError(f"{path}: missing field {name!r}")
-    return cls(**arguments)
-
-
-def _from_sequence(value: Any, hint: Any, origin: type, path: str) -> Any:
-    _expect(isinstance(value, list), value, "a list", path)
-    args = typing.get_args(hint)
-    if origin is tuple and args and args[-1] is not Ellipsis:
-        _expect(len(value) == len(args), value, f"{len(args)} items", path)
-        return tuple(_from_json(v, a, f"{path}[{i}]") for i, (v, a) in enumerate(zip(value, args,
-                                                                                      strict=True)))
-    item_hint = args[0] if args else Any
-    items = [_from_json(v, item_hint, f"{path}[{i}]") for i, v in enumerate(value)]
-    return tuple(items) if origin is tuple else items
-
-
-def _from_scalar(value: Any, hint: Any, path: str) -> Any:
-    if hint is bool:
-        return _expect(isinstance(value, bool), value, "a boolean", path)
-    if hint is int:
-        return _expect(isinstance(value, int) and not isinstance(value, bool), value,
-                       "a whole number", path)
-    if hint is float:
-        _expect(isinstance(value, int | float) and not isinstance(value, bool), value,
-                "a number", path)
-        return float(value)
-    if hint is str:
-        return _expect(isinstance(value, str), value, "a string", path)
-    raise CodecError(f"{path}: unsupported field type {hint!r}")
-
-
-def _expect(ok: bool, value: Any, what: str, path: str) -> Any:
-    if not ok:
-        shown = repr(value)
-        raise CodecError(f"{path}: expected {what}, got {shown[:80]}")
-    return value
+def _key(key: Any) -> str:
+    return key.value if isinstance(key, Enum) else str(key)

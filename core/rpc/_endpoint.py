@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from core.rpc._errors import (
+from clusterdeck.core.rpc._errors import (
     EndpointStoppedError,
     FencingTokenMismatchError,
     NotMainThreadError,
@@ -27,8 +27,8 @@ from core.rpc._errors import (
 )
 
 if TYPE_CHECKING:
-    from core.rpc._scheduler import ScheduledCall
-    from core.rpc._service import RpcService
+    from clusterdeck.core.rpc._service import RpcService
+    from clusterdeck.core.rpc._timers import ScheduledCall
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

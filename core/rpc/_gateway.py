@@ -11,7 +11,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Self
 
 if TYPE_CHECKING:
-    from core.rpc._service import RpcService
+    from clusterdeck.core.rpc._service import RpcService
 
 
 class Gateway:

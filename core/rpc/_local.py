@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from core.rpc._service import EventCallback, RpcService
-from core.topics import topic_matches
+from clusterdeck.core.rpc._service import EventCallback, RpcService
+from clusterdeck.core.rpc._topics import topic_matches
 
 
 class LocalBus:

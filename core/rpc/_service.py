@@ -17,11 +17,11 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from core.rpc._codec import Envelope, decode, encode
-from core.rpc._endpoint import Invocation, RpcEndpoint
-from core.rpc._errors import AskTimeoutError, CodecError, RemoteError
-from core.rpc._gateway import Gateway
-from core.rpc._scheduler import Scheduler
+from clusterdeck.core.rpc._codec import Envelope, decode, encode
+from clusterdeck.core.rpc._endpoint import Invocation, RpcEndpoint
+from clusterdeck.core.rpc._errors import AskTimeoutError, CodecError, RemoteError
+from clusterdeck.core.rpc._gateway import Gateway
+from clusterdeck.core.rpc._timers import TimerQueue
 
 log = logging.getLogger(__name__)
 G = TypeVar("G", bound=Gateway)
@@ -47,7 +47,7 @@ class RpcService(ABC):
         self.service_id = check_endpoint_id(service_id or f"svc-{uuid.uuid4().hex[:12]}")
         self.ask_timeout = ask_timeout
         self.framesize = framesize
-        self.scheduler = Scheduler(f"scheduler-{self.service_id}")
+        self.scheduler = TimerQueue(f"scheduler-{self.service_id}")
         self._endpoints: dict[str, RpcEndpoint] = {}
         self._pending: dict[str, tuple[Future[Any], Any]] = {}
         self._lock = threading.Lock()

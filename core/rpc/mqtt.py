@@ -23,12 +23,12 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 
-from broker.address import BrokerAddress
-from broker.client import make_client
-from core.rpc._codec import decode
-from core.rpc._errors import RpcError
-from core.rpc._service import EventCallback, RpcService
-from core.topics import Topics, topic_matches
+from clusterdeck.broker.address import BrokerAddress
+from clusterdeck.broker.client import make_client
+from clusterdeck.core.rpc._codec import decode
+from clusterdeck.core.rpc._errors import RpcError
+from clusterdeck.core.rpc._service import EventCallback, RpcService
+from clusterdeck.core.rpc._topics import TopicLayout, topic_matches
 
 log = logging.getLogger(__name__)
 
@@ -57,11 +57,11 @@ _TAPPED = ("rpc", "reply", "heartbeat")
 
 
 class MqttRpcService(RpcService):
-    def __init__(self, address: BrokerAddress, cluster_id: str, service_id: str | None = None,
+    def __init__(self, address: BrokerAddress, topics: TopicLayout, service_id: str | None = None,
                  *, online: Any = None, offline: Any = None, **options: Any) -> None:
         super().__init__(service_id, **options)
         self.address = address
-        self.topics = Topics(cluster_id)
+        self.topics = topics
         self._subscriptions: list[tuple[str, EventCallback]] = []
         self._taps: list[TrafficCallback] = []
         self._retained: dict[str, bytes] = {}
@@ -73,7 +73,7 @@ class MqttRpcService(RpcService):
         will = None
         if offline is not None:
             will = (self.topics.presence(self.service_id), self.encode_event(offline), 1, True)
-        self._client = make_client(address, f"{cluster_id}.{self.service_id}", will=will)
+        self._client = make_client(address, f"{topics.cluster_id}.{self.service_id}", will=will)
         self._client.on_connect = self._on_connect
         self._client.on_disconnect = self._on_disconnect
         self._client.on_message = self._on_message

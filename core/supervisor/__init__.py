@@ -6,10 +6,10 @@ supervisor knows nothing about MQTT or the cluster's roles; ``clusterdeck up`` a
 GUI describe the broker, JobManager and TaskManagers to it as ``ProcessSpec``s.
 """
 
-from core.supervisor._policy import RestartPolicy
-from core.supervisor._process import ProcessInfo, ProcessSpec, ProcessStatus
-from core.supervisor._spawn import RESTARTS_ENV
-from core.supervisor._supervisor import StatusListener, Supervisor
+from clusterdeck.core.supervisor._policy import RestartPolicy
+from clusterdeck.core.supervisor._process import ProcessInfo, ProcessSpec, ProcessStatus
+from clusterdeck.core.supervisor._spawn import RESTARTS_ENV
+from clusterdeck.core.supervisor._supervisor import StatusListener, Supervisor
 
 __all__ = [
     "RESTARTS_ENV",

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from core.supervisor._process import ProcessSpec
+from clusterdeck.core.supervisor._process import ProcessSpec
 
 _PR_SET_PDEATHSIG = 1
 

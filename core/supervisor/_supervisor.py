@@ -27,10 +27,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from core.supervisor._logs import ProcessLog
-from core.supervisor._policy import RestartBudget, RestartPolicy
-from core.supervisor._process import ProcessInfo, ProcessSpec, ProcessStatus
-from core.supervisor._spawn import describe_exit, signal_group, spawn
+from clusterdeck.core.supervisor._logs import ProcessLog
+from clusterdeck.core.supervisor._policy import RestartBudget, RestartPolicy
+from clusterdeck.core.supervisor._process import ProcessInfo, ProcessSpec, ProcessStatus
+from clusterdeck.core.supervisor._spawn import describe_exit, signal_group, spawn
 
 _log = logging.getLogger(__name__)
 

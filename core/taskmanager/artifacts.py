@@ -10,10 +10,10 @@ import base64
 import logging
 from pathlib import Path
 
-from core import protocol as p
-from core.gateways import DispatcherGateway
-from core.jobs.artifact import unpack_artifact
-from core.jobs.loader import LoadedJob, load_job
+from clusterdeck.core.jobapi.artifact import unpack_artifact
+from clusterdeck.core.jobapi.loader import LoadedJob, load_job
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.gateways import DispatcherGateway
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """How a TaskManager runs one deployed task on its slot thread: the bridge between the
-deployment (what the JobMaster sent) and the Spark work of ``core.jobs.runtime``.
+deployment (what the JobMaster sent) and the Spark work of ``clusterdeck.core.engine.runtime``.
 
 Result partitions live under the job's work dir, one folder per producer attempt, so a
 consumer finds them from the partition references in its deployment alone. Collected
@@ -13,12 +13,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from core import protocol as p
-from core.jobs.errors import SubtaskFailed
-from core.jobs.exchange import result_partition_path
-from core.jobs.loader import LoadedJob
-from core.jobs.runtime import run_subtask
-from core.taskmanager.attemptlogs import safe_name
+from clusterdeck.core.engine.exchange import result_partition_path
+from clusterdeck.core.engine.runtime import run_subtask
+from clusterdeck.core.jobapi.errors import SubtaskFailed
+from clusterdeck.core.jobapi.loader import LoadedJob
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.taskmanager.attemptlogs import safe_name
 
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)?)"
                              r"(?::\s?(.*))?$")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core import protocol as p
+from clusterdeck.core.protocol import messages as p
 
 
 class SlotTable:

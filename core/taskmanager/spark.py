@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.config import Config
+from clusterdeck.core.config.settings import Config
 
 log = logging.getLogger(__name__)
 

@@ -18,21 +18,28 @@ from typing import Any
 
 import psutil
 
-from core import exitcodes, paths, topics
-from core import protocol as p
-from core.config import Config
-from core.executiongraph.failures import TaskFailure
-from core.gateways import DispatcherGateway, JobMasterGateway, ResourceManagerGateway
-from core.heartbeat import HeartbeatMonitor
-from core.jobs.loader import LoadedJob
-from core.rpc import AskTimeoutError, RemoteError, RpcEndpoint, handler
-from core.supervisor import RESTARTS_ENV
-from core.taskmanager.artifacts import load_artifact
-from core.taskmanager.attemptlogs import AttemptLogHandler
-from core.taskmanager.runner import run_task
-from core.taskmanager.slots import SlotTable
-from core.taskmanager.spark import start_spark
-from core.taskmanager.tasks import Task, TaskOutcome
+from clusterdeck.core.config import paths
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.heartbeat import HeartbeatMonitor
+from clusterdeck.core.jobapi.loader import LoadedJob
+from clusterdeck.core.node import exitcodes
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol import topics
+from clusterdeck.core.protocol.failures import TaskFailure
+from clusterdeck.core.protocol.gateways import (
+    DispatcherGateway,
+    JobMasterGateway,
+    ResourceManagerGateway,
+)
+from clusterdeck.core.protocol.states import ExecutionState
+from clusterdeck.core.rpc import AskTimeoutError, RemoteError, RpcEndpoint, handler
+from clusterdeck.core.supervisor import RESTARTS_ENV
+from clusterdeck.core.taskmanager.artifacts import load_artifact
+from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
+from clusterdeck.core.taskmanager.runner import run_task
+from clusterdeck.core.taskmanager.slots import SlotTable
+from clusterdeck.core.taskmanager.spark import start_spark
+from clusterdeck.core.taskmanager.tasks import Task, TaskOutcome
 
 STUCK_GRACE = 10.0  # seconds from cancel to interrupt to giving up on the process
 
@@ -235,7 +242,7 @@ class TaskExecutor(RpcEndpoint):
         if task.task_timeout > 0:
             self.schedule(task.task_timeout, self._task_overdue, running)
         self._report(jobmaster, p.UpdateTaskExecutionState(task.job_id, task.attempt_id,
-                                                           "RUNNING"))
+                                                           ExecutionState.RUNNING))
         return p.TaskOperationResult(task.attempt_id, True)
 
     @handler(p.CancelTask)
@@ -336,5 +343,5 @@ class TaskExecutor(RpcEndpoint):
             return
         log.critical("attempt %s cannot be stopped: this TaskManager is unhealthy and exits "
                      "so that its supervisor restarts it", task.attempt_id)
-        self._task_done(task, TaskOutcome("FAILED", failure=task.failure))
+        self._task_done(task, TaskOutcome(ExecutionState.FAILED, failure=task.failure))
         self.schedule(1.0, os._exit, exitcodes.UNHEALTHY)

@@ -1,7 +1,7 @@
 """One task: one attempt of one subtask, run on its own slot thread.
 
 The thread waits for the TaskManager's SparkSession and the job's artifact, runs the
-subtask through ``core.taskmanager.runner`` and hands its outcome back to the
+subtask through ``clusterdeck.core.taskmanager.runner`` and hands its outcome back to the
 TaskExecutor's main thread; it never touches the TaskExecutor's state itself.
 """
 
@@ -17,12 +17,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from core import protocol as p
-from core.executiongraph.failures import TaskFailure
-from core.jobs.cancellation import cancel_subtask
-from core.jobs.graph import InputSplit
-from core.jobs.loader import LoadedJob
-from core.taskmanager.attemptlogs import AttemptLogHandler, thread_name
+from clusterdeck.core.engine.cancellation import cancel_subtask
+from clusterdeck.core.jobapi.loader import LoadedJob
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.failures import TaskFailure
+from clusterdeck.core.protocol.jobgraph import InputSplit
+from clusterdeck.core.protocol.states import ExecutionState
+from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler, thread_name
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ class TaskCanceled(Exception):
 
 @dataclass(frozen=True)
 class TaskOutcome:
-    state: str  # FINISHED, FAILED or CANCELED
+    state: ExecutionState  # FINISHED, FAILED or CANCELED
     result: p.TaskResult | None = None
     failure: TaskFailure | None = None
 
@@ -93,7 +94,7 @@ class Task:
             if self.canceled.is_set():
                 raise TaskCanceled(self.attempt_id)
             result = self._runner(spark, job, deployment, self)
-            outcome = TaskOutcome("FINISHED", result=result)
+            outcome = TaskOutcome(ExecutionState.FINISHED, result=result)
             log.info("attempt %s finished", self.attempt_id)
         except BaseException as error:
             outcome = self._failed(error)
@@ -112,14 +113,14 @@ class Task:
 
     def _failed(self, error: BaseException) -> TaskOutcome:
         if self.failure is not None:
-            return TaskOutcome("FAILED", failure=self.failure)
+            return TaskOutcome(ExecutionState.FAILED, failure=self.failure)
         if self.canceled.is_set():
             log.info("attempt %s canceled", self.attempt_id)
-            return TaskOutcome("CANCELED")
+            return TaskOutcome(ExecutionState.CANCELED)
         text = getattr(error, "traceback_text", "") or "".join(
             traceback.format_exception(error))
         log.error("attempt %s failed: %s: %s", self.attempt_id, type(error).__name__, error)
         user_type = getattr(error, "exception_type", type(error).__name__)
-        return TaskOutcome("FAILED", failure=TaskFailure(
+        return TaskOutcome(ExecutionState.FAILED, failure=TaskFailure(
             user_type, getattr(error, "user_message", str(error)), text,
             self._logs.excerpt(self.attempt_id)))

@@ -1,16 +1,17 @@
 """Job snapshots made by the real ExecutionGraph and Scheduler, driven through a few
-events by the executiongraph tests' harness, so the views are tested against the dict a
-JobMaster will publish."""
+events by the executiongraph tests' harness, so the views are tested against the
+``JobGraphSnapshot`` a JobMaster will publish."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from core.executiongraph import ExecutionState, FixedDelay, TaskFailure
+from clusterdeck.core.executiongraph import ExecutionState, FixedDelay, TaskFailure
+from clusterdeck.core.protocol.jobgraph import JobKind
+from clusterdeck.core.protocol.snapshots import JobGraphSnapshot, JobProgress
+from clusterdeck.core.protocol.states import JobStatus
 from tests.unit.test_executiongraph_helpers import Harness, word_count
 
 
-def mixed_word_count() -> tuple[Harness, dict[str, Any]]:
+def mixed_word_count() -> tuple[Harness, JobGraphSnapshot]:
     """word-count with four sources on four slots: one running, one finished, one failed
     (a restart is pending), one still deploying; the two reducers wait (CREATED)."""
     harness = Harness(word_count(sources=4, reducers=2), restart=FixedDelay(3, 5.0))
@@ -26,3 +27,10 @@ def mixed_word_count() -> tuple[Harness, dict[str, Any]]:
                                        "ValueError: bad line 17",
                                        ("reading part-2.txt", "parsing line 17")))
     return harness, harness.graph.snapshot()
+
+
+def empty_snapshot(job_id: str) -> JobGraphSnapshot:
+    """A job without vertices, just created."""
+    return JobGraphSnapshot(job_id=job_id, name="empty", epoch=0, kind=JobKind.DATAFLOW,
+                            status=JobStatus.CREATED, status_timestamps={},
+                            progress=JobProgress(0, 0), vertices=())

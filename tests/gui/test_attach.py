@@ -12,10 +12,11 @@ import uuid
 
 import pytest
 
-from core.client import JobClient
-from gui.app import _begin, build_parser
-from gui.mainwindow import MainWindow
-from gui.session import SessionMode, attach_config
+from clusterdeck.core.client.jobclient import JobClient
+from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.gui.app import _begin, build_parser
+from clusterdeck.gui.session import SessionMode, attach_config
+from clusterdeck.gui.views.mainwindow import MainWindow
 from tests.gui.windowdriver import job_status, leave
 from tests.integration.clusters import ClusterWatcher
 from tests.waiting import wait_for
@@ -37,8 +38,9 @@ def up_cluster():
     """A cluster run by ``clusterdeck up`` in its own process group, stopped at the end."""
     cluster_id = f"gui-attach-{uuid.uuid4().hex[:6]}"
     up = subprocess.Popen(
-        [sys.executable, "-m", "core.cli", "up", "--cluster", cluster_id, "--taskmanagers",
-         "1", "--slots", "2", "-D", "spark.start=eager", "-D", "heartbeat.interval=0.2",
+        [sys.executable, "-m", "clusterdeck.core.cli", "up", "--cluster", cluster_id,
+         "--taskmanagers", "1", "--slots", "2", "-D", "spark.start=eager",
+         "-D", "heartbeat.interval=0.2",
          "-D", "supervisor.shutdown-grace=3"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     watcher = None
@@ -64,7 +66,7 @@ def test_an_attached_window_shows_the_taskmanagers_and_a_job_already_running(
     job.write_text(SLOW)
     with JobClient(attach_config(up_cluster), connect_timeout=30) as client:
         job_id = client.submit(job)
-        wait_for(lambda: any(j.job_id == job_id and j.status == "RUNNING"
+        wait_for(lambda: any(j.job_id == job_id and j.status == JobStatus.RUNNING
                              for j in client.jobs().jobs), 30, "the job running")
     window = MainWindow()
     qtbot.addWidget(window)
@@ -76,13 +78,13 @@ def test_an_attached_window_shows_the_taskmanagers_and_a_job_already_running(
         qtbot.waitUntil(lambda: (row := window.model.row_named("taskmanager-1")) is not None
                         and row.registration == "registered", timeout=15_000)
         assert [row.name for row in window.model.rows()] == ["jobmanager", "taskmanager-1"]
-        qtbot.waitUntil(lambda: job_status(window, job_id) == "RUNNING", timeout=15_000)
+        qtbot.waitUntil(lambda: job_status(window, job_id) == JobStatus.RUNNING, timeout=15_000)
         qtbot.waitUntil(lambda: window.jobs.current_job == job_id, timeout=5000)
         assert window.current_job == job_id
         assert len(window.jobs.graph.cells()) == 1
         assert window.actions.cancel_job.isEnabled()
         window.actions.cancel_job.trigger()
-        qtbot.waitUntil(lambda: job_status(window, job_id) == "CANCELED", timeout=60_000)
+        qtbot.waitUntil(lambda: job_status(window, job_id) == JobStatus.CANCELED, timeout=60_000)
         assert not window.actions.cancel_job.isEnabled()
     finally:
         leave(window)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import threading
 
-from core import protocol as p
-from gui.bridge import JOB, ClusterBridge
-from gui.jobfeed import job_snapshot
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.gui.bridge import JOB, ClusterBridge
+from clusterdeck.gui.jobfeed import job_snapshot
+from tests.gui.jobsnapshots import empty_snapshot
 
 
 def test_a_burst_of_a_thousand_snapshots_becomes_a_few_signals(qtbot):
@@ -73,13 +75,11 @@ def test_reset_drops_what_is_pending_and_clears_the_views(qtbot):
     bridge.close()
 
 
-def test_a_job_snapshot_message_is_unwrapped_to_its_job_id_and_dict():
-    class JobSnapshot:  # the shape of core.protocol's message: job_id and graph
-        job_id = "job-7"
-        graph = {"job_id": "job-7", "vertices": [], "edges": []}
-
-    assert job_snapshot("state/jobs/job-7", JobSnapshot()) == ("job-7", JobSnapshot.graph)
-    assert job_snapshot("state/jobs/job-8", {"vertices": []}) == ("job-8", {"vertices": []})
+def test_a_job_snapshot_message_is_unwrapped_to_its_job_id_and_snapshot():
+    graph = empty_snapshot("job-7")
+    assert job_snapshot("state/jobs/job-7", p.JobSnapshot("job-7", graph)) == ("job-7", graph)
+    nameless = empty_snapshot("")  # the job id then comes from the topic
+    assert job_snapshot("state/jobs/job-8", nameless) == ("job-8", nameless)
     assert job_snapshot("state/jobs/job-9", "not a snapshot") is None
 
 
@@ -88,8 +88,8 @@ def test_job_events_are_recorded_per_job_before_they_are_emitted(qtbot):
     seen: list[int] = []
     bridge.job_events.connect(lambda events: seen.append(bridge.recorder.count("job-a")))
     producer = threading.Thread(target=lambda: [
-        bridge.post_job_event(p.JobStatusEvent("job-a" if n % 2 else "job-b", "CREATED",
-                                               "RUNNING", float(n))) for n in range(100)])
+        bridge.post_job_event(p.JobStatusEvent("job-a" if n % 2 else "job-b", JobStatus.CREATED,
+                                               JobStatus.RUNNING, float(n))) for n in range(100)])
     producer.start()
     producer.join()
     qtbot.waitUntil(lambda: bridge.recorder.count("job-b") == 50, timeout=2000)

@@ -3,14 +3,17 @@ click that finds the subtask in the ExecutionGraph."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QPoint, Qt
 
-from core import protocol as p
-from gui.failuresview import FailuresView
-from gui.failuretext import failure_html, traceback_html, user_frames
-from gui.jobsview import JobsView
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.failures import FailureRecord, TaskFailure
+from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.gui.views.failuresview import FailuresView
+from clusterdeck.gui.views.failuretext import failure_html, traceback_html, user_frames
+from clusterdeck.gui.views.jobsview import JobsView
 from tests.gui.jobsnapshots import mixed_word_count
 
 JOB = "3892b72ea8554705"
@@ -25,12 +28,12 @@ TRACEBACK = (
 
 
 def failure(subtask: int, at: float, attempt: int = 0, message: str = "record 777 is bad"
-            ) -> dict:
-    return {"attempt_id": f"{JOB}/source#{subtask}/a{attempt}", "vertex_id": "source",
-            "subtask": subtask, "attempt": attempt, "taskmanager_id": "tm-2", "slot_index": 1,
-            "start_time": at - 4, "end_time": at, "timestamp": at, "input_splits": [1, 3],
-            "exception_type": "ValueError", "message": message, "traceback": TRACEBACK,
-            "log_excerpt": ["reading input split 1", "attempt failed"]}
+            ) -> FailureRecord:
+    return FailureRecord(
+        attempt_id=f"{JOB}/source#{subtask}/a{attempt}", vertex_id="source", subtask=subtask,
+        attempt=attempt, taskmanager_id="tm-2", slot_index=1, start_time=at - 4, timestamp=at,
+        input_splits=(1, 3), failure=TaskFailure(
+            "ValueError", message, TRACEBACK, ("reading input split 1", "attempt failed")))
 
 
 def test_the_frames_of_the_job_file_are_the_users_and_library_frames_are_not():
@@ -62,8 +65,9 @@ def test_root_cause_first_then_the_history_oldest_first(qtbot):
     view.show()
     history = (failure(2, 1010.0, attempt=1, message="second"), failure(2, 1000.0))
     view.show_job(JOB)
-    view.set_result(JOB, p.JobResult(JOB, "failing_job", "FAILED", root_cause=history[1],
-                                     failure_history=history))
+    view.set_result(JOB, p.JobResult(JOB, "failing_job", JobStatus.FAILED,
+                                     root_cause=history[1].to_dict(),
+                                     failure_history=tuple(f.to_dict() for f in history)))
     items = view.failure_items()
     assert [item.text(0) for item in items] == ["ValueError: record 777 is bad",
                                                "ValueError: record 777 is bad",
@@ -113,7 +117,7 @@ def test_a_job_without_failures_says_so(qtbot):
     view = FailuresView()
     qtbot.addWidget(view)
     view.show()
-    view.set_snapshot("job-1", {**snapshot, "failures": [], "root_cause": None})
+    view.set_snapshot("job-1", replace(snapshot, failures=(), root_cause=None))
     view.show_job("job-1")
     assert view.failure_items() == []
     assert view.title.text().startswith("No failures")

@@ -1,19 +1,23 @@
-"""The ExecutionGraph view draws a snapshot dict: boxes, cells by state, edges, clicks."""
+"""The ExecutionGraph view draws a job's snapshot: boxes, cells by state, edges, clicks."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from PySide6.QtCore import Qt
 
-from gui.graphlayout import layers
-from gui.graphview import MAX_FIT_SCALE
-from gui.jobsview import JobsView
-from gui.palette import execution_colour
+from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.gui.models.graphlayout import layers
+from clusterdeck.gui.views.graphview import MAX_FIT_SCALE
+from clusterdeck.gui.views.jobsview import JobsView
+from clusterdeck.gui.views.palette import execution_colour
 from tests.gui.jobsnapshots import mixed_word_count
+
+S = ExecutionState
 
 
 def subtask_states(snapshot):
-    return {(v["id"], s["subtask"]): s["state"] for v in snapshot["vertices"]
-            for s in v["subtasks"]}
+    return {(v.id, s.subtask): s.state for v in snapshot.vertices for s in v.subtasks}
 
 
 def test_every_subtask_cell_is_coloured_by_its_state(qtbot):
@@ -23,13 +27,13 @@ def test_every_subtask_cell_is_coloured_by_its_state(qtbot):
     view.set_job("job-1", snapshot)
     graph = view.graph
     states = subtask_states(snapshot)
-    assert {"RUNNING", "FINISHED", "FAILED", "DEPLOYING", "CREATED"} <= set(states.values())
+    assert {S.RUNNING, S.FINISHED, S.FAILED, S.DEPLOYING, S.CREATED} <= set(states.values())
     assert {(c.vertex_id, c.subtask) for c in graph.cells()} == set(states)
     for cell in graph.cells():
         expected = execution_colour(states[(cell.vertex_id, cell.subtask)])
         assert cell.brush().color() == expected, (cell.vertex_id, cell.subtask)
     assert [e.strategy for e in graph.edges] == ["HASH"]
-    assert view.status.text() == "RUNNING"
+    assert view.status.text() == JobStatus.RUNNING
     assert view.progress.value() == 1 and view.progress.maximum() == 6
 
 
@@ -55,7 +59,7 @@ def test_clicking_a_cell_selects_the_subtask_and_shows_its_attempts(qtbot):
     harness.restart_due(harness.now + 10)
     view.set_job("job-1", harness.graph.snapshot())
     assert view.attempts.table.rowCount() == 2, "the panel follows the selected subtask"
-    assert graph.cell("source", 2).state != "FAILED"
+    assert graph.cell("source", 2).state is not S.FAILED
 
 
 def test_a_new_snapshot_of_the_same_job_recolours_the_cells_it_drew(qtbot):
@@ -64,10 +68,10 @@ def test_a_new_snapshot_of_the_same_job_recolours_the_cells_it_drew(qtbot):
     qtbot.addWidget(view)
     view.set_job("job-1", snapshot)
     box = view.graph.boxes["source"]
-    harness.report(harness.attempt("source", 0), "FINISHED")
+    harness.report(harness.attempt("source", 0), S.FINISHED)
     view.set_job("job-1", harness.graph.snapshot())
     assert view.graph.boxes["source"] is box
-    assert box.cells[0].brush().color() == execution_colour("FINISHED")
+    assert box.cells[0].brush().color() == execution_colour(S.FINISHED)
 
 
 def test_wheel_zooms_and_fit_shows_everything(qtbot):
@@ -97,10 +101,10 @@ def test_a_new_job_is_shown_once_the_one_on_screen_has_ended(qtbot):
     view = JobsView()
     qtbot.addWidget(view)
     view.set_job("job-1", snapshot)
-    view.set_job("job-2", {**snapshot, "job_id": "job-2"})
+    view.set_job("job-2", replace(snapshot, job_id="job-2"))
     assert view.current_job == "job-1", "job-1 still runs: it stays on screen"
-    view.set_job("job-1", {**snapshot, "status": "FINISHED"})
-    view.set_job("job-3", {**snapshot, "job_id": "job-3"})
+    view.set_job("job-1", replace(snapshot, status=JobStatus.FINISHED))
+    view.set_job("job-3", replace(snapshot, job_id="job-3"))
     assert view.current_job == "job-3"
     assert view.jobs.count() == 3
 
@@ -111,5 +115,5 @@ def test_another_job_does_not_inherit_the_selected_subtask(qtbot):
     qtbot.addWidget(view)
     view.set_job("job-1", snapshot)
     view.graph.select("source", 1)
-    view.graph.show_snapshot({**snapshot, "job_id": "job-2"})
+    view.graph.show_snapshot(replace(snapshot, job_id="job-2"))
     assert view.graph.selected is None

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from core import protocol as p
-from gui.joblist import COLUMNS, JOB_ID_ROLE, PROGRESS_ROLE, JobListModel, JobListView
-from gui.mainwindow import MainWindow
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.gui.views.joblist import (
+    COLUMNS,
+    JOB_ID_ROLE,
+    PROGRESS_ROLE,
+    JobListModel,
+    JobListView,
+)
+from clusterdeck.gui.views.mainwindow import MainWindow
 from tests.gui.jobsnapshots import mixed_word_count
 
 
-def summary(job_id: str, status: str = "RUNNING", finished: int = 0, total: int = 4,
-            submitted: float = 1000.0, duration: float | None = None) -> p.JobSummary:
+def summary(job_id: str, status: JobStatus = JobStatus.RUNNING, finished: int = 0,
+            total: int = 4, submitted: float = 1000.0, duration: float | None = None
+            ) -> p.JobSummary:
     return p.JobSummary(job_id, f"name-{job_id}", "dataflow", status, submitted, finished,
                         total, duration)
 
@@ -20,7 +28,7 @@ def text(model: JobListModel, row: int, column: str) -> str:
 
 def test_jobs_of_the_retained_list_appear_newest_first(qtbot):
     model = JobListModel()
-    model.set_job_list(p.JobList((summary("a", "FINISHED", 4, 4, 1000.0, 2.5),
+    model.set_job_list(p.JobList((summary("a", JobStatus.FINISHED, 4, 4, 1000.0, 2.5),
                                   summary("b", submitted=1010.0))))
     assert [row.job_id for row in model.rows()] == ["b", "a"]
     assert text(model, 1, "Status") == "FINISHED"
@@ -43,7 +51,7 @@ def test_a_result_ends_the_job_and_late_snapshots_do_not_revive_it(qtbot):
     model = JobListModel()
     _, snapshot = mixed_word_count()
     model.set_snapshot("job-1", snapshot)
-    model.set_result("job-1", p.JobResult("job-1", "word-count", "CANCELED", duration=7.0,
+    model.set_result("job-1", p.JobResult("job-1", "word-count", JobStatus.CANCELED, duration=7.0,
                                           finished=1, total=6))
     model.set_snapshot("job-1", snapshot)
     assert text(model, 0, "Status") == "CANCELED"

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
-from gui.failuretext import user_frames
-from gui.mainwindow import MainWindow
-from gui.session import SessionMode
+from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.gui.session import SessionMode
+from clusterdeck.gui.views.failuretext import user_frames
+from clusterdeck.gui.views.mainwindow import MainWindow
 from tests.gui.windowdriver import drop_files, job_status, leave, submit_dropped
 from tests.integration.clusters import running_cluster
 
@@ -46,10 +47,10 @@ def test_a_job_file_dropped_on_the_window_runs_until_every_subtask_is_finished(
     job_id = submit_dropped(qtbot, window, job)
     qtbot.waitUntil(lambda: window.current_job == job_id, timeout=10_000)
     assert window.jobs.current_job == job_id
-    qtbot.waitUntil(lambda: job_status(window, job_id) == "FINISHED", timeout=150_000)
+    qtbot.waitUntil(lambda: job_status(window, job_id) == JobStatus.FINISHED, timeout=150_000)
     graph = window.jobs.graph
-    qtbot.waitUntil(lambda: bool(graph.cells())
-                    and all(cell.state == "FINISHED" for cell in graph.cells()), timeout=10_000)
+    qtbot.waitUntil(lambda: bool(graph.cells()) and all(
+        cell.state == ExecutionState.FINISHED for cell in graph.cells()), timeout=10_000)
     assert window.job_model.row(job_id).finished == window.job_model.row(job_id).total == 1
     qtbot.waitUntil(lambda: window.result.rows.rowCount() == 10, timeout=10_000)
     assert sorted(window.result.rows.value(row, 0) for row in range(10)) == list(range(0, 20, 2))
@@ -63,7 +64,7 @@ def test_a_job_file_dropped_on_the_window_runs_until_every_subtask_is_finished(
 def test_a_failing_job_shows_its_root_cause_and_traceback_and_finds_its_subtask(
         qtbot, window):
     job_id = submit_dropped(qtbot, window, EXAMPLES / "failing_job.py", strategy="none")
-    qtbot.waitUntil(lambda: job_status(window, job_id) == "FAILED", timeout=120_000)
+    qtbot.waitUntil(lambda: job_status(window, job_id) == JobStatus.FAILED, timeout=120_000)
     qtbot.waitUntil(lambda: window.current_job == job_id, timeout=5000)
     failures = window.failures
     window.failures_dock.raise_()
@@ -75,15 +76,16 @@ def test_a_failing_job_shows_its_root_cause_and_traceback_and_finds_its_subtask(
     assert "Traceback (most recent call last)" in detail
     assert 'raise ValueError(f"record {number} is bad")' in detail
     record = root.data(0, Qt.ItemDataRole.UserRole + 1)[0]
-    assert user_frames(record["traceback"], job_id), "the job file's frame is marked"
+    assert user_frames(record.traceback, job_id), "the job file's frame is marked"
     qtbot.waitExposed(failures)
     rect = failures.tree.visualItemRect(root)
     with qtbot.waitSignal(failures.failure_selected, timeout=5000) as selected:
         qtbot.mouseClick(failures.tree.viewport(), Qt.MouseButton.LeftButton,
                          pos=QPoint(rect.left() + 10, rect.center().y()))
-    assert selected.args == [record["vertex_id"], record["subtask"]]
-    assert window.jobs.graph.selected == (record["vertex_id"], record["subtask"])
-    assert window.jobs.graph.cell(record["vertex_id"], record["subtask"]).state == "FAILED"
+    assert selected.args == [record.vertex_id, record.subtask]
+    assert window.jobs.graph.selected == (record.vertex_id, record.subtask)
+    assert window.jobs.graph.cell(record.vertex_id, record.subtask).state == (
+        ExecutionState.FAILED)
 
 
 def test_files_that_are_not_jobs_get_an_error_dialog_and_the_window_stays_usable(
@@ -119,4 +121,4 @@ def test_files_that_are_not_jobs_get_an_error_dialog_and_the_window_stays_usable
     job = tmp_path / "after_refusals.py"
     job.write_text(TINY)
     job_id = submit_dropped(qtbot, window, job)
-    qtbot.waitUntil(lambda: job_status(window, job_id) == "FINISHED", timeout=120_000)
+    qtbot.waitUntil(lambda: job_status(window, job_id) == JobStatus.FINISHED, timeout=120_000)

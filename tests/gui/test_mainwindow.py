@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from core import paths
-from core.supervisor import ProcessInfo, ProcessStatus
-from gui.logview import LogTail
-from gui.mainwindow import MainWindow, window_settings
+from clusterdeck.core.config import paths
+from clusterdeck.core.supervisor import ProcessInfo, ProcessStatus
+from clusterdeck.gui.views.logview import LogTail
+from clusterdeck.gui.views.mainwindow import MainWindow, window_settings
 
 
 def test_the_layout_is_saved_under_the_config_dir_not_the_users_home(qtbot):

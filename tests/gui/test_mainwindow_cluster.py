@@ -8,10 +8,10 @@ import signal
 
 import pytest
 
-from core.supervisor import ProcessStatus
-from gui.mainwindow import CANCEL, HEADLESS, MainWindow
-from gui.profiles import ClusterProfile, ProfileStore
-from gui.session import SessionMode
+from clusterdeck.core.supervisor import ProcessStatus
+from clusterdeck.gui.models.profiles import ClusterProfile, ProfileStore
+from clusterdeck.gui.session import SessionMode
+from clusterdeck.gui.views.mainwindow import CANCEL, HEADLESS, MainWindow
 from tests.integration.clusters import running_cluster
 
 pytestmark = pytest.mark.integration

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import threading
 
-from core import protocol as p
-from core.rpc.mqtt import Traffic
-from gui.bridge import TRAFFIC_PAYLOAD_LIMIT, ClusterBridge
-from gui.messagesview import MessagesView, payload_text
-from gui.trafficmodel import TrafficModel
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.core.rpc.mqtt import Traffic
+from clusterdeck.gui.bridge import TRAFFIC_PAYLOAD_LIMIT, ClusterBridge
+from clusterdeck.gui.models.trafficmodel import TrafficModel
+from clusterdeck.gui.views.messagesview import MessagesView, payload_text
 
 
 def traffic(n: int, type_name: str = "UpdateTaskExecutionState", sender: str = "taskmanager-1",
@@ -61,7 +62,7 @@ def test_paused_the_table_holds_still_and_resume_adds_what_came(qtbot):
 def test_selecting_a_message_shows_its_payload_as_json(qtbot):
     view = MessagesView()
     qtbot.addWidget(view)
-    message = p.JobStatusEvent("job-1", "CREATED", "RUNNING", 5.0)
+    message = p.JobStatusEvent("job-1", JobStatus.CREATED, JobStatus.RUNNING, 5.0)
     view.add([traffic(0, "JobStatusEvent", message=message)])
     view.select_row(0)
     text = view.detail.toPlainText()

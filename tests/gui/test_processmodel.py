@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from core.config import Config
-from core.supervisor import ProcessInfo, ProcessSpec, ProcessStatus, Supervisor
-from gui.bridge import ClusterBridge
-from gui.processmodel import COLUMNS, ProcessTableModel
-from gui.sampler import ResourceSample
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.supervisor import ProcessInfo, ProcessSpec, ProcessStatus, Supervisor
+from clusterdeck.gui.bridge import ClusterBridge
+from clusterdeck.gui.models.processmodel import COLUMNS, ProcessTableModel
+from clusterdeck.gui.sampler import ResourceSample
 from tests.gui.overviews import overview, taskmanager
 
 

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from core import paths
-from gui.profiles import ClusterProfile, ProfileError, ProfileStore, profiles_file
+from clusterdeck.core.config import paths
+from clusterdeck.gui.models.profiles import (
+    ClusterProfile,
+    ProfileError,
+    ProfileStore,
+    profiles_file,
+)
 
 
 def test_profiles_survive_a_new_store_in_the_users_order(tmp_path):

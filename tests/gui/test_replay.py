@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from core import protocol as p
-from core.executiongraph import ExecutionState, FixedDelay, TaskFailure
-from core.executiongraph.instructions import ExecutionStateChanged, JobStatusChanged
-from gui.jobsview import JobsView
-from gui.recorder import JobRecorder
-from gui.replay import JobHistory
-from gui.replaybar import STEPS
-from gui.slotsview import SlotsView
+from clusterdeck.core.executiongraph import ExecutionState, FixedDelay, TaskFailure
+from clusterdeck.core.executiongraph.instructions import ExecutionStateChanged, JobStatusChanged
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.snapshots import JobGraphSnapshot, JobProgress
+from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.gui.models.recorder import JobRecorder
+from clusterdeck.gui.models.replay import JobHistory
+from clusterdeck.gui.views.jobsview import JobsView
+from clusterdeck.gui.views.replaybar import STEPS
+from clusterdeck.gui.views.slotsview import SlotsView
 from tests.gui.overviews import overview, taskmanager
 from tests.unit.test_executiongraph_helpers import JOB_ID, Harness, word_count
 
@@ -23,11 +25,10 @@ def events_of(harness: Harness) -> list[object]:
             slot = execution.slot if execution else None
             events.append(p.ExecutionStateEvent(
                 JOB_ID, change.attempt_id, change.vertex_id, change.subtask, change.attempt,
-                str(change.old), str(change.new), change.timestamp,
+                change.old, change.new, change.timestamp,
                 slot.taskmanager_id if slot else None, slot.slot_index if slot else None))
         elif isinstance(change, JobStatusChanged):
-            events.append(p.JobStatusEvent(JOB_ID, str(change.old), str(change.new),
-                                           change.timestamp))
+            events.append(p.JobStatusEvent(JOB_ID, change.old, change.new, change.timestamp))
     return events
 
 
@@ -50,33 +51,35 @@ def a_job_with_a_restart() -> tuple[Harness, dict[str, float]]:
     return harness, moments
 
 
-def states(snapshot: dict) -> dict[tuple[str, int], str]:
-    return {(v["id"], s["subtask"]): s["state"] for v in snapshot["vertices"]
-            for s in v["subtasks"]}
+S = ExecutionState
+
+
+def states(snapshot: JobGraphSnapshot) -> dict[tuple[str, int], ExecutionState]:
+    return {(v.id, s.subtask): s.state for v in snapshot.vertices for s in v.subtasks}
 
 
 def test_the_snapshot_alone_replays_every_moment_of_the_job():
     harness, moments = a_job_with_a_restart()
     history = JobHistory(harness.graph.snapshot())
     assert states(history.at(moments["both running"])) == {
-        ("source", 0): "RUNNING", ("source", 1): "RUNNING", ("reduce", 0): "CREATED"}
+        ("source", 0): S.RUNNING, ("source", 1): S.RUNNING, ("reduce", 0): S.CREATED}
     at_failure = history.at(moments["failed"])
-    assert states(at_failure)[("source", 1)] == "FAILED"
-    assert at_failure["root_cause"]["message"] == "bad"
-    assert len(at_failure["failures"]) == 1
-    assert history.at(moments["both running"])["failures"] == []
-    assert set(states(history.at(moments["end"])).values()) == {"FINISHED"}
-    assert history.at(moments["end"])["status"] == "FINISHED"
-    assert history.at(moments["end"])["progress"] == {"finished": 3, "total": 3}
+    assert states(at_failure)[("source", 1)] is S.FAILED
+    assert at_failure.root_cause is not None and at_failure.root_cause.message == "bad"
+    assert len(at_failure.failures) == 1
+    assert history.at(moments["both running"]).failures == ()
+    assert set(states(history.at(moments["end"])).values()) == {S.FINISHED}
+    assert history.at(moments["end"]).status is JobStatus.FINISHED
+    assert history.at(moments["end"]).progress == JobProgress(finished=3, total=3)
 
 
 def test_a_restarted_subtask_shows_only_the_attempts_made_by_then():
     harness, moments = a_job_with_a_restart()
     history = JobHistory(harness.graph.snapshot())
-    source = history.at(moments["failed"])["vertices"][0]["subtasks"][1]
-    assert [a["state"] for a in source["attempts"]] == ["FAILED"]
-    later = history.at(moments["end"])["vertices"][0]["subtasks"][1]
-    assert [a["state"] for a in later["attempts"]] == ["FAILED", "FINISHED"]
+    source = history.at(moments["failed"]).vertices[0].subtasks[1]
+    assert [a.state for a in source.attempts] == [S.FAILED]
+    later = history.at(moments["end"]).vertices[0].subtasks[1]
+    assert [a.state for a in later.attempts] == [S.FAILED, S.FINISHED]
 
 
 def test_slots_are_held_only_while_an_attempt_deploys_or_runs(qtbot):
@@ -101,16 +104,17 @@ def test_recorded_events_tell_what_a_stale_snapshot_does_not_know_yet():
     stale = harness.graph.snapshot()
     harness.report(harness.attempt("source", 0), ExecutionState.RUNNING)
     history = JobHistory(stale, events_of(harness))
-    assert states(history.at(harness.now))[("source", 0)] == "RUNNING"
-    assert history.status_at(harness.now) == "RUNNING"
+    assert states(history.at(harness.now))[("source", 0)] is S.RUNNING
+    assert history.status_at(harness.now) is JobStatus.RUNNING
 
 
 def test_the_recorder_keeps_each_jobs_events_bounded():
     recorder = JobRecorder(per_job=3, jobs=2)
-    recorder.record([p.JobStatusEvent("a", "CREATED", "RUNNING", float(n)) for n in range(5)])
-    recorder.record([p.JobStatusEvent("b", "CREATED", "RUNNING", 1.0)])
+    recorder.record([p.JobStatusEvent("a", JobStatus.CREATED, JobStatus.RUNNING, float(n))
+                     for n in range(5)])
+    recorder.record([p.JobStatusEvent("b", JobStatus.CREATED, JobStatus.RUNNING, 1.0)])
     assert [e.at for e in recorder.events("a")] == [2.0, 3.0, 4.0]
-    recorder.record([p.JobStatusEvent("c", "CREATED", "RUNNING", 1.0)])
+    recorder.record([p.JobStatusEvent("c", JobStatus.CREATED, JobStatus.RUNNING, 1.0)])
     assert recorder.job_ids() == ["b", "c"], "the job updated longest ago goes first"
 
 
@@ -127,14 +131,14 @@ def test_the_slider_replays_the_graph_and_its_end_returns_to_live(qtbot):
         view.replay.show_moment(moments["failed"] + 0.5)  # the next change is 1 s later
     snapshot, moment = replayed.args
     assert abs(moment - (moments["failed"] + 0.5)) < 0.1
-    assert view.graph.cell("source", 1).state == "FAILED"
-    assert view.status.text() == snapshot["status"]
+    assert view.graph.cell("source", 1).state is S.FAILED
+    assert view.status.text() == snapshot.status
     view.set_job(JOB_ID, live)
-    assert view.graph.cell("source", 1).state == "FAILED", "a snapshot does not end a replay"
+    assert view.graph.cell("source", 1).state is S.FAILED, "a snapshot does not end a replay"
     with qtbot.waitSignal(view.replay_changed) as back:
         view.replay.slider.setValue(STEPS)
     assert back.args == [None, None]
-    assert view.graph.cell("source", 1).state == "FINISHED"
+    assert view.graph.cell("source", 1).state is S.FINISHED
     assert view.replay.label.text() == "live"
 
 
@@ -147,8 +151,8 @@ def test_an_event_recolours_a_cell_before_the_next_snapshot(qtbot):
     view.set_job(JOB_ID, harness.graph.snapshot())
     harness.report(harness.attempt("source", 0), ExecutionState.RUNNING)
     view.apply_events(events_of(harness))
-    assert view.graph.cell("source", 0).state == "RUNNING"
+    assert view.graph.cell("source", 0).state is S.RUNNING
     old = p.ExecutionStateEvent(JOB_ID, harness.attempt("source", 0), "source", 0, 0,
-                                "CREATED", "SCHEDULED", 0.0)
+                                S.CREATED, S.SCHEDULED, 0.0)
     view.apply_events([old])
-    assert view.graph.cell("source", 0).state == "RUNNING", "an old event changes nothing"
+    assert view.graph.cell("source", 0).state is S.RUNNING, "an old event changes nothing"

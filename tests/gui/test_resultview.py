@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from core import protocol as p
-from gui.resultview import VALUE, ResultView, RowsTableModel
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.gui.views.resultview import VALUE, ResultView, RowsTableModel
 
 
 def cells(model: RowsTableModel) -> list[list[str]]:
@@ -42,7 +43,7 @@ def test_mixed_rows_keep_every_value(qtbot):
 def test_a_result_shows_accumulators_outputs_stdout_and_asks_for_its_rows(qtbot):
     view = ResultView()
     qtbot.addWidget(view)
-    result = p.JobResult("job-1", "pi", "FINISHED", duration=3.2,
+    result = p.JobResult("job-1", "pi", JobStatus.FINISHED, duration=3.2,
                          accumulators={"lines": 120}, outputs=("/tmp/out",),
                          collected_paths=("/tmp/rows.json",), stdout="Pi is roughly 3.14\n",
                          finished=1, total=1, records={"vertex-1": {"in": 5, "out": 5}})

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gui.palette import job_colour
-from gui.slotsview import SlotsView
+from clusterdeck.gui.views.palette import job_colour
+from clusterdeck.gui.views.slotsview import SlotsView
 from tests.gui.jobsnapshots import mixed_word_count
 from tests.gui.overviews import overview, taskmanager
 

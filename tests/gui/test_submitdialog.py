@@ -6,9 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from core.jobs.errors import JobLoadError
-from gui.submission import check_job_file
-from gui.submitdialog import CLUSTER_DEFAULT, JobErrorDialog, SubmitDialog, restart_settings
+from clusterdeck.core.jobapi.errors import JobLoadError
+from clusterdeck.gui.submission import check_job_file
+from clusterdeck.gui.views.submitdialog import (
+    CLUSTER_DEFAULT,
+    JobErrorDialog,
+    SubmitDialog,
+    restart_settings,
+)
 
 
 @pytest.mark.parametrize(("strategy", "expected"), [

@@ -10,11 +10,11 @@ from contextlib import contextmanager
 
 import pytest
 
-from core import protocol as p
-from core import topics
-from core.client import ClusterClient, JobClient
-from core.config import Config
-from core.localcluster import LocalCluster
+from clusterdeck.core.client.jobclient import ClusterClient, JobClient
+from clusterdeck.core.client.localcluster import LocalCluster
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol import topics
 from tests.waiting import wait_for
 
 FAST_HEARTBEATS = {"heartbeat.interval": 0.2, "heartbeat.timeout": 1.5,

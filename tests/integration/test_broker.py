@@ -22,12 +22,17 @@ from pathlib import Path
 
 import pytest
 
-from broker import mosquitto
-from broker.address import BrokerAddress
-from broker.client import BrokerAuthError, BrokerConnectError, connect_and_wait, make_client
-from broker.connection import client_address, read_connection
-from broker.credentials import load_or_create
-from broker.process import wait_ready
+from clusterdeck.broker import mosquitto
+from clusterdeck.broker.address import BrokerAddress
+from clusterdeck.broker.client import (
+    BrokerAuthError,
+    BrokerConnectError,
+    connect_and_wait,
+    make_client,
+)
+from clusterdeck.broker.connection import client_address, read_connection
+from clusterdeck.broker.credentials import load_or_create
+from clusterdeck.broker.server import wait_ready
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -59,14 +64,15 @@ class RunningBroker:
 
 
 def start_broker(kind: str, home: Path) -> RunningBroker:
-    """Start ``python -m broker`` and return once it accepts an authenticated client."""
+    """Start ``clusterdeck broker`` and return once it accepts an authenticated client."""
     cluster_dir = home / "data" / "clusters" / CLUSTER
     log = home / f"broker-{kind}-{time.monotonic_ns()}.log"
     env = {**os.environ, "CLUSTERDECK_HOME": str(home)}
     with log.open("wb") as output:
         process = subprocess.Popen(
-            [sys.executable, "-m", "broker", "--cluster-dir", str(cluster_dir),
-             "-D", f"cluster.id={CLUSTER}", "-D", f"broker.kind={kind}"],
+            [sys.executable, "-m", "clusterdeck.core.cli", "broker",
+             "--cluster-dir", str(cluster_dir), "-D", f"cluster.id={CLUSTER}",
+             "-D", f"broker.kind={kind}"],
             cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT)
     broker = RunningBroker(kind, process, home, cluster_dir, log)
     try:
@@ -322,8 +328,9 @@ def test_the_broker_dies_with_a_supervisor_that_set_a_parent_death_signal(
     cluster_dir = home / "data" / "clusters" / CLUSTER
     env = {**os.environ, "CLUSTERDECK_HOME": str(home)}
     supervisor = subprocess.Popen(
-        [sys.executable, "-c", _SUPERVISOR, sys.executable, "-m", "broker", "--cluster-dir",
-         str(cluster_dir), "-D", f"cluster.id={CLUSTER}", "-D", f"broker.kind={kind}"],
+        [sys.executable, "-c", _SUPERVISOR, sys.executable, "-m", "clusterdeck.core.cli", "broker",
+         "--cluster-dir", str(cluster_dir), "-D", f"cluster.id={CLUSTER}",
+         "-D", f"broker.kind={kind}"],
         cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
     broker_pid = None
     try:

@@ -14,8 +14,8 @@ import uuid
 
 import pytest
 
-from core import protocol as p
-from core.gateways import ResourceManagerGateway
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.gateways import ResourceManagerGateway
 from tests.integration.clusters import broker_kinds, running_cluster
 from tests.waiting import wait_for
 

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from core import protocol as p
-from core import topics
-from core.client import JobClient, collected_rows
-from core.jobs.errors import JobLoadError
+from clusterdeck.core.client.jobclient import JobClient, collected_rows
+from clusterdeck.core.jobapi.errors import JobLoadError
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol import topics
+from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from tests.integration.clusters import running_cluster, wait_result
 from tests.waiting import wait_for
 
@@ -70,7 +71,7 @@ def counts(result: p.JobResult) -> Counter:
 def test_word_count_over_many_small_files_matches_python(client, tmp_path, parallelism) -> None:
     expected = text_files(tmp_path / "words", files=24, lines=40, seed=parallelism)
     result = run(client, EXAMPLES / "wordcount.py", str(tmp_path / "words"), str(parallelism))
-    assert result.status == "FINISHED", result.root_cause
+    assert result.status == JobStatus.FINISHED, result.root_cause
     assert counts(result) == expected
     assert result.accumulators["lines"] == 24 * 40
 
@@ -81,7 +82,7 @@ def test_word_count_over_one_large_file_cut_into_blocks_reads_every_line_once(
     size = (tmp_path / "big" / "part-000.txt").stat().st_size
     assert size > 3 * 64 * 1024, "the file must be cut into several 64 KiB blocks"
     result = run(client, EXAMPLES / "wordcount.py", str(tmp_path / "big"), "3")
-    assert result.status == "FINISHED", result.root_cause
+    assert result.status == JobStatus.FINISHED, result.root_cause
     assert counts(result) == expected
     assert result.accumulators["lines"] == 6000  # no line lost or read twice at a cut
     source = min(result.records)
@@ -95,14 +96,14 @@ def test_the_join_of_two_csv_files_matches_python(client) -> None:
         expected = sorted((int(o["order_id"]), users[int(o["user_id"])]["name"])
                           for o in csv.DictReader(f) if int(o["user_id"]) in users)
     result = run(client, EXAMPLES / "join_csv.py")
-    assert result.status == "FINISHED", result.root_cause
+    assert result.status == JobStatus.FINISHED, result.root_cause
     rows = collected_rows(result)
     assert sorted((row["order_id"], row["name"]) for row in rows) == expected
 
 
 def test_the_sql_aggregate_matches_python(client) -> None:
     result = run(client, EXAMPLES / "sql_aggregate.py")
-    assert result.status == "FINISHED", result.root_cause
+    assert result.status == JobStatus.FINISHED, result.root_cause
     with open(EXAMPLES / "data" / "users.csv") as f:
         country = {int(r["user_id"]): r["country"] for r in csv.DictReader(f)}
     revenue: Counter = Counter()
@@ -127,8 +128,25 @@ def test_collect_returns_every_row(client, tmp_path) -> None:
                    "    env.set_parallelism(3)\n"
                    "    env.from_range(0, 5000).map(lambda x: x * x).collect()\n")
     result = run(client, job)
-    assert result.status == "FINISHED", result.root_cause
+    assert result.status == JobStatus.FINISHED, result.root_cause
     assert sorted(collected_rows(result)) == [x * x for x in range(5000)]
+
+
+def test_a_job_with_siblings_named_core_gui_and_broker_runs_with_its_own(client,
+                                                                      tmp_path) -> None:
+    (tmp_path / "core.py").write_text("def tag(x):\n    return f'core:{x}'\n")
+    (tmp_path / "gui.py").write_text("LABEL = '/gui-own'\n")
+    (tmp_path / "broker.py").write_text("def double(x):\n    return 2 * x\n")
+    job = tmp_path / "siblings.py"
+    job.write_text("import broker\nimport core\nimport gui\n\n"
+                   "def build(env):\n"
+                   "    env.set_parallelism(2)\n"
+                   "    env.from_range(0, 100).map(label).collect()\n\n"
+                   "def label(x):\n"
+                   "    return core.tag(broker.double(x)) + gui.LABEL\n")
+    result = run(client, job)
+    assert result.status == JobStatus.FINISHED, result.root_cause
+    assert sorted(collected_rows(result)) == sorted(f"core:{2 * x}/gui-own" for x in range(100))
 
 
 def test_a_job_of_many_subtasks_lists_its_files_in_a_manifest(client, tmp_path) -> None:
@@ -136,7 +154,7 @@ def test_a_job_of_many_subtasks_lists_its_files_in_a_manifest(client, tmp_path) 
     job.write_text("def build(env):\n"
                    "    env.from_range(0, 300, parallelism=120).collect()\n")
     result = run(client, job)
-    assert result.status == "FINISHED", result.root_cause
+    assert result.status == JobStatus.FINISHED, result.root_cause
     assert result.collected_total == 120 > len(result.collected_paths)
     assert Path(result.files_manifest).is_file()
     assert sorted(collected_rows(result)) == list(range(300))
@@ -144,7 +162,7 @@ def test_a_job_of_many_subtasks_lists_its_files_in_a_manifest(client, tmp_path) 
 
 def test_a_pyspark_script_with_arguments_prints_the_right_answer(client) -> None:
     result = run(client, EXAMPLES / "pi.py", "2", "20000")
-    assert result.status == "FINISHED", result.root_cause
+    assert result.status == JobStatus.FINISHED, result.root_cause
     estimate = float(re.search(r"Pi is roughly ([0-9.]+)", result.stdout).group(1))
     assert estimate == pytest.approx(3.14159, abs=0.05)
 
@@ -156,13 +174,14 @@ def test_consumers_start_only_after_all_their_producers_finished(client, tmp_pat
     client.service.subscribe(topics.job_events(job_id), lambda _t, e: isinstance(
         e, p.ExecutionStateEvent) and events.append(e))
     result = client.wait(job_id)
-    assert result.status == "FINISHED", result.root_cause
+    assert result.status == JobStatus.FINISHED, result.root_cause
     snapshot_vertices = {e.vertex_id for e in events}
     source, consumer = sorted(snapshot_vertices)
     last_producer_finished = max(e.at for e in events
-                                 if e.vertex_id == source and e.new == "FINISHED")
+                                 if e.vertex_id == source and e.new is ExecutionState.FINISHED)
     first_consumer_scheduled = min(e.at for e in events
-                                   if e.vertex_id == consumer and e.new == "SCHEDULED")
+                                   if e.vertex_id == consumer
+                                   and e.new is ExecutionState.SCHEDULED)
     assert first_consumer_scheduled >= last_producer_finished
 
 
@@ -178,19 +197,19 @@ def test_cancelling_a_long_job_cancels_every_execution_and_frees_the_slots(
                    "    env.set_parallelism(2)\n"
                    "    env.from_range(0, 4000).map(slow).collect()\n")
     job_id = client.submit(job, [])
-    wait_for(lambda: any(j.job_id == job_id and j.status == "RUNNING"
+    wait_for(lambda: any(j.job_id == job_id and j.status is JobStatus.RUNNING
                          for j in client.jobs().jobs), 60, "the slow job running")
     wait_for(lambda: watcher.latest.slots_free <= 2, 60, "its two tasks in their slots")
     cancelled_at = time.monotonic()
     client.cancel(job_id)
     result = client.wait(job_id)
-    assert result.status == "CANCELED"
+    assert result.status == JobStatus.CANCELED
     assert time.monotonic() - cancelled_at < 30, "the Spark work did not stop"
     states: list[p.JobSnapshot] = []  # the retained snapshot: every execution's state
     client.service.subscribe(topics.job_state(job_id), lambda _t, s: states.append(s))
     wait_for(lambda: states, 10, "the job's retained snapshot")
-    subtasks = [s for v in states[-1].graph["vertices"] for s in v["subtasks"]]
-    assert subtasks and all(s["attempts"][-1]["state"] == "CANCELED" for s in subtasks)
+    subtasks = [s for v in states[-1].graph.vertices for s in v.subtasks]
+    assert subtasks and all(s.attempts[-1].state is ExecutionState.CANCELED for s in subtasks)
     wait_for(lambda: watcher.latest.slots_free == 4, 20, "all four slots free again")
 
 
@@ -214,7 +233,7 @@ def test_a_broken_job_file_is_rejected_with_a_clear_error(client, tmp_path, sour
 def test_a_failing_job_reports_its_root_cause_and_the_cluster_runs_the_next_job(
         client, tmp_path) -> None:
     failed = run(client, EXAMPLES / "failing_job.py")
-    assert failed.status == "FAILED"
+    assert failed.status == JobStatus.FAILED
     cause = failed.root_cause
     assert cause["exception_type"] == "ValueError"
     assert "record 777 is bad" in cause["message"]
@@ -229,7 +248,7 @@ def test_a_failing_job_reports_its_root_cause_and_the_cluster_runs_the_next_job(
 def clusterdeck(cluster, *args: str) -> subprocess.CompletedProcess:
     local_cluster, _ = cluster
     command, *rest = args
-    return subprocess.run([sys.executable, "-m", "core.cli", command, "--cluster",
+    return subprocess.run([sys.executable, "-m", "clusterdeck.core.cli", command, "--cluster",
                            local_cluster.cluster_id, *rest], capture_output=True, text=True,
                           timeout=300)
 

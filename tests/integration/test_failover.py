@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from core import protocol as p
-from core.client import JobClient, collected_rows
+from clusterdeck.core.client.jobclient import JobClient, collected_rows
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
+from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from tests.integration.clusters import running_cluster, wait_result
 from tests.waiting import wait_for
 
@@ -60,16 +62,16 @@ def client(cluster):
         yield job_client
 
 
-def running_on(vertex_name_part: str, snapshot: dict) -> str | None:
+def running_on(vertex_name_part: str, snapshot: JobGraphSnapshot) -> str | None:
     """A TaskManager running a subtask of the vertex whose name contains the part, from the
     job's retained snapshot (events may have passed before a test subscribed)."""
-    for vertex in snapshot["vertices"]:
-        if vertex_name_part not in vertex["name"]:
+    for vertex in snapshot.vertices:
+        if vertex_name_part not in vertex.name:
             continue
-        for subtask in vertex["subtasks"]:
-            current = subtask["attempts"][-1]
-            if current["state"] == "RUNNING" and current["slot"]:
-                return current["slot"]["taskmanager_id"]
+        for subtask in vertex.subtasks:
+            current = subtask.attempts[-1]
+            if current.state is ExecutionState.RUNNING and current.slot:
+                return current.slot.taskmanager_id
     return None
 
 
@@ -119,7 +121,7 @@ def test_a_taskmanager_killed_in_the_middle_of_a_word_count_loses_nothing(
     job_id = client.submit(slow_job(tmp_path, 0.02), [str(tmp_path / "in")])
     victim, _ = kill_a_taskmanager_running(client, cluster, job_id, stage)
     result = wait_result(client, job_id)
-    assert result.status == "FINISHED", described(result)
+    assert result.status == JobStatus.FINISHED, described(result)
     assert Counter(dict(collected_rows(result))) == expected
     lost = [f for f in result.failure_history if f["exception_type"] == "TaskManagerLost"]
     assert lost and all(victim in f["message"] for f in lost)
@@ -140,7 +142,7 @@ def test_a_hung_taskmanager_is_detected_and_its_work_runs_elsewhere(
         result = wait_result(client, job_id)
     finally:
         os.kill(pid, signal.SIGCONT)
-    assert result.status == "FINISHED", described(result)
+    assert result.status == JobStatus.FINISHED, described(result)
     assert Counter(dict(collected_rows(result))) == expected
     assert any("no heartbeat" in f["message"] for f in result.failure_history)
     watcher.wait_registered(BOTH, timeout=60)  # the same process registers again
@@ -152,11 +154,11 @@ def test_a_killed_broker_in_the_middle_of_a_job_loses_nothing(client, cluster, t
     watcher.wait_registered(BOTH, timeout=120)
     expected = input_files(tmp_path / "in")
     job_id = client.submit(slow_job(tmp_path, 0.02), [str(tmp_path / "in")])
-    wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and s.graph["progress"]["total"] and
-             s.graph["status"] == "RUNNING", 60, "the job running")
+    wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and s.graph.progress.total and
+             s.graph.status is JobStatus.RUNNING, 60, "the job running")
     os.kill(pid_of(local_cluster, "broker"), signal.SIGKILL)
     result = wait_result(client, job_id)
-    assert result.status == "FINISHED", described(result)
+    assert result.status == JobStatus.FINISHED, described(result)
     assert Counter(dict(collected_rows(result))) == expected
 
 
@@ -174,7 +176,7 @@ def test_a_user_exception_fails_the_job_after_the_configured_attempts(client, tm
                                                       "restart-strategy.fixed-delay.attempts": 2,
                                                       "restart-strategy.fixed-delay.delay": 0.5})
     result = wait_result(client, job_id)
-    assert result.status == "FAILED"
+    assert result.status == JobStatus.FAILED
     assert result.failures == 3  # the first run and two restarts
     cause = result.root_cause
     assert cause["exception_type"] == "KeyError"
@@ -182,7 +184,7 @@ def test_a_user_exception_fails_the_job_after_the_configured_attempts(client, tm
     assert "raise KeyError" in cause["traceback"]
     assert 1 in cause["input_splits"]  # record 13 is in the second half of the range
     snapshot = client.snapshot(job_id)
-    names = {v["id"]: v["name"] for v in snapshot.graph["vertices"]}
+    names = {v.id: v.name for v in snapshot.graph.vertices}
     assert "check" in names[cause["vertex_id"]]
     times = sorted(f["timestamp"] for f in result.failure_history)
     assert all(later - earlier >= 0.5 for earlier, later in itertools.pairwise(times))
@@ -194,7 +196,7 @@ def test_with_no_restart_strategy_the_first_failure_fails_the_job(client, tmp_pa
                    "def build(env):\n    env.from_collection([1]).map(boom).collect()\n")
     job_id = client.submit(job, [], restart_strategy={"restart-strategy.type": "none"})
     result = wait_result(client, job_id)
-    assert result.status == "FAILED" and result.failures == 1
+    assert result.status == JobStatus.FAILED and result.failures == 1
 
 
 def test_a_killed_jobmanager_recovers_the_job_and_keeps_what_had_finished(
@@ -206,24 +208,24 @@ def test_a_killed_jobmanager_recovers_the_job_and_keeps_what_had_finished(
                            [str(tmp_path / "in")])
     snapshot = wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and running_on(
         "slow", s.graph) and s, 120, "the consumer stage running")
-    (source,) = [v for v in snapshot.graph["vertices"] if "lines" in v["name"]]
-    finished_before = {(source["id"], s["subtask"]): s["attempt_id"]
-                       for s in source["subtasks"] if s["state"] == "FINISHED"}
-    assert len(finished_before) == source["parallelism"]
+    (source,) = [v for v in snapshot.graph.vertices if "lines" in v.name]
+    finished_before = {(source.id, s.subtask): s.attempt_id
+                       for s in source.subtasks if s.state is ExecutionState.FINISHED}
+    assert len(finished_before) == source.parallelism
     old_pid = pid_of(local_cluster, "jobmanager")
     os.kill(old_pid, signal.SIGKILL)
     result = wait_result(client, job_id)
     assert local_cluster.supervisor.info("jobmanager").pid != old_pid
-    assert result.status == "FINISHED", described(result)
+    assert result.status == JobStatus.FINISHED, described(result)
     assert Counter(dict(collected_rows(result))) == expected
     assert result.accumulators["lines"] == sum(1 for _ in (tmp_path / "in").glob("*")) * 60
     final = client.snapshot(job_id).graph
-    assert final["epoch"] >= 1
-    for vertex in final["vertices"]:
-        for subtask in vertex["subtasks"]:
-            key = (vertex["id"], subtask["subtask"])
+    assert final.epoch >= 1
+    for vertex in final.vertices:
+        for subtask in vertex.subtasks:
+            key = (vertex.id, subtask.subtask)
             if key in finished_before:  # not run again: the same attempt is still current
-                assert subtask["attempt_id"] == finished_before[key]
+                assert subtask.attempt_id == finished_before[key]
 
 
 def test_a_stuck_task_is_cancelled_then_interrupted_after_its_timeout(client, tmp_path) -> None:
@@ -237,6 +239,6 @@ def test_a_stuck_task_is_cancelled_then_interrupted_after_its_timeout(client, tm
     job_id = client.submit(script, [], restart_strategy={"restart-strategy.type": "none"},
                            task_timeout=2.0)
     result = wait_result(client, job_id, timeout=120)
-    assert result.status == "FAILED"
+    assert result.status == JobStatus.FAILED
     assert result.root_cause["exception_type"] == "TaskTimeoutError"
     assert "timeout of 2 s" in result.root_cause["message"]

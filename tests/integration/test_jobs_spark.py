@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from core.jobs.artifact import pack_artifact, unpack_artifact
-from core.jobs.errors import SubtaskCancelled, SubtaskFailed
-from core.jobs.loader import LoadedJob, load_job
-from core.jobs.local import run_local
-from core.jobs.runtime import cancel_subtask, run_subtask
-from core.jobs.splits import plan_splits
+from clusterdeck.core.engine.inputsplits import plan_splits
+from clusterdeck.core.engine.local import run_local
+from clusterdeck.core.engine.runtime import cancel_subtask, run_subtask
+from clusterdeck.core.jobapi.artifact import pack_artifact, unpack_artifact
+from clusterdeck.core.jobapi.errors import SubtaskCancelled, SubtaskFailed
+from clusterdeck.core.jobapi.loader import LoadedJob, load_job
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -362,9 +362,9 @@ def test_two_scripts_on_two_threads_keep_their_own_output_and_arguments(spark, t
 
 
 def test_a_batch_of_many_range_parts_reads_each_number_once(spark):
-    from core.jobs.graph import InputSplit
-    from core.jobs.sources import RANGES_UNIONED, _range
-    from core.jobs.streams import Work
+    from clusterdeck.core.engine.sources import RANGES_UNIONED, _range
+    from clusterdeck.core.engine.streams import Work
+    from clusterdeck.core.protocol.jobgraph import InputSplit
 
     taken = [part for part in range(0, 300, 3)] + [299]  # 101 intervals, not adjacent
     assert len(taken) > RANGES_UNIONED

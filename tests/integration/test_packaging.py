@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from core import frozen, prereqs
+from clusterdeck.broker import mosquitto
+from clusterdeck.core.cli import prereqs
+from clusterdeck.core.node import frozen
 
 PACKAGING = Path(__file__).resolve().parents[2] / "packaging"
 
@@ -42,8 +44,8 @@ def test_a_python_command_line_is_told_from_a_clusterdeck_one(argv, expected) ->
 
 def test_outside_a_bundle_children_run_python_m_core_cli() -> None:
     assert frozen.cli_argv("broker", "--config", "x") == [
-        sys.executable, "-m", "core.cli", "broker", "--config", "x"]
-    assert frozen.run_as_python(["-m", "core.cli"]) is None
+        sys.executable, "-m", "clusterdeck.core.cli", "broker", "--config", "x"]
+    assert frozen.run_as_python(["-m", "clusterdeck.core.cli"]) is None
 
 
 def test_in_a_bundle_children_run_the_executable(monkeypatch) -> None:
@@ -113,8 +115,8 @@ def test_an_old_java_is_refused(monkeypatch, tmp_path) -> None:
 
 
 def test_a_missing_mosquitto_is_a_notice_not_an_error() -> None:
-    assert prereqs.check_mosquitto(installed=True) is None
-    notice = prereqs.check_mosquitto(installed=False)
+    assert mosquitto.check_mosquitto(installed=True) is None
+    notice = mosquitto.check_mosquitto(installed=False)
     assert notice is not None and "amqtt" in notice
 
 

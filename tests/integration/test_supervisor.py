@@ -20,10 +20,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-import core.supervisor._supervisor
-from core.config import Config
-from core.supervisor import ProcessInfo, ProcessSpec, ProcessStatus, Supervisor
-from core.supervisor._spawn import signal_group
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.supervisor import (
+    ProcessInfo,
+    ProcessSpec,
+    ProcessStatus,
+    Supervisor,
+    _supervisor,
+)
+from clusterdeck.core.supervisor._spawn import signal_group
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -201,7 +206,7 @@ def test_stop_signals_the_processes_in_the_reverse_order_of_add(supervisor, monk
             sent.append(pids[pid])
         signal_group(pid, sig)
 
-    monkeypatch.setattr(core.supervisor._supervisor, "signal_group", recording)
+    monkeypatch.setattr(_supervisor, "signal_group", recording)
     supervisor.stop()
 
     assert sent == ["taskmanager-1", "jobmanager", "broker"]
@@ -394,8 +399,8 @@ def test_unknown_names_and_duplicate_specs_are_refused(supervisor):
 SUPERVISOR_SCRIPT = """
 import json, sys, threading
 from pathlib import Path
-from core.config import Config
-from core.supervisor import ProcessSpec, ProcessStatus, Supervisor
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.supervisor import ProcessSpec, ProcessStatus, Supervisor
 
 supervisor = Supervisor(Config({"supervisor.restart-backoff": "10 ms"}), Path(sys.argv[1]))
 restarted = threading.Event()

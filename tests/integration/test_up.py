@@ -20,7 +20,7 @@ NO_SPARK = ("-D", "spark.start=lazy")  # these clusters run no job: no JVM per T
 
 
 def clusterdeck(*args: str) -> list[str]:
-    return [sys.executable, "-m", "core.cli", *args]
+    return [sys.executable, "-m", "clusterdeck.core.cli", *args]
 
 
 def status_json(cluster_id: str) -> dict | None:
@@ -87,3 +87,4 @@ def test_a_bad_configuration_value_names_the_key() -> None:
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == 2
     assert "heartbeat.interval" in result.stderr
+

@@ -1,6 +1,6 @@
 import pytest
 
-from broker.address import BrokerAddress
+from clusterdeck.broker.address import BrokerAddress
 
 
 def test_parse_reads_host_and_port():

@@ -3,9 +3,9 @@ import socket
 import paho.mqtt.client as mqtt
 import pytest
 
-from broker.address import BrokerAddress
-from broker.client import BrokerConnectError, connect_and_wait, make_client
-from broker.process import pick_free_port
+from clusterdeck.broker.address import BrokerAddress
+from clusterdeck.broker.client import BrokerConnectError, connect_and_wait, make_client
+from clusterdeck.broker.server import pick_free_port
 
 
 @pytest.fixture

@@ -1,14 +1,14 @@
 import pytest
 
-from broker.address import BrokerAddress
-from broker.connection import (
+from clusterdeck.broker.address import BrokerAddress
+from clusterdeck.broker.connection import (
     NoBrokerError,
     client_address,
     connection_file,
     read_connection,
     write_connection,
 )
-from broker.credentials import load_or_create
+from clusterdeck.broker.credentials import load_or_create
 
 
 def test_connection_round_trips_without_any_login(tmp_path):

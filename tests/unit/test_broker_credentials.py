@@ -3,7 +3,7 @@ import stat
 
 import pytest
 
-from broker.credentials import (
+from clusterdeck.broker.credentials import (
     ROLES,
     CredentialsError,
     credentials_file,

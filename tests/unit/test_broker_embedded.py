@@ -3,8 +3,8 @@ import stat
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
 
-from broker import embedded
-from broker.credentials import load_or_create
+from clusterdeck.broker import embedded
+from clusterdeck.broker.credentials import load_or_create
 
 
 def config_for(tmp_path, host="127.0.0.1"):

@@ -2,10 +2,10 @@ import stat
 
 import pytest
 
-from broker import mosquitto
-from broker.credentials import load_or_create
-from broker.limits import BrokerLimits
-from core.config import Config
+from clusterdeck.broker import mosquitto
+from clusterdeck.broker.credentials import load_or_create
+from clusterdeck.broker.limits import BrokerLimits
+from clusterdeck.core.config.settings import Config
 
 LIMITS = BrokerLimits(max_queued_messages=12345, max_inflight_messages=67,
                       message_size_limit=2000, max_packet_size=3000)

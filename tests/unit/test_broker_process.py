@@ -2,10 +2,11 @@ import socket
 
 import pytest
 
-from broker import mosquitto, process
-from broker.address import BrokerAddress
-from broker.connection import write_connection
-from core.config import Config
+from clusterdeck.broker import mosquitto
+from clusterdeck.broker import server as process
+from clusterdeck.broker.address import BrokerAddress
+from clusterdeck.broker.connection import write_connection
+from clusterdeck.core.config.settings import Config
 
 
 def test_external_kind_has_nothing_to_run():

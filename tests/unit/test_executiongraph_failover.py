@@ -1,13 +1,12 @@
 """Failures: restarts under a strategy, the failure history, regions, full failover and
 giving up."""
 
-import json
-
 import pytest
 
-from core.executiongraph import (
+from clusterdeck.core.executiongraph import (
     TASKMANAGER_LOST,
-    CancelTask,
+    AllocateSlot,
+    CancelAttempt,
     DeployTask,
     ExponentialDelay,
     FixedDelay,
@@ -17,15 +16,19 @@ from core.executiongraph import (
     NewAttempt,
     NoRestart,
     ReleaseSlot,
-    RequestSlot,
     ScheduleOrUpdateConsumers,
     ScheduleRestart,
     SlotRef,
     TaskFailure,
     failover_region,
 )
-from core.executiongraph import ExecutionState as S
-from tests.unit.test_executiongraph_helpers import Harness, three_stages, word_count
+from clusterdeck.core.executiongraph import ExecutionState as S
+from tests.unit.test_executiongraph_helpers import (
+    Harness,
+    three_stages,
+    through_the_wire,
+    word_count,
+)
 
 BOOM = TaskFailure("ValueError", "boom",
                    "Traceback (most recent call last):\n  ...\nValueError: boom")
@@ -105,7 +108,7 @@ def test_giving_up_cancels_the_running_tasks_before_the_job_is_failed():
     out = fail(harness, "source", 0)
 
     assert [i.new for i in out if isinstance(i, JobStatusChanged)] == [JobStatus.FAILING]
-    assert CancelTask("job-1/source#1/a0", "tm-1") in out
+    assert CancelAttempt("job-1/source#1/a0", "tm-1") in out
     harness.report("job-1/source#1/a0", S.CANCELED)
     assert harness.scheduler.status is JobStatus.FAILED
 
@@ -136,10 +139,11 @@ def test_the_failure_history_keeps_attempt_vertex_subtask_taskmanager_cause_and_
     assert (record.exception_type, record.message) == ("ValueError", "boom")
     assert record.failure.traceback.endswith("ValueError: boom")
     assert record.timestamp == harness.now
-    snapshot = json.loads(json.dumps(harness.graph.snapshot()))
-    assert snapshot["failures"][0]["traceback"] == BOOM.traceback
-    assert snapshot["root_cause"]["attempt_id"] == "job-1/source#0/a0"
-    assert snapshot["vertices"][0]["subtasks"][0]["attempts"][0]["failure"]["message"] == "boom"
+    snapshot = through_the_wire(harness.graph.snapshot())
+    assert snapshot.failures[0].traceback == BOOM.traceback
+    assert snapshot.root_cause is not None
+    assert snapshot.root_cause.attempt_id == "job-1/source#0/a0"
+    assert snapshot.vertices[0].subtasks[0].attempts[0].failure.message == "boom"
 
 
 def test_a_failure_without_a_reported_cause_is_still_recorded():
@@ -296,7 +300,7 @@ def test_a_restart_waits_for_the_cancel_of_a_running_region_member():
     (restart,) = [i for i in out if isinstance(i, ScheduleRestart)]
     assert restart.subtasks == ("source#0", "reduce#0", "reduce#1")
     assert restart.failed_attempt_ids == ("job-1/reduce#0/a0", "job-1/source#0/a0")
-    assert CancelTask("job-1/reduce#1/a0", "tm-2") in out
+    assert CancelAttempt("job-1/reduce#1/a0", "tm-2") in out
 
     assert harness.restart_due(restart.due) == []
     out = harness.report("job-1/reduce#1/a0", S.CANCELED)
@@ -345,7 +349,7 @@ def test_under_full_failover_a_failure_cancels_every_running_task_and_the_job_re
     (restart,) = [i for i in out if isinstance(i, ScheduleRestart)]
     assert restart.subtasks == ("source#0", "source#1", "source#2", "reduce#0")
     assert restart.failed_attempt_ids == ("job-1/source#0/a0",)
-    assert {c.attempt_id for c in out if isinstance(c, CancelTask)} == {
+    assert {c.attempt_id for c in out if isinstance(c, CancelAttempt)} == {
         "job-1/source#1/a0", "job-1/source#2/a0"}
     assert harness.state("reduce", 0) is S.CANCELED
     assert harness.scheduler.status is JobStatus.RESTARTING
@@ -384,7 +388,7 @@ def test_a_full_restart_does_not_happen_before_its_backoff():
     assert harness.scheduler.status is JobStatus.RESTARTING
     out = harness.restart_due(restart.due)
     assert harness.scheduler.status is JobStatus.RUNNING
-    assert [i.attempt_id for i in out if isinstance(i, RequestSlot)] == ["job-1/source#0/a1"]
+    assert [i.attempt_id for i in out if isinstance(i, AllocateSlot)] == ["job-1/source#0/a1"]
 
 
 def test_a_failed_consumer_under_full_failover_reruns_on_the_finished_producers_output():
@@ -395,7 +399,7 @@ def test_a_failed_consumer_under_full_failover_reruns_on_the_finished_producers_
     harness.grant_slots()
 
     out = fail(harness, "reduce", 1)
-    assert CancelTask("job-1/reduce#0/a0", "tm-2") in out
+    assert CancelAttempt("job-1/reduce#0/a0", "tm-2") in out
     harness.report("job-1/reduce#0/a0", S.CANCELED)
     harness.restart_due(harness.logged(ScheduleRestart)[0].due)
     harness.run_to_end()

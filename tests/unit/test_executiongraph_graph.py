@@ -1,13 +1,24 @@
 """The ExecutionGraph: expansion of a JobGraph, partition wiring, snapshot and progress."""
 
-import json
-
 import pytest
 
-from core.executiongraph import EdgeOutput, ExecutionGraph, ExecutionState, ResultPartitionRef
-from core.executiongraph.wiring import consumed_partitions
-from core.jobs.graph import JobEdge, JobGraph, JobKind, ShipStrategy
-from tests.unit.test_executiongraph_helpers import JOB_ID, Harness, three_stages, word_count
+from clusterdeck.core.executiongraph import (
+    EdgeOutput,
+    ExecutionGraph,
+    ExecutionState,
+    ResultPartitionRef,
+)
+from clusterdeck.core.protocol.jobgraph import JobEdge, JobGraph, JobKind, ShipStrategy
+from clusterdeck.core.protocol.snapshots import JobProgress, SlotSnapshot
+from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.core.protocol.wiring import consumed_partitions
+from tests.unit.test_executiongraph_helpers import (
+    JOB_ID,
+    Harness,
+    three_stages,
+    through_the_wire,
+    word_count,
+)
 
 S = ExecutionState
 
@@ -112,19 +123,19 @@ def test_the_snapshot_is_json_and_enough_to_redraw_the_graph():
     harness.start()
     harness.grant_slots()
 
-    snapshot = json.loads(json.dumps(harness.graph.snapshot()))
+    snapshot = through_the_wire(harness.graph.snapshot())
 
-    assert snapshot["job_id"] == JOB_ID
-    assert snapshot["status"] == "RUNNING"
-    assert snapshot["progress"] == {"finished": 0, "total": 5}
-    assert [(v["id"], v["name"], v["parallelism"]) for v in snapshot["vertices"]] == [
+    assert snapshot.job_id == JOB_ID
+    assert snapshot.status is JobStatus.RUNNING
+    assert snapshot.progress == JobProgress(finished=0, total=5)
+    assert [(v.id, v.name, v.parallelism) for v in snapshot.vertices] == [
         ("source", "Source", 3), ("reduce", "Reduce", 2)]
-    assert snapshot["edges"] == [{"source": "source", "target": "reduce",
-                                  "ship_strategy": "HASH", "input_index": 0}]
-    source0 = snapshot["vertices"][0]["subtasks"][0]
-    assert source0["state"] == "DEPLOYING"
-    assert source0["attempt_id"] == "job-1/source#0/a0"
-    assert source0["attempts"][0]["slot"] == {"taskmanager_id": "tm-1", "slot_index": 0}
-    assert snapshot["vertices"][0]["state_counts"] == {"DEPLOYING": 3}
-    assert snapshot["vertices"][1]["state_counts"] == {"CREATED": 2}
-    assert snapshot["failures"] == [] and snapshot["root_cause"] is None
+    assert snapshot.edges == (JobEdge(source="source", target="reduce",
+                                      ship_strategy=ShipStrategy.HASH, input_index=0),)
+    source0 = snapshot.vertices[0].subtasks[0]
+    assert source0.state is ExecutionState.DEPLOYING
+    assert source0.attempt_id == "job-1/source#0/a0"
+    assert source0.attempts[0].slot == SlotSnapshot(taskmanager_id="tm-1", slot_index=0)
+    assert snapshot.vertices[0].state_counts == {ExecutionState.DEPLOYING: 3}
+    assert snapshot.vertices[1].state_counts == {ExecutionState.CREATED: 2}
+    assert snapshot.failures == () and snapshot.root_cause is None

@@ -6,24 +6,40 @@ No tests live here; the other test_executiongraph_* modules import it.
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from typing import Any
 
-from core.executiongraph import (
+from clusterdeck.core.executiongraph import (
+    AllocateSlot,
     DeployTask,
     ExecutionGraph,
     ExecutionState,
     InputSplitAssigner,
     Instruction,
     ReleaseSlot,
-    RequestSlot,
     RestartStrategy,
     Scheduler,
     SlotRef,
 )
-from core.jobs.graph import JobEdge, JobGraph, JobKind, JobVertex, OperatorSpec, ShipStrategy
+from clusterdeck.core.protocol.jobgraph import (
+    JobEdge,
+    JobGraph,
+    JobKind,
+    JobVertex,
+    OperatorSpec,
+    ShipStrategy,
+)
+from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
+from clusterdeck.core.rpc import from_data, to_data
 
 JOB_ID = "job-1"
+
+
+def through_the_wire(snapshot: JobGraphSnapshot) -> JobGraphSnapshot:
+    """``snapshot`` as an observer gets it: as JSON text, read back and checked by the
+    codec."""
+    return from_data(json.loads(json.dumps(to_data(snapshot))), JobGraphSnapshot)
 
 
 def vertex(vertex_id: str, parallelism: int, *kinds: str) -> JobVertex:
@@ -71,7 +87,7 @@ class Harness:
             SlotRef(tm, index)
             for tm, count in (slots or {"tm-1": 2, "tm-2": 2}).items()
             for index in range(count))
-        self.slot_requests: deque[RequestSlot] = deque()
+        self.slot_requests: deque[AllocateSlot] = deque()
 
     # -- the clock and the log -------------------------------------------------------------
 
@@ -82,7 +98,7 @@ class Harness:
     def feed(self, instructions: list[Instruction]) -> list[Instruction]:
         """Record instructions and carry out the slot ones, as the ResourceManager would."""
         for instruction in instructions:
-            if isinstance(instruction, RequestSlot):
+            if isinstance(instruction, AllocateSlot):
                 self.slot_requests.append(instruction)
             elif isinstance(instruction, ReleaseSlot):
                 self.free_slots.append(instruction.slot)

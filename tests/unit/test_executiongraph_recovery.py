@@ -1,10 +1,9 @@
 """Recovery after a JobManager restart: restored finished subtasks, epochs, stale attempts."""
 
-import json
-
 import pytest
 
-from core.executiongraph import (
+from clusterdeck.core.executiongraph import (
+    AllocateSlot,
     DeployTask,
     ExecutionGraph,
     FinishedSubtask,
@@ -16,15 +15,19 @@ from core.executiongraph import (
     JobStatusChanged,
     NewAttempt,
     Rejected,
-    RequestSlot,
     ScheduleOrUpdateConsumers,
     ScheduleRestart,
     attempt_id_of,
     epoch_of,
 )
-from core.executiongraph import ExecutionState as S
-from core.jobs.graph import InputSplit
-from tests.unit.test_executiongraph_helpers import JOB_ID, Harness, word_count
+from clusterdeck.core.executiongraph import ExecutionState as S
+from clusterdeck.core.protocol.jobgraph import InputSplit
+from tests.unit.test_executiongraph_helpers import (
+    JOB_ID,
+    Harness,
+    through_the_wire,
+    word_count,
+)
 
 
 def source_splits(count: int) -> InputSplitAssigner:
@@ -76,7 +79,7 @@ def test_a_recovered_word_count_runs_only_the_unfinished_source_on_the_splits_le
 
     harness.start()
 
-    assert [r.attempt_id for r in harness.logged(RequestSlot)] == ["job-1/source#2/e1a0"]
+    assert [r.attempt_id for r in harness.logged(AllocateSlot)] == ["job-1/source#2/e1a0"]
     assert [harness.state("reduce", i) for i in range(2)] == [S.CREATED, S.CREATED]
     harness.grant_slots()
     assert take_every_split(harness, harness.attempt("source", 2)) == [2, 5]
@@ -106,7 +109,7 @@ def test_a_restored_job_whose_consumer_has_nothing_restored_reruns_the_consumer_
     out = harness.start()
 
     assert ScheduleOrUpdateConsumers("reduce", ("source",)) in out
-    assert [r.attempt_id for r in harness.logged(RequestSlot)] == [
+    assert [r.attempt_id for r in harness.logged(AllocateSlot)] == [
         "job-1/reduce#0/e1a0", "job-1/reduce#1/e1a0"]
     harness.run_to_end()
     assert harness.scheduler.status is JobStatus.FINISHED
@@ -134,7 +137,7 @@ def test_a_job_restored_complete_finishes_at_once_with_the_restored_results():
         JobStatus.RUNNING, JobStatus.FINISHED]
     assert out[-1] == JobFinished(0.0, {"source#0": "s0", "source#1": "s1", "source#2": "s2",
                                         "reduce#0": "r0", "reduce#1": "r1"})
-    assert harness.logged(RequestSlot) == []
+    assert harness.logged(AllocateSlot) == []
 
 
 def test_progress_counts_restored_subtasks_as_finished():
@@ -146,12 +149,12 @@ def test_progress_counts_restored_subtasks_as_finished():
 def test_the_snapshot_shows_the_epoch_and_which_attempts_were_restored():
     harness = recovered([finished("source", 0)])
 
-    snapshot = json.loads(json.dumps(harness.graph.snapshot()))
+    snapshot = through_the_wire(harness.graph.snapshot())
 
-    assert snapshot["epoch"] == 1
-    sources = snapshot["vertices"][0]["subtasks"]
-    assert [s["attempts"][0]["restored"] for s in sources] == [True, False, False]
-    assert sources[1]["attempt_id"] == "job-1/source#1/e1a0"
+    assert snapshot.epoch == 1
+    sources = snapshot.vertices[0].subtasks
+    assert [s.attempts[0].restored for s in sources] == [True, False, False]
+    assert sources[1].attempt_id == "job-1/source#1/e1a0"
 
 
 def test_a_new_attempt_after_a_failure_continues_the_numbering_in_the_new_epoch():

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from core.executiongraph import ExponentialDelay, FailureRate, FixedDelay, NoRestart
+from clusterdeck.core.executiongraph import ExponentialDelay, FailureRate, FixedDelay, NoRestart
 
 
 def test_no_restart_never_allows_a_restart():

@@ -1,8 +1,9 @@
 """The scheduler fed by hand: lazy deployment, wiring, idempotent updates, cancel, lost TMs."""
 
-from core.executiongraph import (
+from clusterdeck.core.executiongraph import (
     TASKMANAGER_LOST,
-    CancelTask,
+    AllocateSlot,
+    CancelAttempt,
     DeployTask,
     ExecutionStateChanged,
     FixedDelay,
@@ -12,13 +13,12 @@ from core.executiongraph import (
     JobStatusChanged,
     Rejected,
     ReleaseSlot,
-    RequestSlot,
     ScheduleOrUpdateConsumers,
     ScheduleRestart,
     SlotRef,
 )
-from core.executiongraph import ExecutionState as S
-from core.jobs.graph import ShipStrategy
+from clusterdeck.core.executiongraph import ExecutionState as S
+from clusterdeck.core.protocol.jobgraph import ShipStrategy
 from tests.unit.test_executiongraph_helpers import Harness, three_stages, word_count
 
 
@@ -37,7 +37,7 @@ def test_starting_the_job_runs_it_and_asks_a_slot_for_each_source_subtask_only()
     out = harness.start()
 
     assert out[0] == JobStatusChanged(JobStatus.CREATED, JobStatus.RUNNING, 1.0)
-    assert [r.attempt_id for r in harness.logged(RequestSlot)] == [
+    assert [r.attempt_id for r in harness.logged(AllocateSlot)] == [
         "job-1/source#0/a0", "job-1/source#1/a0", "job-1/source#2/a0"]
     assert [harness.state("reduce", i) for i in range(2)] == [S.CREATED, S.CREATED]
 
@@ -147,7 +147,7 @@ def test_the_last_producer_finishing_schedules_the_consumers():
     out = harness.report(last, S.FINISHED)
 
     assert ScheduleOrUpdateConsumers("reduce", ("source",)) in out
-    assert [r.vertex_id for r in out if isinstance(r, RequestSlot)] == ["reduce", "reduce"]
+    assert [r.vertex_id for r in out if isinstance(r, AllocateSlot)] == ["reduce", "reduce"]
     assert [harness.state("reduce", i) for i in range(2)] == [S.SCHEDULED, S.SCHEDULED]
 
 
@@ -298,7 +298,7 @@ def test_cancel_leads_every_execution_and_the_job_to_canceled():
     harness.report(harness.attempt("source", 0), S.RUNNING)
 
     out = harness.cancel()
-    cancels = [i for i in out if isinstance(i, CancelTask)]
+    cancels = [i for i in out if isinstance(i, CancelAttempt)]
     assert [c.attempt_id for c in cancels] == ["job-1/source#0/a0", "job-1/source#1/a0"]
     assert harness.scheduler.status is JobStatus.CANCELLING
     for cancel in cancels:

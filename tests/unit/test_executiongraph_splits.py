@@ -2,16 +2,16 @@
 
 import pytest
 
-from core.executiongraph import ExecutionState as S
-from core.executiongraph import (
+from clusterdeck.core.executiongraph import (
+    AssignSplit,
     FixedDelay,
     InputSplitAssigner,
     JobStatus,
-    NextInputSplit,
     Rejected,
     ScheduleRestart,
 )
-from core.jobs.graph import InputSplit
+from clusterdeck.core.executiongraph import ExecutionState as S
+from clusterdeck.core.protocol.jobgraph import InputSplit
 from tests.unit.test_executiongraph_helpers import Harness, word_count
 
 
@@ -70,7 +70,7 @@ def test_a_running_source_is_answered_with_its_next_split_and_the_attempt_rememb
     answers = [harness.scheduler.request_split(attempt, host="tm-1") for _ in range(3)]
 
     assert [a[0].split.split_id if a[0].split else None for a in answers] == [0, 1, None]
-    assert all(isinstance(a[0], NextInputSplit) for a in answers)
+    assert all(isinstance(a[0], AssignSplit) for a in answers)
     assert [s.split_id for s in harness.graph.execution(attempt).input_splits] == [0, 1]
 
 

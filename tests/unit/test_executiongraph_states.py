@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.executiongraph import Execution, ExecutionState, IllegalTransition, JobStatus
+from clusterdeck.core.executiongraph import Execution, ExecutionState, IllegalTransition, JobStatus
 
 S = ExecutionState
 

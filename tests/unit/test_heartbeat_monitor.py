@@ -1,7 +1,7 @@
 import pytest
 
-from core.config import Config
-from core.heartbeat import HeartbeatMonitor, detection_delay
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.heartbeat import HeartbeatMonitor, detection_delay
 
 
 def monitor() -> HeartbeatMonitor[dict]:

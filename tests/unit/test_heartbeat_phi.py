@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from core.heartbeat import PhiAccrualFailureDetector, detection_delay
+from clusterdeck.core.heartbeat import PhiAccrualFailureDetector, detection_delay
 
 DEFAULTS = (1.0, 6.0, 8.0)  # heartbeat.interval, heartbeat.timeout, heartbeat.threshold
 SETTINGS = [DEFAULTS, (0.2, 1.0, 8.0)]

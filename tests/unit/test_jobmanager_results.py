@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from core import protocol as p
-from core.client import collected_rows, result_files
-from core.jobmanager.results import FILES_KEPT, PRINTED_KEPT, bare, fitted
-from core.rpc import Envelope, FrameTooLargeError, encode
+from clusterdeck.core.client.jobclient import collected_rows, result_files
+from clusterdeck.core.jobmanager.results import FILES_KEPT, PRINTED_KEPT, bare, fitted
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.core.rpc import Envelope, FrameTooLargeError, encode
 
 FRAMESIZE = 256 * 1024
 
@@ -27,11 +28,12 @@ def many_subtasks(tmp_path: Path, subtasks: int) -> p.JobResult:
         path.write_text(json.dumps([index]), encoding="utf-8")
         paths.append(str(path))
     outputs = tuple(f"{tmp_path}/out/part-{i:05d}-0123456789abcdef.txt" for i in range(subtasks))
-    return p.JobResult("j", "many", "FINISHED", outputs=outputs, collected_paths=tuple(paths))
+    return p.JobResult("j", "many", JobStatus.FINISHED, outputs=outputs,
+                       collected_paths=tuple(paths))
 
 
 def test_a_small_result_is_sent_as_it_is(tmp_path: Path) -> None:
-    result = p.JobResult("j", "small", "FINISHED", outputs=("a.txt",), stdout="hello\n")
+    result = p.JobResult("j", "small", JobStatus.FINISHED, outputs=("a.txt",), stdout="hello\n")
     assert fitted(result, tmp_path) == result
     assert not list(tmp_path.iterdir())
 
@@ -51,18 +53,19 @@ def test_the_file_lists_of_2000_subtasks_go_to_a_manifest_and_nothing_is_lost(
 
 def test_long_output_keeps_its_end_and_says_where_the_rest_is(tmp_path: Path) -> None:
     printed = "".join(f"line {i}\n" for i in range(20_000))
-    result = fitted(p.JobResult("j", "chatty", "FINISHED", stdout=printed), tmp_path)
+    result = fitted(p.JobResult("j", "chatty", JobStatus.FINISHED, stdout=printed), tmp_path)
     assert len(result.stdout) < PRINTED_KEPT + 200
     assert result.stdout.endswith("line 19999\n")
     assert "attempt log" in result.stdout.splitlines()[0]
 
 
 def test_a_bare_result_keeps_status_and_counts_and_says_why(tmp_path: Path) -> None:
-    huge = p.JobResult("j", "counters", "FAILED", accumulators={"k": "x" * FRAMESIZE},
+    huge = p.JobResult("j", "counters", JobStatus.FAILED, accumulators={"k": "x" * FRAMESIZE},
                        failures=3, finished=1, total=4)
     with pytest.raises(FrameTooLargeError):
         frame(huge)
     result = bare(huge)
-    assert (result.status, result.failures, result.finished, result.total) == ("FAILED", 3, 1, 4)
+    assert (result.status, result.failures, result.finished, result.total) == (
+        JobStatus.FAILED, 3, 1, 4)
     assert "rpc.framesize" in result.stderr
     frame(result)

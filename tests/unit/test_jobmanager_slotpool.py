@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.jobmanager.slotpool import PendingRequest, SlotId, SlotPool
+from clusterdeck.core.jobmanager.slotpool import PendingRequest, SlotId, SlotPool
 
 
 def request(n: int, job: str = "job") -> PendingRequest:

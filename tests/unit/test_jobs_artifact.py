@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.jobs.artifact import (
+from clusterdeck.core.jobapi.artifact import (
     MANIFEST,
     ArtifactError,
     pack_artifact,
@@ -17,7 +17,7 @@ from core.jobs.artifact import (
     sibling_files,
     unpack_artifact,
 )
-from core.jobs.loader import load_job
+from clusterdeck.core.jobapi.loader import load_job
 
 
 @pytest.fixture

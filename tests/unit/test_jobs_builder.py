@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from core.jobs.api import ExecutionEnvironment
-from core.jobs.builder import build_graph
-from core.jobs.errors import JobDefinitionError
-from core.jobs.graph import JobGraph, ShipStrategy
+from clusterdeck.core.jobapi.builder import build_graph
+from clusterdeck.core.jobapi.environment import ExecutionEnvironment
+from clusterdeck.core.jobapi.errors import JobDefinitionError
+from clusterdeck.core.protocol.jobgraph import JobGraph, ShipStrategy
 
 
 def wordcount(env: ExecutionEnvironment) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from core.jobs.capture import thread_io
+from clusterdeck.core.engine.capture import thread_io
 
 
 def test_each_thread_gets_its_own_output_and_arguments():

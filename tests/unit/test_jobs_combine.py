@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from core.jobs import combine
-from core.jobs.combine import KeyedFold
-from core.jobs.records import FieldKey, Partial, decode_record, encode_record
+from clusterdeck.core.engine import combine
+from clusterdeck.core.engine.combine import KeyedFold
+from clusterdeck.core.engine.records import FieldKey, Partial, decode_record, encode_record
 
 WORDS = ["a", "b", "a", "c", "b", "a", "d", "a"]
 

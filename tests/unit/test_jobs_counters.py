@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pickle
 
-from core.jobs.counters import Counter, CounterScope
+from clusterdeck.core.jobapi.counters import Counter, CounterScope
 
 
 class FakeAccumulator:

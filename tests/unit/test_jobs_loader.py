@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from core.jobs.errors import JobLoadError
-from core.jobs.graph import JobKind
-from core.jobs.loader import detect_kind, load_job
+from clusterdeck.core.jobapi.errors import JobLoadError
+from clusterdeck.core.jobapi.loader import detect_kind, load_job
+from clusterdeck.core.protocol.jobgraph import JobKind
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -229,3 +229,29 @@ def test_a_rebuild_against_the_submitted_graph_uses_its_default_parallelism(tmp_
     submitted = load_job(path, parallelism=2).graph
     assert len(submitted.vertices) == 1   # chained only when the map runs 2 wide too
     assert load_job(path, expected=submitted).graph is submitted
+
+
+SIBLINGS = {"core.py": "def tag(x):\n    return f'core:{x}'\n",
+            "gui.py": "LABEL = 'gui-own'\n",
+            "broker.py": "def double(x):\n    return 2 * x\n"}
+USES_SIBLINGS = """
+import broker
+import core
+import gui
+
+def build(env):
+    env.from_range(10).map(label, name="label").collect()
+
+def label(x):
+    return core.tag(broker.double(x)) + gui.LABEL
+"""
+
+
+def test_a_job_with_siblings_named_core_gui_and_broker_imports_its_own(tmp_path):
+    for name, source in SIBLINGS.items():
+        write(tmp_path, name, source)
+    job = load_job(write(tmp_path, "siblings.py", USES_SIBLINGS))
+    label = next(code.fn for code in job.code.values()
+                 if getattr(code.fn, "__name__", "") == "label")
+    assert label(4) == "core:8gui-own"
+    assert Path(label.__globals__["core"].__file__).parent == tmp_path

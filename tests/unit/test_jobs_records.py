@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from pyspark.sql import Row
 
-from core.jobs.records import (
+from clusterdeck.core.engine.records import (
     RowDecoder,
     decode_record,
     encode_record,

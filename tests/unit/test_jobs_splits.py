@@ -8,8 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from core.jobs.graph import JobVertex, OperatorSpec
-from core.jobs.splits import part_bounds, plan_file_splits, plan_splits, read_lines
+from clusterdeck.core.engine.inputsplits import (
+    part_bounds,
+    plan_file_splits,
+    plan_splits,
+    read_lines,
+)
+from clusterdeck.core.protocol.jobgraph import JobVertex, OperatorSpec
 
 
 def lines_of(splits) -> list[str]:

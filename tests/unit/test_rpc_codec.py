@@ -9,7 +9,7 @@ from enum import StrEnum
 
 import pytest
 
-from core.rpc import CodecError, Envelope, FrameTooLargeError, decode, encode, message
+from clusterdeck.core.rpc import CodecError, Envelope, FrameTooLargeError, decode, encode, message
 
 
 class Colour(StrEnum):
@@ -32,6 +32,7 @@ class Sample:
     tags: tuple[str, ...] = ()
     inner: Inner | None = None
     extra: dict[str, int] | None = None
+    by_colour: dict[Colour, int] | None = None
 
 
 FRAME = 4096
@@ -46,9 +47,11 @@ def wire(**overrides) -> bytes:
 
 
 def test_a_message_survives_the_round_trip() -> None:
-    sample = Sample(3, 1.5, Colour.BLUE, ("a", "b"), Inner("x"), {"k": 2})
+    sample = Sample(3, 1.5, Colour.BLUE, ("a", "b"), Inner("x"), {"k": 2}, {Colour.RED: 1})
     decoded = decode(encode(Envelope("tell", "me", sample), FRAME), FRAME)
     assert decoded.message == sample
+    assert list(decoded.message.by_colour) == [Colour.RED]
+    assert isinstance(next(iter(decoded.message.by_colour)), Colour)
     assert decoded.sender == "me"
 
 
@@ -66,6 +69,10 @@ def test_a_message_survives_the_round_trip() -> None:
     (wire(body={"count": 1, "ratio": 0.5, "colour": "red", "tags": [1]}), "Sample.tags[0]"),
     (wire(body={"count": 1, "ratio": 0.5, "colour": "red", "inner": {"name": 5}}),
      "Sample.inner"),
+    (wire(body={"count": 1, "ratio": 0.5, "colour": "red", "by_colour": {"green": 1}}),
+     "Sample.by_colour key: 'green' is not a Colour"),
+    (wire(body={"count": 1, "ratio": 0.5, "colour": "red", "by_colour": {"red": 1.5}}),
+     "Sample.by_colour.red: expected a whole number"),
     (wire(fencing=7), "'fencing' must be a string"),
 ])
 def test_the_codec_rejects_bad_payloads_clearly(payload: bytes, complaint: str) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from core.rpc import (
+from clusterdeck.core.rpc import (
     AskTimeoutError,
     FencedRpcEndpoint,
     FrameTooLargeError,

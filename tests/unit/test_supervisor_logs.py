@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-from core.supervisor._logs import ProcessLog
+from clusterdeck.core.supervisor._logs import ProcessLog
 
 
 def feed(log: ProcessLog, data: bytes) -> None:

@@ -2,9 +2,9 @@
 
 import pytest
 
-from core.config import Config
-from core.supervisor import RestartPolicy
-from core.supervisor._policy import RestartBudget
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.supervisor import RestartPolicy
+from clusterdeck.core.supervisor._policy import RestartBudget
 
 
 class FakeClock:

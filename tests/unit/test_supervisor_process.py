@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from core.supervisor import ProcessInfo, ProcessSpec, ProcessStatus
+from clusterdeck.core.supervisor import ProcessInfo, ProcessSpec, ProcessStatus
 
 
 def test_argv_is_kept_as_a_tuple_of_strings():

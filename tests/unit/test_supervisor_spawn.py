@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from core.supervisor import RESTARTS_ENV, ProcessSpec
-from core.supervisor._spawn import spawn
+from clusterdeck.core.supervisor import RESTARTS_ENV, ProcessSpec
+from clusterdeck.core.supervisor._spawn import spawn
 
 PRINT = f"import os; print(os.environ['{RESTARTS_ENV}'], os.environ.get('EXTRA', '-'))"
 

@@ -1,0 +1,265 @@
+"""The job commands of the CLI: submit, run, list, cancel, result; and how they print."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from clusterdeck.core.config.settings import Config, ConfigError, parse_override
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.states import JobStatus
+
+EXIT_OK, EXIT_FAILED, EXIT_CANCELED, EXIT_REJECTED, EXIT_UNREACHABLE = 0, 1, 3, 4, 5
+STATUS_EXIT = {JobStatus.FINISHED: EXIT_OK, JobStatus.FAILED: EXIT_FAILED,
+               JobStatus.CANCELED: EXIT_CANCELED}
+ROWS_SHOWN = 1000
+
+
+def add_job_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    for name, text in (("submit", "submit a job file to a running cluster"),
+                       ("run", "start a local cluster, run a job file on it, stop it")):
+        command = commands.add_parser(name, parents=[common], help=text)
+        command.add_argument("file", type=Path, help="a job file (build(env)) or a PySpark "
+                             "script; its own arguments follow a --")
+        command.add_argument("--parallelism", "-p", type=int, help="default parallelism")
+        command.add_argument("--restart-strategy", choices=["none", "fixed-delay",
+                                                            "failure-rate", "exponential-delay"],
+                             help="this job's restart strategy (default: the cluster's)")
+        command.add_argument("-R", dest="restart_options", action="append", default=[],
+                             metavar="KEY=VALUE", help="a restart-strategy.* setting for this "
+                             "job, e.g. -R restart-strategy.fixed-delay.attempts=5")
+        command.add_argument("--task-timeout", type=float, default=0.0, metavar="SECONDS",
+                             help="fail a task that runs longer (then restart it)")
+        if name == "submit":
+            command.add_argument("--detached", "-d", action="store_true",
+                                 help="print the job id and return at once")
+        else:
+            command.add_argument("--taskmanagers", type=int, help="TaskManagers to start")
+            command.add_argument("--slots", type=int, help="slots per TaskManager")
+            command.add_argument("--broker", choices=["auto", "mosquitto", "amqtt"])
+    listing = commands.add_parser("list", parents=[common], help="the cluster's jobs")
+    listing.add_argument("--json", action="store_true")
+    cancel = commands.add_parser("cancel", parents=[common], help="cancel a job")
+    cancel.add_argument("job_id")
+    result = commands.add_parser("result", parents=[common], help="a job's result")
+    result.add_argument("job_id")
+    result.add_argument("--json", action="store_true")
+    failures = commands.add_parser("failures", parents=[common],
+                                   help="a job's root cause and failure history")
+    failures.add_argument("job_id")
+    failures.add_argument("--json", action="store_true")
+
+
+def split_job_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Everything after the first ``--`` belongs to the job, not to clusterdeck."""
+    if "--" not in argv:
+        return argv, []
+    index = argv.index("--")
+    return argv[:index], argv[index + 1:]
+
+
+def _job_args(args: argparse.Namespace) -> list[str]:
+    return list(getattr(args, "job_args", []))
+
+
+def cmd_submit(config: Config, args: argparse.Namespace) -> int:
+    from clusterdeck.core.client.jobclient import JobClient
+    options = job_options(args)
+    with JobClient(config, connect_timeout=10.0) as client:
+        return submit_and_follow(client, args.file, _job_args(args), args.parallelism,
+                                 detached=args.detached, **options)
+
+
+def cmd_run(config: Config, args: argparse.Namespace) -> int:
+    """Flink's local execution: a whole cluster just for this one job."""
+    from clusterdeck.core.client.jobclient import JobClient
+    from clusterdeck.core.client.localcluster import LocalCluster
+    if not args.file.is_file():
+        print(f"clusterdeck: no such job file: {args.file}", file=sys.stderr)
+        return EXIT_REJECTED
+    options = job_options(args)  # a bad -R is reported before a cluster is started
+    from clusterdeck.core.cli.prereqs import check_java
+    if problem := check_java():
+        print(f"clusterdeck: {problem}", file=sys.stderr)
+        return EXIT_FAILED
+    cluster = LocalCluster(config)
+    try:
+        print(f"starting a local cluster ({config['taskmanager.count']} TaskManagers x "
+              f"{config['taskmanager.slots']} slots, broker {cluster.broker_kind})",
+              file=sys.stderr)
+        cluster.start()
+        cluster.wait_for_taskmanagers(config["taskmanager.count"], timeout=120.0)
+        with JobClient(cluster.config, connect_timeout=30.0) as client:
+            return submit_and_follow(client, args.file, _job_args(args), args.parallelism,
+                                     **options)
+    finally:
+        cluster.stop()
+
+
+def job_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The job's own restart strategy and task timeout, checked like configuration."""
+    restart = dict(parse_override(item) for item in args.restart_options)
+    if args.restart_strategy:
+        restart["restart-strategy.type"] = args.restart_strategy
+    for key in restart:
+        if not key.startswith("restart-strategy."):
+            raise ConfigError(f"-R takes restart-strategy.* keys, not {key!r}")
+    checked = Config(restart)
+    return {"restart_strategy": {key: checked[key] for key in restart} or None,
+            "task_timeout": args.task_timeout}
+
+
+def submit_and_follow(client: Any, job_file: Path, job_args: list[str],
+                      parallelism: int | None, detached: bool = False,
+                      restart_strategy: dict[str, Any] | None = None,
+                      task_timeout: float = 0.0) -> int:
+    from clusterdeck.core.jobapi.errors import JobLoadError
+    from clusterdeck.core.rpc import RemoteError
+    try:
+        job_id = client.submit(job_file, job_args, parallelism=parallelism,
+                               restart_strategy=restart_strategy, task_timeout=task_timeout)
+    except JobLoadError as error:
+        print(f"clusterdeck: job rejected: {error.describe()}", file=sys.stderr, end="")
+        return EXIT_REJECTED
+    except RemoteError as error:
+        print(f"clusterdeck: job rejected by the JobManager: {error}", file=sys.stderr)
+        return EXIT_REJECTED
+    if detached:
+        print(job_id)
+        return EXIT_OK
+    print(f"job {job_id} submitted", file=sys.stderr)
+    progress = ProgressBar()
+    result = client.wait(job_id, on_progress=progress.update)
+    progress.close()
+    print_result(result)
+    return STATUS_EXIT.get(result.status, EXIT_FAILED)
+
+
+class ProgressBar:
+    """finished/total subtasks on stderr; redrawn in place on a terminal."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last = ""
+        self.started = time.monotonic()
+
+    def update(self, snapshot: p.JobSnapshot) -> None:
+        finished, total = snapshot.graph.progress.finished, snapshot.graph.progress.total
+        width = 30
+        filled = width * finished // total if total else 0
+        line = (f"[{'#' * filled}{'.' * (width - filled)}] {finished}/{total} subtasks  "
+                f"{snapshot.graph.status}  {time.monotonic() - self.started:.1f} s")
+        if line.split("  ")[:2] == self.last.split("  ")[:2]:
+            return
+        self.last = line
+        print(f"\r{line}" if self.tty else line, end="" if self.tty else "\n", file=sys.stderr,
+              flush=True)
+
+    def close(self) -> None:
+        if self.tty and self.last:
+            print(file=sys.stderr)
+
+
+def print_result(result: p.JobResult) -> None:
+    from clusterdeck.core.client.jobclient import collected_rows
+    out = sys.stderr
+    print(f"job {result.job_id} ({result.name}) {result.status} in "
+          f"{result.duration or 0:.2f} s", file=out)
+    for name, value in sorted(result.accumulators.items()):
+        print(f"  counter {name} = {value}", file=out)
+    for vertex, records in sorted(result.records.items()):
+        print(f"  {vertex}: {records.get('in', 0)} records in, {records.get('out', 0)} out",
+              file=out)
+    for path in result.outputs:
+        print(f"  output: {path}", file=out)
+    if result.outputs_total > len(result.outputs):
+        print(f"  ... {result.outputs_total - len(result.outputs)} more outputs, all listed "
+              f"in {result.files_manifest}", file=out)
+    if result.root_cause:
+        print_failure(result.root_cause)
+    if result.stdout:
+        print(result.stdout, end="" if result.stdout.endswith("\n") else "\n")
+    if result.collected_paths:
+        rows = collected_rows(result)
+        for row in rows[:ROWS_SHOWN]:
+            print(json.dumps(row) if not isinstance(row, str) else row)
+        if len(rows) > ROWS_SHOWN:
+            print(f"  ... {len(rows) - ROWS_SHOWN} more rows", file=out)
+
+
+def print_failure(root_cause: dict[str, Any]) -> None:
+    failure = root_cause
+    where = ""
+    if root_cause.get("vertex_id"):
+        where = (f" in {root_cause['vertex_id']} subtask {root_cause.get('subtask')} "
+                 f"(attempt {root_cause.get('attempt')}, TaskManager "
+                 f"{root_cause.get('taskmanager_id')})")
+    print(f"root cause{where}: {failure.get('exception_type')}: {failure.get('message')}",
+          file=sys.stderr)
+    if failure.get("traceback"):
+        print(failure["traceback"].rstrip(), file=sys.stderr)
+
+
+def cmd_list(config: Config, args: argparse.Namespace) -> int:
+    from clusterdeck.core.client.jobclient import JobClient
+    with JobClient(config, connect_timeout=5.0) as client:
+        jobs = client.jobs().jobs
+    if args.json:
+        print(json.dumps([asdict(job) for job in jobs], indent=2))
+        return EXIT_OK
+    print(f"{'JOB':<17} {'NAME':<24} {'STATUS':<10} {'PROGRESS':>9} {'DURATION':>9}")
+    for job in jobs:
+        duration = "-" if job.duration is None else f"{job.duration:.1f} s"
+        print(f"{job.job_id:<17} {job.name[:24]:<24} {job.status:<10} "
+              f"{job.finished:>4}/{job.total:<4} {duration:>9}")
+    return EXIT_OK
+
+
+def cmd_cancel(config: Config, args: argparse.Namespace) -> int:
+    from clusterdeck.core.client.jobclient import JobClient
+    with JobClient(config, connect_timeout=5.0) as client:
+        summary = client.cancel(args.job_id)
+    print(f"cancel requested for job {summary.job_id} ({summary.status})", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_result(config: Config, args: argparse.Namespace) -> int:
+    from clusterdeck.core.client.jobclient import JobClient
+    with JobClient(config, connect_timeout=5.0) as client:
+        result = client.result(args.job_id)
+    if args.json:
+        print(json.dumps(asdict(result), indent=2))
+    else:
+        print_result(result)
+    return STATUS_EXIT.get(result.status, EXIT_OK)
+
+
+def cmd_failures(config: Config, args: argparse.Namespace) -> int:
+    """The root cause first, then every failure in order: what failed, where and why."""
+    from clusterdeck.core.client.jobclient import JobClient
+    with JobClient(config, connect_timeout=5.0) as client:
+        result = client.result(args.job_id)
+        history = list(result.failure_history) or client.failure_history(args.job_id)
+    if args.json:
+        print(json.dumps({"job_id": result.job_id, "status": result.status,
+                          "root_cause": result.root_cause, "history": history}, indent=2))
+        return EXIT_OK
+    if not history:
+        print(f"job {result.job_id} ({result.status}): no failures")
+        return EXIT_OK
+    print(f"job {result.job_id} ({result.name}) {result.status}: {len(history)} failure(s)")
+    for number, failure in enumerate(history, 1):
+        root = " (root cause)" if number == 1 else ""
+        print(f"\n#{number}{root} {failure.get('vertex_id')} subtask {failure.get('subtask')} "
+              f"attempt {failure.get('attempt')} on {failure.get('taskmanager_id')}")
+        print(f"  {failure.get('exception_type')}: {failure.get('message')}")
+        if failure.get("input_splits"):
+            print(f"  input splits: {failure['input_splits']}")
+        for line in str(failure.get("traceback", "")).rstrip().splitlines()[-12:]:
+            print(f"  | {line}")
+    return EXIT_OK

@@ -1,0 +1,247 @@
+"""``clusterdeck``: the command line. Exit codes are documented in docs/cli.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from clusterdeck.broker.connection import NoBrokerError
+from clusterdeck.core import __version__
+from clusterdeck.core.cli.jobcommands import (
+    add_job_commands,
+    cmd_cancel,
+    cmd_failures,
+    cmd_list,
+    cmd_result,
+    cmd_run,
+    cmd_submit,
+    split_job_args,
+)
+from clusterdeck.core.client.jobclient import ClusterUnreachableError
+from clusterdeck.core.config import paths
+from clusterdeck.core.config.settings import Config, ConfigError, load, parse_override
+from clusterdeck.core.node import exitcodes
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.rpc import RemoteError
+from clusterdeck.core.rpc.mqtt import BrokerUnreachableError
+
+EXIT_OK = exitcodes.OK
+EXIT_FAILED = exitcodes.FAILED
+EXIT_USAGE = exitcodes.USAGE
+EXIT_UNREACHABLE = exitcodes.UNREACHABLE
+
+
+def _common() -> argparse.ArgumentParser:
+    """The options every command takes, before or after the command's name. No copy has a
+    default (a subcommand's default would overwrite what was given before the command);
+    ``effective_config`` reads them with their defaults."""
+    common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
+    common.add_argument("--config", type=Path, help="configuration file (default: the "
+                        "clusterdeck.toml in the user's config dir)")
+    common.add_argument("-D", dest="overrides", action="append", metavar="KEY=VALUE",
+                        help="override one configuration key")
+    common.add_argument("--cluster", help="cluster id (same as -D cluster.id=ID)")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = argparse.ArgumentParser(prog="clusterdeck", parents=[common],
+                                     description="A desktop cluster manager: a Flink-style "
+                                     "runtime over MQTT whose tasks run on PySpark.")
+    parser.add_argument("--version", action="version", version=f"clusterdeck {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    up = commands.add_parser("up", parents=[common], help="run a local cluster until Ctrl-C")
+    up.add_argument("--taskmanagers", type=int, help="TaskManagers to start")
+    up.add_argument("--slots", type=int, help="slots per TaskManager")
+    up.add_argument("--broker", choices=["auto", "mosquitto", "amqtt", "external"],
+                    help="broker kind")
+    up.add_argument("--check", action="store_true", help="start, wait until every "
+                    "TaskManager registered, print the status, stop")
+
+    status = commands.add_parser("status", parents=[common], help="TaskManagers and slots")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.add_argument("--broker", dest="broker_url", help="mqtt://user:password@host:port")
+
+    broker = commands.add_parser("broker", parents=[common], help="run the cluster's broker")
+    broker.add_argument("--cluster-dir", type=Path, help="the cluster's state dir (default: "
+                        "from cluster.id)")
+    jobmanager = commands.add_parser("jobmanager", parents=[common], help="run a JobManager")
+    jobmanager.add_argument("--broker", dest="broker_url", help="mqtt://user:pw@host:port")
+    taskmanager = commands.add_parser("taskmanager", parents=[common], help="run a TaskManager")
+    taskmanager.add_argument("--id", dest="resource_id", help="TaskManager id (default: "
+                             "host-pid)")
+    taskmanager.add_argument("--slots", type=int, help="task slots")
+    taskmanager.add_argument("--broker", dest="broker_url", help="mqtt://user:pw@host:port "
+                             "of a cluster on another machine")
+
+    add_job_commands(commands, common)
+    commands.add_parser("gui", help="open the desktop app (gui --help for its options)",
+                        add_help=False)
+
+    config_cmd = commands.add_parser("config", parents=[common], help="configuration")
+    config_cmd.add_argument("action", choices=["show"], help="show: the effective values")
+    return parser
+
+
+def effective_config(args: argparse.Namespace) -> Config:
+    args.config = getattr(args, "config", None)
+    overrides = dict(parse_override(item) for item in getattr(args, "overrides", []))
+    if getattr(args, "cluster", None):
+        overrides["cluster.id"] = args.cluster
+    extra = {"taskmanagers": "taskmanager.count", "slots": "taskmanager.slots"}
+    for attribute, key in extra.items():
+        if getattr(args, attribute, None) is not None:
+            overrides[key] = getattr(args, attribute)
+    if args.command in ("up", "run") and args.broker:
+        overrides["broker.kind"] = args.broker
+    return load(args.config, overrides)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Every command but ``gui``, which ``clusterdeck.gui.launcher`` (the installed command)
+    handles before it calls this: the runtime never imports the desktop app."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["gui"]:
+        print("clusterdeck: the desktop app starts from the installed command "
+              "(clusterdeck gui, or python -m clusterdeck.gui)", file=sys.stderr)
+        return EXIT_USAGE
+    parser = build_parser()
+    own, job_args = split_job_args(arguments)
+    args = parser.parse_args(own)
+    args.job_args = job_args
+    try:
+        config = effective_config(args)
+    except ConfigError as error:
+        print(f"clusterdeck: configuration error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    handler = {"up": cmd_up, "status": cmd_status, "broker": cmd_broker,
+               "jobmanager": cmd_jobmanager, "taskmanager": cmd_taskmanager,
+               "config": cmd_config, "submit": cmd_submit, "run": cmd_run, "list": cmd_list,
+               "cancel": cmd_cancel, "result": cmd_result,
+               "failures": cmd_failures}[args.command]
+    try:
+        return handler(config, args)
+    except KeyboardInterrupt:
+        return EXIT_FAILED
+    except ConfigError as error:
+        print(f"clusterdeck: configuration error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except (NoBrokerError, ClusterUnreachableError, BrokerUnreachableError) as error:
+        print(f"clusterdeck: cluster unreachable: {error}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except RemoteError as error:
+        print(f"clusterdeck: {error.remote_message}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def cmd_config(config: Config, args: argparse.Namespace) -> int:
+    print(f"# effective configuration (file: {args.config or paths.config_file()})")
+    print(config.to_toml(), end="")
+    return EXIT_OK
+
+
+def cmd_broker(config: Config, args: argparse.Namespace) -> int:
+    from clusterdeck.broker.server import serve
+    return serve(config, getattr(args, "cluster_dir", None)
+                 or paths.cluster_dir(config["cluster.id"]))
+
+
+def cmd_jobmanager(config: Config, args: argparse.Namespace) -> int:
+    from clusterdeck.core.jobmanager.main import run_jobmanager
+    return run_jobmanager(config, args.broker_url)
+
+
+def missing_java(config: Config) -> str | None:
+    """What is wrong with Java, when this command's TaskManagers will need Spark."""
+    from clusterdeck.core.cli.prereqs import check_java
+    return check_java() if config["spark.start"] == "eager" else None
+
+
+def cmd_taskmanager(config: Config, args: argparse.Namespace) -> int:
+    if problem := missing_java(config):
+        print(f"clusterdeck: {problem}", file=sys.stderr)
+        return EXIT_FAILED
+    from clusterdeck.core.taskmanager.main import run_taskmanager
+    return run_taskmanager(config, args.resource_id, args.broker_url)
+
+
+def cmd_status(config: Config, args: argparse.Namespace) -> int:
+    from clusterdeck.core.client.jobclient import ClusterClient
+    from clusterdeck.core.rpc import RpcError
+    try:
+        with ClusterClient(config, args.broker_url, connect_timeout=5.0) as client:
+            overview = client.cluster_overview(timeout=5.0)
+    except (ClusterUnreachableError, NoBrokerError, RpcError, OSError) as error:
+        print(f"clusterdeck: cluster unreachable: {error}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    if args.json:
+        print(json.dumps(overview_json(overview), indent=2))
+    else:
+        print_overview(overview)
+    return EXIT_OK
+
+
+def overview_json(overview: p.ClusterOverview) -> dict:
+    document = asdict(overview)
+    document.pop("fencing_token", None)
+    document["taskmanagers"] = [
+        {**asdict(info), "state": info.state.value} for info in overview.taskmanagers]
+    return document
+
+
+def print_overview(overview: p.ClusterOverview) -> None:
+    print(f"cluster {overview.cluster_id}: JobManager pid {overview.jobmanager_pid}, "
+          f"{overview.slots_free}/{overview.slots_total} slots free")
+    header = f"{'TASKMANAGER':<20} {'STATE':<11} {'HOST':<16} {'PID':>7} {'SLOTS':>5} " \
+             f"{'FREE':>4} {'HEARTBEAT':>9}"
+    print(header)
+    for info in overview.taskmanagers:
+        age = "-" if info.heartbeat_age_s is None else f"{info.heartbeat_age_s:.1f} s"
+        print(f"{info.id:<20} {info.state.value:<11} {info.host[:16]:<16} {info.pid:>7} "
+              f"{info.slots_total:>5} {info.slots_free:>4} {age:>9}")
+        if info.lost_cause:
+            print(f"{'':<20} {info.lost_cause}")
+
+
+def cmd_up(config: Config, args: argparse.Namespace) -> int:
+    from clusterdeck.broker.server import BrokerStartError
+    from clusterdeck.core.client.localcluster import LocalCluster
+    from clusterdeck.core.node.service import wait_for_termination
+    from clusterdeck.core.supervisor import ProcessInfo
+
+    def report(info: ProcessInfo) -> None:
+        pid = f" (pid {info.pid})" if info.pid else ""
+        print(f"[{time.strftime('%H:%M:%S')}] {info.name}: {info.status.value}{pid}",
+              file=sys.stderr)
+
+    if problem := missing_java(config):
+        print(f"clusterdeck: {problem}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        cluster = LocalCluster(config)
+    except BrokerStartError as error:
+        print(f"clusterdeck: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    cluster.supervisor.add_listener(report)
+    try:
+        cluster.start()
+        overview = cluster.wait_for_taskmanagers(config["taskmanager.count"], timeout=60.0)
+        print_overview(overview)
+        print(f"logs: {paths.cluster_log_dir(cluster.cluster_id)}", file=sys.stderr)
+        if args.check:
+            return EXIT_OK
+        print("cluster running; Ctrl-C stops it", file=sys.stderr)
+        wait_for_termination()
+        return EXIT_OK
+    except TimeoutError as error:
+        print(f"clusterdeck: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        cluster.stop()

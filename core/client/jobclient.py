@@ -1,0 +1,165 @@
+"""The client side of a cluster: find its leader and ask its Dispatcher.
+
+Used by the CLI and, through the bridge, by the desktop app.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.jobapi.artifact import pack_artifact
+from clusterdeck.core.jobapi.loader import load_job
+from clusterdeck.core.node.service import broker_address, connect_service
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol import topics
+from clusterdeck.core.protocol.gateways import DispatcherGateway
+from clusterdeck.core.rpc import AskTimeoutError, RpcError
+from clusterdeck.core.rpc.mqtt import MqttRpcService
+
+
+class ClusterUnreachableError(RpcError):
+    """No JobManager answered: the cluster is down, or still starting."""
+
+
+class ClusterClient:
+    def __init__(self, config: Config, broker_url: str | None = None,
+                 connect_timeout: float = 10.0) -> None:
+        self.config = config
+        self.service: MqttRpcService = connect_service(
+            config, "client", f"client-{uuid.uuid4().hex[:12]}",
+            broker_address(config, "client", broker_url), connect_timeout=connect_timeout,
+            with_presence=False)
+        self._leader: p.LeaderInfo | None = None
+        self._leader_known = threading.Event()
+        self.service.subscribe(topics.LEADER, self._on_leader)
+
+    def _on_leader(self, _topic: str, message: Any) -> None:
+        if isinstance(message, p.LeaderInfo):
+            self._leader = message
+            self._leader_known.set()
+
+    def leader(self, timeout: float) -> p.LeaderInfo:
+        if not self._leader_known.wait(timeout) or self._leader is None:
+            raise ClusterUnreachableError(
+                f"no JobManager of cluster {self.config['cluster.id']!r} is known on the "
+                f"broker after {timeout:g} s: is the cluster running (clusterdeck up)?")
+        return self._leader
+
+    def dispatcher(self, timeout: float = 5.0) -> DispatcherGateway:
+        leader = self.leader(timeout)
+        return self.service.gateway(DispatcherGateway, leader.dispatcher, leader.fencing_token)
+
+    def cluster_overview(self, timeout: float = 5.0) -> p.ClusterOverview:
+        try:
+            return self.dispatcher(timeout).request_cluster_overview(timeout).result()
+        except AskTimeoutError:
+            raise ClusterUnreachableError(
+                f"the JobManager of cluster {self.config['cluster.id']!r} did not answer "
+                f"within {timeout:g} s") from None
+
+    def close(self) -> None:
+        self.service.close()
+
+    def __enter__(self) -> ClusterClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class JobClient(ClusterClient):
+    """Submits jobs and follows them: what ``clusterdeck submit`` and the GUI use."""
+
+    def submit(self, job_file: Path | str, args: Sequence[str] = (), *,
+               parallelism: int | None = None, restart_strategy: dict[str, Any] | None = None,
+               task_timeout: float = 0.0) -> str:
+        """Load the job here (a broken file raises JobLoadError before anything is sent),
+        upload its artifact in chunks, submit it; returns the job id."""
+        job = load_job(job_file, args, parallelism=parallelism)
+        artifact = pack_artifact(job_file)
+        dispatcher = self.dispatcher()
+        upload_id = uuid.uuid4().hex
+        pieces = list(artifact.chunks(max(1024, self.config["rpc.framesize"] // 2)))
+        for index, piece in enumerate(pieces):
+            dispatcher.upload_artifact_chunk(p.UploadArtifactChunk(
+                upload_id, index, len(pieces), base64.b64encode(piece).decode(),
+                artifact.sha256)).result()
+        job_id = uuid.uuid4().hex[:16]
+        dispatcher.submit_job(p.SubmitJob(job_id, job.graph, upload_id, artifact.sha256,
+                                          tuple(args), restart_strategy, task_timeout)).result()
+        return job_id
+
+    def wait(self, job_id: str, on_progress: Callable[[p.JobSnapshot], None] | None = None,
+             poll: float = 5.0) -> p.JobResult:
+        """Block until the job ends. Keeps waiting while the JobManager is away (it
+        recovers its jobs); progress arrives as the job's retained snapshots."""
+        ended: list[p.JobResult] = []
+        done = threading.Event()
+
+        def on_result(_topic: str, result: Any) -> None:
+            if isinstance(result, p.JobResult) and result.is_terminal:
+                ended.append(result)
+                done.set()
+
+        self.service.subscribe(topics.job_result(job_id), on_result)
+        if on_progress is not None:
+            self.service.subscribe(topics.job_state(job_id), lambda _t, snapshot: isinstance(
+                snapshot, p.JobSnapshot) and on_progress(snapshot))
+        while not done.wait(poll):
+            with contextlib.suppress(RpcError):
+                result = self.dispatcher(poll).request_job_result(job_id, poll).result()
+                if result.is_terminal:
+                    return result
+        return ended[0]
+
+    def jobs(self) -> p.JobList:
+        return self.dispatcher().request_job_list().result()
+
+    def cancel(self, job_id: str) -> p.JobSummary:
+        return self.dispatcher().cancel_job(job_id).result()
+
+    def result(self, job_id: str) -> p.JobResult:
+        return self.dispatcher().request_job_result(job_id).result()
+
+    def snapshot(self, job_id: str, timeout: float = 5.0) -> p.JobSnapshot | None:
+        """The job's retained snapshot, as a late observer sees it."""
+        found: list[p.JobSnapshot] = []
+        arrived = threading.Event()
+
+        def on_snapshot(_topic: str, snapshot: Any) -> None:
+            if isinstance(snapshot, p.JobSnapshot):
+                found[:] = [snapshot]
+                arrived.set()
+        self.service.subscribe(topics.job_state(job_id), on_snapshot)
+        arrived.wait(timeout)
+        return found[0] if found else None
+
+    def failure_history(self, job_id: str) -> list[dict[str, Any]]:
+        """A running job's failures so far, from its snapshot."""
+        snapshot = self.snapshot(job_id)
+        return [failure.to_dict() for failure in snapshot.graph.failures] if snapshot else []
+
+
+def result_files(result: p.JobResult) -> tuple[list[str], list[str]]:
+    """Every output file and every collected-row file of a job, also when the result
+    message lists only the first of them and the rest are in its ``files_manifest``."""
+    if not result.files_manifest:
+        return list(result.outputs), list(result.collected_paths)
+    manifest = json.loads(Path(result.files_manifest).read_text(encoding="utf-8"))
+    return list(manifest["outputs"]), list(manifest["collected_paths"])
+
+
+def collected_rows(result: p.JobResult) -> list[Any]:
+    """The rows a job's collect() sinks gathered, in subtask order (they live in files)."""
+    rows: list[Any] = []
+    for path in result_files(result)[1]:
+        rows.extend(json.loads(Path(path).read_text(encoding="utf-8")))
+    return rows

@@ -1,0 +1,122 @@
+"""A local cluster: the broker, one JobManager and N TaskManagers under one Supervisor.
+
+Used by ``clusterdeck up`` and by the desktop app. Every child is started with this
+interpreter and the effective configuration written to the cluster's run directory, so a
+restarted child comes back exactly as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+
+from clusterdeck.broker.address import BrokerAddress
+from clusterdeck.broker.connection import write_connection
+from clusterdeck.broker.credentials import ensure_private_dir, load_or_create
+from clusterdeck.broker.server import choose_port, resolve_kind, wait_ready
+from clusterdeck.core.client.jobclient import ClusterClient
+from clusterdeck.core.config import paths
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.node.frozen import cli_argv
+from clusterdeck.core.node.service import run_dir
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol import topics
+from clusterdeck.core.supervisor import ProcessSpec, Supervisor
+
+log = logging.getLogger(__name__)
+
+
+def taskmanager_name(index: int) -> str:
+    return f"taskmanager-{index}"
+
+
+class LocalCluster:
+    def __init__(self, config: Config) -> None:
+        self.cluster_id: str = config["cluster.id"]
+        self.cluster_dir = paths.cluster_dir(self.cluster_id)
+        self.broker_kind = resolve_kind(config["broker.kind"])
+        if self.broker_kind != "external":
+            config = config.with_overrides({"broker.port": choose_port(config, self.cluster_dir)})
+        self.config = config
+        self.supervisor = Supervisor(config, paths.cluster_log_dir(self.cluster_id))
+        self.config_path = self._write_config()
+
+    def _write_config(self) -> Path:
+        directory = ensure_private_dir(run_dir(self.cluster_id))
+        path = directory / "config.toml"
+        path.write_text(self.config.to_toml(), encoding="utf-8")
+        return path
+
+    def _spec(self, name: str, role: str, *command: str) -> ProcessSpec:
+        # Unbuffered, so a child's log lines reach its log file as they are written; the
+        # home pinned, so a restarted child finds the same cluster as the first one did.
+        env = {"PYTHONUNBUFFERED": "1"}
+        if paths.HOME_ENV in os.environ:
+            env[paths.HOME_ENV] = os.environ[paths.HOME_ENV]
+        return ProcessSpec(name, role, self._argv(*command), env=env)
+
+    def _argv(self, *command: str) -> tuple[str, ...]:
+        return tuple(cli_argv(*command, "--config", str(self.config_path)))
+
+    def start(self, ready_timeout: float = 30.0) -> None:
+        """Start the broker and wait until it accepts logins, then the JobManager and the
+        TaskManagers (which register on their own)."""
+        if self.broker_kind == "external":
+            address = BrokerAddress.parse(self.config["broker.url"])
+            write_connection(self.cluster_dir, "external", address.without_credentials())
+        else:
+            self.supervisor.add(self._spec("broker", "broker", "broker"))
+            self.supervisor.start_process("broker")
+            address = self.broker_address()
+            wait_ready(address, ready_timeout)
+        self.supervisor.add(self._spec("jobmanager", "jobmanager", "jobmanager"))
+        self.supervisor.start_process("jobmanager")
+        for index in range(1, self.config["taskmanager.count"] + 1):
+            self.add_taskmanager(index)
+
+    def add_taskmanager(self, index: int) -> str:
+        name = taskmanager_name(index)
+        self.supervisor.add(self._spec(name, "taskmanager", "taskmanager", "--id", name))
+        self.supervisor.start_process(name)
+        return name
+
+    def broker_address(self, role: str = "client") -> BrokerAddress:
+        """Known before the broker runs: its port is fixed here and the credentials are
+        created here, so nobody waits for the broker's connection file."""
+        if self.broker_kind == "external":
+            return BrokerAddress.parse(self.config["broker.url"])
+        username, password = load_or_create(self.cluster_dir, self.cluster_id).for_role(role)
+        return BrokerAddress(self.config["broker.host"], self.config["broker.port"],
+                             username, password)
+
+    def wait_for_taskmanagers(self, count: int, timeout: float) -> p.ClusterOverview:
+        """Wait on the retained cluster snapshot until ``count`` TaskManagers are registered."""
+        latest: list[p.ClusterOverview] = []
+        ready = threading.Event()
+
+        def on_state(_topic: str, overview: object) -> None:
+            if isinstance(overview, p.ClusterOverview):
+                latest[:] = [overview]
+                live = [t for t in overview.taskmanagers
+                        if t.state is p.TaskManagerState.REGISTERED]
+                if len(live) >= count:
+                    ready.set()
+
+        with ClusterClient(self.config, connect_timeout=timeout) as client:
+            client.service.subscribe(topics.CLUSTER_STATE, on_state)
+            if not ready.wait(timeout):
+                raise TimeoutError(f"not all {count} TaskManagers registered within "
+                                   f"{timeout:g} s; see the logs in "
+                                   f"{paths.cluster_log_dir(self.cluster_id)}")
+        return latest[0]
+
+    def stop(self) -> None:
+        self.supervisor.stop()
+
+    def __enter__(self) -> LocalCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

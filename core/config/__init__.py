@@ -1,0 +1,1 @@
+"""Configuration (one TOML file plus overrides, Flink-like keys) and where files live."""

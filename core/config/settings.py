@@ -1,0 +1,263 @@
+"""The effective configuration: defaults, then the TOML file, then command-line overrides.
+
+Keys are Flink-like and dotted (``heartbeat.interval``). In the TOML file they may be
+written as tables (``[heartbeat] interval = "1 s"``) or as quoted dotted keys. Durations
+are seconds (a number) or a string with a unit (``"500 ms"``, ``"5 s"``, ``"2 min"``);
+sizes are bytes or a string like ``"256 KiB"``. Every bad value raises ConfigError naming
+the key.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clusterdeck.core.config import paths
+
+
+class ConfigError(ValueError):
+    """A configuration value or key is wrong; the message names the key."""
+
+
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
+_SIZE_UNITS = {"b": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": 1024**2, "gb": 1000**3,
+               "gib": 1024**3}
+
+
+def _number_with_unit(text: str, units: Mapping[str, float]) -> float:
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", text)
+    if not match:
+        raise ValueError(f"cannot read {text!r}")
+    number, unit = float(match.group(1)), match.group(2).lower()
+    if unit not in units and unit:
+        raise ValueError(f"unknown unit {unit!r} in {text!r} (known: {', '.join(units)})")
+    return number * units.get(unit, 1)
+
+
+def duration(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError("expected a duration, got a boolean")
+    seconds = float(value) if isinstance(value, int | float) else _number_with_unit(
+        str(value), _DURATION_UNITS)
+    if seconds < 0:
+        raise ValueError("a duration cannot be negative")
+    return seconds
+
+
+def size(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError("expected a size, got a boolean")
+    number = value if isinstance(value, int) else int(_number_with_unit(str(value), _SIZE_UNITS))
+    if number <= 0:
+        raise ValueError("a size must be positive")
+    return number
+
+
+def positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"expected a whole number, got {value!r}")
+    number = int(value)
+    if number < 1:
+        raise ValueError("must be at least 1")
+    return number
+
+
+def port(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError("expected a port number")
+    number = int(value)
+    if not 0 <= number <= 65535:
+        raise ValueError("a port is between 0 and 65535 (0: pick a free one)")
+    return number
+
+
+def real(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError("expected a number")
+    return float(value)
+
+
+def text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {value!r}")
+    return value
+
+
+def boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    lowered = str(value).strip().lower()
+    if lowered in ("true", "yes", "1", "on"):
+        return True
+    if lowered in ("false", "no", "0", "off"):
+        return False
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def one_of(*choices: str) -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        if value not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}, got {value!r}")
+        return value
+    return parse
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str
+    parse: Callable[[Any], Any]
+    default: Any
+    doc: str
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("cluster.id", text, "default", "Name of the cluster; all its topics live under "
+           "clusterdeck/<cluster.id>/ and its state under the data dir."),
+    Option("taskmanager.count", positive_int, 2, "TaskManagers started by `clusterdeck up`."),
+    Option("taskmanager.slots", positive_int, 2, "Task slots per TaskManager."),
+    Option("heartbeat.interval", duration, 1.0, "Time between two heartbeats, both ways."),
+    Option("heartbeat.timeout", duration, 6.0, "How long a silent peer is tolerated: the "
+           "phi-accrual detector declares it lost within heartbeat.timeout + one interval of "
+           "its last heartbeat."),
+    Option("heartbeat.threshold", real, 8.0, "Phi above which a silent peer is declared lost."),
+    Option("rpc.ask-timeout", duration, 10.0, "Time an ask waits for its answer."),
+    Option("rpc.framesize", size, 256 * 1024, "Largest message the runtime sends; larger "
+           "ones are refused at the sender."),
+    Option("registration.initial-backoff", duration, 0.1, "First pause between two "
+           "registration attempts of a TaskManager."),
+    Option("registration.max-backoff", duration, 2.0, "Longest pause between two "
+           "registration attempts."),
+    Option("broker.kind", one_of("auto", "mosquitto", "amqtt", "external"), "auto",
+           "auto: Mosquitto when installed, amqtt otherwise; external: broker.url."),
+    Option("broker.host", text, "127.0.0.1", "Address the cluster's broker listens on."),
+    Option("broker.port", port, 0, "Port of the cluster's broker; 0 picks a free one."),
+    Option("broker.url", text, "", "mqtt://[user:password@]host:port of an external broker."),
+    Option("broker.max-queued-messages", positive_int, 100_000, "Per-client queue of QoS 1 "
+           "messages in Mosquitto, set high on purpose: past it, messages are dropped."),
+    Option("broker.max-inflight-messages", positive_int, 100, "QoS 1 messages in flight per "
+           "client."),
+    Option("supervisor.max-restarts", positive_int, 5, "Restarts of one process allowed "
+           "within supervisor.restart-window before it is marked failed."),
+    Option("supervisor.restart-window", duration, 60.0, "Window for supervisor.max-restarts."),
+    Option("supervisor.restart-backoff", duration, 0.2, "First pause before a restart; "
+           "doubles with each restart in the window."),
+    Option("supervisor.max-backoff", duration, 10.0, "Longest pause before a restart."),
+    Option("supervisor.shutdown-grace", duration, 5.0, "Time between SIGTERM and SIGKILL."),
+    Option("log.max-bytes", size, 10 * 1024 * 1024, "Size at which a process log rotates."),
+    Option("log.backup-count", positive_int, 3, "Rotated process logs kept."),
+    Option("spark.master", text, "", "Spark master URL of every TaskManager; empty means "
+           "local[<taskmanager.slots>]."),
+    Option("spark.start", one_of("eager", "lazy"), "eager", "eager: a TaskManager starts its "
+           "SparkSession when it starts (but one restarted after a crash starts it lazily); "
+           "lazy: at its first task."),
+    Option("job.split-size", size, 64 * 1024 * 1024, "Files larger than this are read as "
+           "byte-range input splits of this size, cut at line boundaries."),
+    Option("jobmanager.execution.failover-strategy", one_of("region", "full"), "region",
+           "region: re-run the failed subtasks and what lost data they need; full: cancel "
+           "every running subtask and re-run all unfinished ones."),
+    Option("restart-strategy.type", one_of("none", "fixed-delay", "failure-rate",
+                                           "exponential-delay"), "fixed-delay",
+           "How a job restarts failed tasks; overridable per job."),
+    Option("restart-strategy.fixed-delay.attempts", positive_int, 3, "Restarts before the "
+           "job fails."),
+    Option("restart-strategy.fixed-delay.delay", duration, 1.0, "Pause before a restart."),
+    Option("restart-strategy.failure-rate.max-failures", positive_int, 3, "Failures allowed "
+           "within the interval."),
+    Option("restart-strategy.failure-rate.interval", duration, 60.0, "Window of "
+           "max-failures."),
+    Option("restart-strategy.failure-rate.delay", duration, 1.0, "Pause before a restart."),
+    Option("restart-strategy.exponential-delay.initial", duration, 1.0, "First pause."),
+    Option("restart-strategy.exponential-delay.max", duration, 60.0, "Longest pause."),
+    Option("restart-strategy.exponential-delay.multiplier", real, 2.0, "Growth per restart."),
+    Option("restart-strategy.exponential-delay.jitter", real, 0.1, "Random share of a pause."),
+)
+
+_BY_KEY = {option.key: option for option in OPTIONS}
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
+    for key, value in table.items():
+        full = f"{prefix}{key}"
+        if isinstance(value, dict) and full not in _BY_KEY:
+            yield from _flatten(value, f"{full}.")
+        else:
+            yield full, value
+
+
+class Config(Mapping[str, Any]):
+    """An immutable, validated set of option values."""
+
+    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+        merged = {option.key: option.default for option in OPTIONS}
+        merged.update(_validated(values or {}))
+        self._values = merged
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._values:
+            raise ConfigError(f"unknown configuration key {key!r}")
+        return self._values[key]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> Config:
+        return Config({**self._values, **overrides})
+
+    def changed(self) -> dict[str, Any]:
+        """The values that differ from the defaults."""
+        return {k: v for k, v in self._values.items() if v != _BY_KEY[k].default}
+
+    def to_toml(self) -> str:
+        return "".join(f'"{key}" = {_toml_value(value)}\n' for key, value in self._values.items())
+
+
+def _validated(values: Mapping[str, Any]) -> dict[str, Any]:
+    result = {}
+    for key, raw in values.items():
+        option = _BY_KEY.get(key)
+        if option is None:
+            raise ConfigError(f"unknown configuration key {key!r}")
+        try:
+            result[key] = option.parse(raw)
+        except (TypeError, ValueError) as error:
+            raise ConfigError(f"bad value for {key}: {error}") from None
+    return result
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def parse_override(assignment: str) -> tuple[str, str]:
+    """Read ``key=value`` as given with ``-D`` on the command line."""
+    key, sep, value = assignment.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"expected key=value, got {assignment!r}")
+    return key.strip(), value.strip()
+
+
+def load(path: Path | None = None, overrides: Mapping[str, Any] | None = None) -> Config:
+    """Defaults, then ``path`` (the user's config file when None), then ``overrides``."""
+    if path is not None and not path.exists():
+        raise ConfigError(f"configuration file {path} does not exist")
+    path = path or paths.config_file()
+    values: dict[str, Any] = {}
+    if path.exists():
+        try:
+            values.update(_flatten(tomllib.loads(path.read_text(encoding="utf-8"))))
+        except tomllib.TOMLDecodeError as error:
+            raise ConfigError(f"{path.name}: {error}") from None
+    values.update(overrides or {})
+    return Config(values)

@@ -1,0 +1,114 @@
+"""Input splits: how a source vertex's input is cut (JobMaster) and read (TaskManager).
+
+The JobMaster's split assigner calls ``plan_splits`` once per source vertex and hands
+the splits out one at a time to the source's subtasks, which read them with
+``read_lines`` (text byte ranges) or Spark's readers (whole files).
+
+File splits follow Hadoop's rule, so no line is lost or read twice: a file no bigger
+than ``block_size * 1.1`` is one split (length -1 = whole file); a bigger one is cut into
+byte ranges of ``block_size``. A line belongs to the split in which it *starts*: a range
+that starts mid-line skips to the next line, and a range reads past its end to finish its
+last line. Text files are cut; CSV and Parquet files are always read whole (a CSV
+header and quoted newlines, Parquet's row groups do not survive a byte cut).
+
+Collections and ranges are split into ``parallelism`` parts (``part`` of ``parts``).
+Nothing here uses Spark; ``read_lines`` runs inside Spark's Python workers.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterator, Sequence
+
+from clusterdeck.core.jobapi import plan
+from clusterdeck.core.protocol.jobgraph import InputSplit, JobVertex
+
+DEFAULT_BLOCK_SIZE = 32 * 1024 * 1024
+SPLIT_SLOP = 1.1   # Hadoop's: do not cut off a last block smaller than 10% of a block
+_GLOB_CHARS = set("*?[")
+
+
+def resolve_paths(patterns: str | Sequence[str]) -> list[str]:
+    """The files named by files, folders (all files below, hidden and ``_`` names
+    skipped, as Spark does) and globs, sorted, each once. Raises FileNotFoundError for a
+    pattern that matches nothing."""
+    patterns = [patterns] if isinstance(patterns, str) else list(patterns)
+    files: list[str] = []
+    for pattern in patterns:
+        if _GLOB_CHARS & set(pattern):
+            matches = sorted(glob.glob(pattern, recursive=True))
+        else:
+            matches = [pattern] if os.path.exists(pattern) else []
+        found = [f for match in matches for f in _files_under(match)]
+        if not found:
+            raise FileNotFoundError(f"no input files match {pattern!r}")
+        files.extend(found)
+    return list(dict.fromkeys(files))
+
+
+def _files_under(path: str) -> list[str]:
+    if os.path.isfile(path):
+        return [os.path.abspath(path)]
+    found = []
+    for folder, dirs, names in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
+        found.extend(os.path.abspath(os.path.join(folder, name)) for name in sorted(names)
+                     if not name.startswith(("_", ".")))
+    return found
+
+
+def plan_file_splits(paths_or_glob: str | Sequence[str], block_size: int = DEFAULT_BLOCK_SIZE,
+                     *, vertex_id: str = "", splittable: bool = True,
+                     first_split_id: int = 0) -> list[InputSplit]:
+    """The splits of the files named by ``paths_or_glob`` (see the module docstring)."""
+    if block_size < 1:
+        raise ValueError(f"block_size must be positive, got {block_size}")
+    splits: list[InputSplit] = []
+    for path in resolve_paths(paths_or_glob):
+        size = os.path.getsize(path)
+        if not splittable or size <= block_size * SPLIT_SLOP:
+            splits.append(InputSplit(first_split_id + len(splits), vertex_id, path=path))
+            continue
+        start = 0
+        while start < size:
+            length = block_size if (size - start) > block_size * SPLIT_SLOP else size - start
+            splits.append(InputSplit(first_split_id + len(splits), vertex_id, path=path,
+                                     start=start, length=length))
+            start += length
+    return splits
+
+
+def plan_splits(vertex: JobVertex, block_size: int = DEFAULT_BLOCK_SIZE) -> list[InputSplit]:
+    """All input splits of a source vertex (called by the JobMaster once per job)."""
+    source = vertex.operators[0]
+    if source.kind in plan.FILE_SOURCES:
+        return plan_file_splits(source.params["paths"], block_size, vertex_id=vertex.id,
+                                splittable=source.kind == plan.SOURCE_TEXT)
+    if source.kind in (plan.SOURCE_COLLECTION, plan.SOURCE_RANGE):
+        return [InputSplit(part, vertex.id, part=part, parts=vertex.parallelism)
+                for part in range(vertex.parallelism)]
+    raise ValueError(f"vertex {vertex.id} does not start with a source ({source.kind})")
+
+
+def part_bounds(count: int, part: int, parts: int) -> tuple[int, int]:
+    """The contiguous slice ``[lo, hi)`` of ``count`` items that is ``part`` of ``parts``."""
+    return count * part // parts, count * (part + 1) // parts
+
+
+def read_lines(path: str, start: int = 0, length: int = -1) -> Iterator[str]:
+    """The lines that start in ``[start, start + length)`` of a file (all lines when
+    ``length`` is -1), without their line ending; text is UTF-8."""
+    end = None if length < 0 else start + length
+    with open(path, "rb") as stream:
+        position = 0
+        if start > 0:
+            stream.seek(start - 1)
+            position = start - 1 + len(stream.readline())
+        for line in stream:
+            if end is not None and position >= end:
+                return
+            position += len(line)
+            if line.endswith(b"\n"):
+                line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
+            yield line.decode("utf-8", "replace")

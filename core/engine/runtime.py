@@ -1,0 +1,303 @@
+"""One subtask attempt's Spark work: the contract a TaskManager calls on a slot thread.
+
+``run_subtask`` runs a vertex's operator chain for one subtask, start to end, on the
+calling thread, against the TaskManager's SparkSession:
+
+* a source subtask pulls input splits from ``splits`` (the JobMaster serves them) and
+  processes them in batches of about ``split_batch_bytes``, so splits keep flowing to
+  the subtasks that are free;
+* any other subtask reads its result partitions (``inputs``: per input edge, in
+  ``input_index`` order, the partition folders it must read);
+* the chain's output goes to each output edge as result partitions under
+  ``output_dir`` (which must be the attempt's own), or into its sink.
+
+Its Spark jobs run in the job group ``attempt_id``; ``cancel_subtask`` (any thread)
+stops them and the call raises SubtaskCancelled. A failure raises SubtaskFailed with the
+user's traceback. A PySpark script vertex runs the script (``script.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from clusterdeck.core.engine.cancellation import attempt_scope, cancel_subtask
+from clusterdeck.core.engine.combine import keyed_fold
+from clusterdeck.core.engine.exchange import (
+    HashKey,
+    ResultPartition,
+    declare_partitions,
+    read_exchange,
+    write_exchange,
+)
+from clusterdeck.core.engine.operators import apply
+from clusterdeck.core.engine.script import run_pyspark_script
+from clusterdeck.core.engine.sinks import FileSinkWriter, collect_rows
+from clusterdeck.core.engine.sources import read_source
+from clusterdeck.core.engine.streams import Records, Stream, Work, cache, counted
+from clusterdeck.core.jobapi import plan
+from clusterdeck.core.jobapi.counters import CounterScope
+from clusterdeck.core.jobapi.errors import SubtaskCancelled, SubtaskFailed
+from clusterdeck.core.jobapi.loader import LoadedJob
+from clusterdeck.core.jobapi.plan import KeySpec, UserCode
+from clusterdeck.core.jobapi.tracebacks import last_line, worker_traceback
+from clusterdeck.core.protocol.jobgraph import (
+    InputSplit,
+    JobEdge,
+    JobKind,
+    JobVertex,
+    OperatorSpec,
+    ShipStrategy,
+)
+
+DEFAULT_SPLIT_BATCH_BYTES = 64 * 1024 * 1024
+
+__all__ = ["DEFAULT_SPLIT_BATCH_BYTES", "SubtaskResult", "cancel_subtask", "run_subtask"]
+
+
+@dataclass(frozen=True)
+class SubtaskResult:
+    """What a finished attempt reports (JSON-able via ``to_dict``): records read and
+    emitted, counter totals, the result partitions it wrote, the rows of its collect sink
+    (op id -> rows), the files its file sink published (op id -> paths), the ids of the
+    splits it read, and a script's output."""
+
+    vertex_id: str
+    subtask_index: int
+    attempt_id: str
+    records_in: int = 0
+    records_out: int = 0
+    counters: dict[str, int | float] = field(default_factory=dict)
+    partitions: tuple[ResultPartition, ...] = ()
+    collected: dict[str, list[Any]] = field(default_factory=dict)
+    sink_files: dict[str, list[str]] = field(default_factory=dict)
+    splits: tuple[int, ...] = ()
+    stdout: str = ""
+    stderr: str = ""
+    duration: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"vertex_id": self.vertex_id, "subtask_index": self.subtask_index,
+                "attempt_id": self.attempt_id, "records_in": self.records_in,
+                "records_out": self.records_out, "counters": dict(self.counters),
+                "partitions": [p.to_dict() for p in self.partitions],
+                "collected": dict(self.collected), "sink_files": dict(self.sink_files),
+                "splits": list(self.splits), "stdout": self.stdout, "stderr": self.stderr,
+                "duration": self.duration}
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> SubtaskResult:
+        return SubtaskResult(
+            data["vertex_id"], int(data["subtask_index"]), data["attempt_id"],
+            int(data.get("records_in", 0)), int(data.get("records_out", 0)),
+            dict(data.get("counters", {})),
+            tuple(ResultPartition.from_dict(p) for p in data.get("partitions", ())),
+            dict(data.get("collected", {})), dict(data.get("sink_files", {})),
+            tuple(data.get("splits", ())), data.get("stdout", ""), data.get("stderr", ""),
+            float(data.get("duration", 0.0)))
+
+
+def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_index: int,
+                attempt_id: str, inputs: Sequence[Sequence[str]],
+                splits: Iterable[InputSplit], output_dir: str | os.PathLike[str],
+                consumer_parallelism: Mapping[str, int] | None = None, *,
+                split_batch_bytes: int = DEFAULT_SPLIT_BATCH_BYTES) -> SubtaskResult:
+    """Run one subtask attempt to its end on this thread (see the module docstring).
+
+    ``consumer_parallelism``: target vertex id -> its parallelism, for the output edges
+    (default: the graph's). Raises SubtaskFailed or SubtaskCancelled.
+    """
+    started = time.monotonic()
+    vertex = job.graph.vertex(vertex_id)
+    if job.kind is JobKind.PYSPARK_SCRIPT:
+        try:
+            return _run_script(spark, job, vertex, subtask_index, attempt_id, started)
+        except (SubtaskFailed, SubtaskCancelled):
+            raise
+        except Exception as exc:
+            raise _failure(exc, vertex_id, subtask_index, attempt_id) from exc
+    run = _Run(job, vertex, subtask_index, attempt_id, os.fspath(output_dir),
+               dict(consumer_parallelism or {}))
+    description = f"{job.graph.name}: {vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
+    with (attempt_scope(spark.sparkContext, attempt_id, description) as cancelled,
+          CounterScope(spark.sparkContext, job.counter_names) as counters):
+        work = Work(spark.newSession(), attempt_id, cancelled)
+        try:
+            if vertex.is_source:
+                for batch in _batches(splits, split_batch_bytes):
+                    run.splits.extend(split.split_id for split in batch)
+                    run.batch(work, batch=batch)
+            else:
+                run.batch(work, inputs=inputs)
+            sink_files = run.finish()
+        except Exception as exc:
+            run.abort()
+            if cancelled() or isinstance(exc, SubtaskCancelled):
+                raise SubtaskCancelled(attempt_id) from exc
+            raise _failure(exc, vertex_id, subtask_index, attempt_id) from exc
+        finally:
+            work.release()
+        totals = counters.values()
+    return SubtaskResult(
+        vertex_id, subtask_index, attempt_id, run.records_in, run.records_out, totals,
+        tuple(run.partitions), run.collected, sink_files, tuple(run.splits),
+        duration=time.monotonic() - started)
+
+
+class _Run:
+    """The state of one attempt across its batches (slot thread only)."""
+
+    def __init__(self, job: LoadedJob, vertex: JobVertex, subtask_index: int,
+                 attempt_id: str, output_dir: str, consumer_parallelism: dict[str, int]) -> None:
+        self.job = job
+        self.vertex = vertex
+        self.subtask_index = subtask_index
+        self.output_dir = output_dir
+        self.outputs = job.graph.outputs_of(vertex.id)
+        self.consumer_parallelism = {
+            edge.target: consumer_parallelism.get(edge.target,
+                                                  job.graph.vertex(edge.target).parallelism)
+            for edge in self.outputs}
+        last = vertex.operators[-1]
+        self.sink = last if vertex.is_sink else None
+        self.writer = FileSinkWriter(last, subtask_index, attempt_id) \
+            if last.kind in plan.FILE_SINKS else None
+        self.records_in = 0
+        self.records_out = 0
+        self.splits: list[int] = []
+        self.partitions: list[ResultPartition] = []
+        self.collected: dict[str, list[Any]] = {last.id: []} \
+            if last.kind == plan.SINK_COLLECT else {}
+
+    def code(self, op_id: str) -> UserCode:
+        return self.job.code.get(op_id, UserCode())
+
+    def batch(self, work: Work, batch: Sequence[InputSplit] = (),
+              inputs: Sequence[Sequence[str]] = ()) -> None:
+        """Read a batch of splits (a source) or the inputs, run the chain, emit."""
+        operators = list(self.vertex.operators)
+        if self.vertex.is_source:
+            source = read_source(work, operators[0], self.code(operators[0].id), batch)
+            streams: list[Stream] = [source.stream]
+            records_read = [source.records]
+            operators = operators[1:]
+        else:
+            streams, records_read = [], []
+            for paths in inputs:
+                stream, records = read_exchange(work, paths)
+                streams.append(stream)
+                records_read.append(records)
+        for op in operators:
+            if op is self.sink:
+                break
+            streams = [apply(work, op, self.code(op.id), streams)]
+        self._emit(work, streams[0])
+        self.records_in += sum(records() for records in records_read)
+        work.release()
+
+    def _emit(self, work: Work, stream: Stream) -> None:
+        """The chain's output into its sink or its output edges, counted as it goes."""
+        if self.sink is not None and self.sink.kind == plan.SINK_COLLECT:
+            rows = collect_rows(work, stream)
+            self.collected[self.sink.id].extend(rows)
+            self.records_out += len(rows)
+            return
+        stream, records = counted(work, stream)
+        if self.writer is not None:
+            self.writer.write(work, stream)
+        else:
+            if len(self.outputs) > 1:
+                stream = cache(work, stream)
+            for edge in self.outputs:
+                write_exchange(work, self._combined(stream, edge), self.output_dir, edge,
+                               self.consumer_parallelism[edge.target], self.subtask_index,
+                               self._hash_key(edge))
+        self.records_out += records()
+
+    def _consumer_head(self, edge: JobEdge) -> OperatorSpec:
+        return self.job.graph.vertex(edge.target).operators[0]
+
+    def _combined(self, stream: Stream, edge: JobEdge) -> Stream:
+        """Python records into a keyed sum, count or reduce, folded per key first."""
+        head = self._consumer_head(edge)
+        fold = keyed_fold(head, self.code(head.id)) \
+            if edge.ship_strategy is ShipStrategy.HASH else None
+        if fold is None or not isinstance(stream, Records):
+            return stream
+        return Records(stream.rdd.mapPartitions(fold.combine))
+
+    def _hash_key(self, edge: JobEdge) -> HashKey | None:
+        """The key a HASH edge partitions by, from the consuming operator."""
+        head = self._consumer_head(edge)
+        if head.kind in plan.KEYED:
+            spec = KeySpec.from_params(head.params["key"])
+            keys = self.code(head.id).keys
+            return HashKey(spec.fields, keys[0] if spec.by_function and keys else None)
+        if head.kind == plan.JOIN:
+            return HashKey(tuple(head.params["left_on" if edge.input_index == 0 else "right_on"]))
+        if head.kind == plan.SQL and head.params.get("partition_by"):
+            return HashKey(tuple(head.params["partition_by"]))
+        return None
+
+    def finish(self) -> dict[str, list[str]]:
+        for edge in self.outputs:
+            self.partitions.extend(declare_partitions(
+                self.output_dir, edge, self.consumer_parallelism[edge.target]))
+        if self.writer is None:
+            return {}
+        return {self.writer.op.id: self.writer.publish()}
+
+    def abort(self) -> None:
+        if self.writer is not None:
+            self.writer.discard()
+
+
+def _batches(splits: Iterable[InputSplit], max_bytes: int) -> Iterator[list[InputSplit]]:
+    """Pull splits until a batch holds about ``max_bytes`` (only then the next pull)."""
+    batch: list[InputSplit] = []
+    size = 0
+    for split in splits:
+        batch.append(split)
+        if split.length >= 0:
+            size += split.length
+        elif split.path:
+            size += os.path.getsize(split.path)
+        if size >= max_bytes:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def _failure(exc: BaseException, vertex_id: str, subtask_index: int,
+             attempt_id: str) -> SubtaskFailed:
+    text = worker_traceback(str(exc))
+    if text:
+        message = last_line(text)
+    else:
+        text = "".join(traceback.format_exception(exc))
+        first = str(exc).strip().splitlines()
+        message = f"{type(exc).__name__}: {first[0]}" if first else type(exc).__name__
+    return SubtaskFailed(message, text, vertex_id=vertex_id, subtask_index=subtask_index,
+                         attempt_id=attempt_id)
+
+
+def _run_script(spark: SparkSession, job: LoadedJob, vertex: JobVertex, subtask_index: int,
+                attempt_id: str, started: float) -> SubtaskResult:
+    args = vertex.operators[0].params.get("args", job.args)
+    result = run_pyspark_script(spark, job.path, args, attempt_id)
+    if result.cancelled:
+        raise SubtaskCancelled(attempt_id)
+    if not result.succeeded:
+        message = last_line(result.traceback or "") or f"exit status {result.exit_code}"
+        raise SubtaskFailed(message, result.traceback or "",
+                            vertex_id=vertex.id, subtask_index=subtask_index,
+                            attempt_id=attempt_id, stdout=result.stdout, stderr=result.stderr)
+    return SubtaskResult(vertex.id, subtask_index, attempt_id, stdout=result.stdout,
+                         stderr=result.stderr, duration=time.monotonic() - started)

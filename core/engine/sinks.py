@@ -1,0 +1,118 @@
+"""Sinks: text, CSV and Parquet folders, and collect() back to the client.
+
+A file sink writes into a folder the job owns. Each subtask attempt writes with Spark's
+writers into its own staging folder, ``<path>/_attempts/<attempt id>/``, which readers
+skip (Spark ignores names starting with ``_``). When the attempt finishes, ``publish``
+moves its files to ``<path>/part-<subtask>-<n>.<ext>``, replacing the files an earlier
+attempt of the same subtask published: a restarted subtask never leaves duplicates.
+``initialize_sinks`` (once per job run, before any task; the JobMaster's job, as Flink's
+``OutputFormat.initializeGlobal``) removes the ``part-*`` files of a previous run; it
+never deletes anything else in the folder.
+
+Runs on the slot thread, except ``initialize_sinks`` (the JobMaster's main thread or a
+worker of it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+from clusterdeck.core.engine.records import (
+    SCALAR,
+    SCALAR_COLUMN,
+    RowDecoder,
+    table_shape,
+    text_line,
+    to_jsonable,
+)
+from clusterdeck.core.engine.streams import Records, Stream, Table, Work, as_records, as_table
+from clusterdeck.core.jobapi import plan
+from clusterdeck.core.protocol.jobgraph import JobGraph, OperatorSpec
+
+STAGING = "_attempts"
+
+
+def initialize_sinks(graph: JobGraph) -> None:
+    """Create every file sink's folder; remove its ``part-*`` files and what attempts of
+    an earlier run left in staging."""
+    for vertex in graph.vertices:
+        for op in vertex.operators:
+            if op.kind in plan.FILE_SINKS:
+                folder = Path(op.params["path"])
+                folder.mkdir(parents=True, exist_ok=True)
+                for old in folder.glob("part-*"):
+                    if old.is_file():
+                        old.unlink()
+                shutil.rmtree(folder / STAGING, ignore_errors=True)
+
+
+class FileSinkWriter:
+    """One subtask attempt's output into one file sink: staged per batch, then published."""
+
+    def __init__(self, op: OperatorSpec, subtask_index: int, attempt_id: str) -> None:
+        self.op = op
+        self.folder = Path(op.params["path"])
+        self.subtask_index = subtask_index
+        self.staging = self.folder / STAGING / attempt_id
+        self._batches = 0
+
+    def write(self, work: Work, stream: Stream) -> None:
+        target = str(self.staging / f"batch-{self._batches}")
+        self._batches += 1
+        if self.op.kind == plan.SINK_TEXT:
+            df = _text_frame(work, stream)
+            work.check()
+            df.write.text(target)
+            return
+        df = as_table(work, stream)
+        if not df.columns:
+            return   # no records and no known columns: nothing to write
+        work.check()
+        if self.op.kind == plan.SINK_CSV:
+            df.write.csv(target, header=self.op.params["header"])
+        else:
+            df.write.parquet(target)
+
+    def publish(self) -> list[str]:
+        """Move the staged files to their final names; returns them."""
+        prefix = f"part-{self.subtask_index:05d}-"
+        for old in self.folder.glob(prefix + "*"):
+            old.unlink()
+        published = []
+        staged = sorted(self.staging.glob("batch-*"), key=lambda p: int(p.name.split("-")[1]))
+        for batch in staged:
+            for data_file in sorted(batch.iterdir()):
+                if data_file.name.startswith(("_", ".")) or not data_file.is_file():
+                    continue
+                final = self.folder / f"{prefix}{len(published):03d}{''.join(data_file.suffixes)}"
+                os.replace(data_file, final)
+                published.append(str(final))
+        self.discard()
+        return published
+
+    def discard(self) -> None:
+        """Remove this attempt's staging folder (on failure, cancel, or after publish)."""
+        shutil.rmtree(self.staging, ignore_errors=True)
+        with suppress(OSError):   # other attempts are still writing, or it is gone already
+            self.staging.parent.rmdir()
+
+
+def _text_frame(work: Work, stream: Stream) -> Any:
+    if (isinstance(stream, Table) and table_shape(stream.df.columns) == SCALAR
+            and dict(stream.df.dtypes)[SCALAR_COLUMN] == "string"):
+        return stream.df
+    lines = as_records(stream).map(lambda record: (text_line(record),))
+    return work.session.createDataFrame(lines, f"{SCALAR_COLUMN} STRING", verifySchema=False)
+
+
+def collect_rows(work: Work, stream: Stream) -> list[Any]:
+    """Every record of the stream as JSON-able values, in the driver."""
+    work.check()
+    if isinstance(stream, Records):
+        return stream.rdd.map(to_jsonable).collect()
+    decode = RowDecoder(table_shape(stream.df.columns))
+    return [to_jsonable(decode(row)) for row in stream.df.collect()]

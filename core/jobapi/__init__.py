@@ -1,0 +1,9 @@
+"""The job API: what a job file imports and how a job file becomes a JobGraph.
+
+* job files: ``environment`` (``build(env)`` receives an ``ExecutionEnvironment``) and
+  ``counters``;
+* client and TaskManagers: ``loader.load_job``, ``artifact.pack_artifact`` /
+  ``unpack_artifact``.
+
+Nothing here runs Spark; the engine does.
+"""

@@ -1,0 +1,147 @@
+"""Declared pipeline -> JobGraph: parallelism defaults, ship strategies, operator chaining.
+
+Like Flink's StreamingJobGraphGenerator, in four steps:
+
+1. keep only operators that lead to a sink (others are never run);
+2. give every operator its parallelism: its own, else the environment's, except that a
+   sink defaults to its input's (so it chains, and collect() keeps the input's order)
+   and a ``sql`` without ``partition_by`` to 1 (it must see all of its input);
+3. pick each connection's ship strategy: HASH into keyed operators, joins and
+   partitioned SQL; BROADCAST/REBALANCE where the user asked; otherwise FORWARD when
+   both sides have the same parallelism, REBALANCE when they differ;
+4. chain: a FORWARD connection whose producer has no other consumer, whose consumer has
+   no other input, in the same slot sharing group, fuses the two operators into one
+   vertex (one task). Every other connection becomes a JobEdge between vertices.
+
+Operator ids come from declaration order, vertex ids from the first operator of their
+chain, so rebuilding the same file on a TaskManager gives the same graph.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+
+from clusterdeck.core.jobapi import plan
+from clusterdeck.core.jobapi.environment import ExecutionEnvironment
+from clusterdeck.core.jobapi.errors import JobDefinitionError
+from clusterdeck.core.jobapi.plan import Transformation, UserCode
+from clusterdeck.core.protocol.jobgraph import (
+    JobEdge,
+    JobGraph,
+    JobKind,
+    JobVertex,
+    OperatorSpec,
+    ShipStrategy,
+)
+
+DEFAULT_SLOT_SHARING_GROUP = "default"
+
+
+def build_graph(env: ExecutionEnvironment) -> tuple[JobGraph, dict[str, UserCode]]:
+    """The JobGraph of the pipeline declared on ``env``, and each operator's user code.
+
+    Raises JobDefinitionError when the pipeline cannot run.
+    """
+    nodes = _reachable_from_sinks(env.transformations)
+    parallelism: dict[str, int] = {}
+    for t in nodes:
+        parallelism[t.id] = _parallelism(t, env.parallelism, parallelism)
+    groups = _slot_sharing_groups(nodes)
+    consumers: dict[str, int] = defaultdict(int)
+    for t in nodes:
+        for ref in t.inputs:
+            consumers[ref.source.id] += 1
+    for t in nodes:
+        _check(t, parallelism)
+
+    chain_of: dict[str, list[Transformation]] = {}   # operator id -> its chain
+    chains: list[list[Transformation]] = []
+    edges: list[tuple[Transformation, Transformation, ShipStrategy, int]] = []
+    for t in nodes:
+        strategies = [_ship_strategy(ref, t, parallelism) for ref in t.inputs]
+        if (len(t.inputs) == 1 and strategies[0] is ShipStrategy.FORWARD
+                and consumers[t.inputs[0].source.id] == 1
+                and groups[t.inputs[0].source.id] == groups[t.id]):
+            chain = chain_of[t.inputs[0].source.id]
+            chain.append(t)
+        else:
+            chain = [t]
+            chains.append(chain)
+            edges.extend((ref.source, t, strategy, index)
+                         for index, (ref, strategy) in enumerate(zip(t.inputs, strategies,
+                                                                     strict=True)))
+        chain_of[t.id] = chain
+
+    vertex_of = {t.id: plan.vertex_id(chain_of[t.id][0].seq) for t in nodes}
+    vertices = tuple(
+        JobVertex(id=vertex_of[chain[0].id], name=" -> ".join(t.name for t in chain),
+                  parallelism=parallelism[chain[0].id],
+                  operators=tuple(OperatorSpec(t.id, t.kind, t.name, dict(t.params))
+                                  for t in chain),
+                  slot_sharing_group=groups[chain[0].id])
+        for chain in chains)
+    job_edges = tuple(JobEdge(vertex_of[source.id], vertex_of[target.id], strategy, index)
+                      for source, target, strategy, index in edges)
+    graph = JobGraph(name=env.job_name, kind=JobKind.DATAFLOW, vertices=vertices,
+                     edges=job_edges, default_parallelism=env.parallelism)
+    return graph, {t.id: t.code for t in nodes}
+
+
+def _reachable_from_sinks(transformations: tuple[Transformation, ...]) -> list[Transformation]:
+    sinks = [t for t in transformations if t.is_sink]
+    if not sinks:
+        raise JobDefinitionError(
+            "the pipeline has no sink: end it with write_text, write_csv, write_parquet or "
+            "collect")
+    keep: set[str] = set()
+    pending = list(sinks)
+    while pending:
+        t = pending.pop()
+        if t.id not in keep:
+            keep.add(t.id)
+            pending.extend(ref.source for ref in t.inputs)
+    return [t for t in transformations if t.id in keep]
+
+
+def _parallelism(t: Transformation, default: int, resolved: Mapping[str, int]) -> int:
+    if t.parallelism is not None:
+        return t.parallelism
+    if t.is_sink:
+        return resolved[t.inputs[0].source.id]
+    if t.kind == plan.SQL and not t.params.get("partition_by"):
+        return 1
+    return default
+
+
+def _slot_sharing_groups(nodes: list[Transformation]) -> Mapping[str, str]:
+    """An operator's own group, else its inputs' group when they agree (as Flink)."""
+    groups: dict[str, str] = {}
+    for t in nodes:
+        inherited = {groups[ref.source.id] for ref in t.inputs}
+        groups[t.id] = t.slot_sharing_group or (
+            inherited.pop() if len(inherited) == 1 else DEFAULT_SLOT_SHARING_GROUP)
+    return groups
+
+
+def _ship_strategy(ref: plan.InputRef, consumer: Transformation,
+                   parallelism: Mapping[str, int]) -> ShipStrategy:
+    if ref.partitioning == plan.HASH:
+        return ShipStrategy.HASH
+    if ref.partitioning == plan.BROADCAST:
+        return ShipStrategy.BROADCAST
+    if ref.partitioning == plan.REBALANCE:
+        return ShipStrategy.REBALANCE
+    if parallelism[ref.source.id] == parallelism[consumer.id]:
+        return ShipStrategy.FORWARD
+    return ShipStrategy.REBALANCE
+
+
+def _check(t: Transformation, parallelism: Mapping[str, int]) -> None:
+    if t.kind == plan.SQL and parallelism[t.id] > 1 and not t.params["partition_by"]:
+        spread = [ref for ref in t.inputs if ref.partitioning != plan.BROADCAST]
+        if len(spread) > 1:
+            raise JobDefinitionError(
+                f"sql {t.name!r} runs with parallelism {parallelism[t.id]} over several "
+                "inputs: give partition_by= (the columns it joins or groups by), broadcast() "
+                "all inputs but one, or leave its parallelism at 1")

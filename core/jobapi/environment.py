@@ -1,0 +1,456 @@
+"""The dataflow API a job file's ``build(env)`` uses: sources, operators, sinks.
+
+Declaring a pipeline runs nothing: every call adds a Transformation to the environment,
+which the builder later turns into a JobGraph. Each operator takes ``name=`` (shown in
+the graph) and ``parallelism=`` (subtasks; the environment's default when omitted). An
+unknown keyword argument raises a TypeError naming the operator, which the loader reports
+at submit time with the user's line.
+
+Called on whichever thread loads the job; nothing here touches Spark or the filesystem
+(paths are only made absolute, relative to the working directory of the submitter).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from clusterdeck.core.jobapi import plan
+from clusterdeck.core.jobapi.counters import Counter
+from clusterdeck.core.jobapi.plan import InputRef, KeySpec, Transformation, UserCode
+
+F = TypeVar("F", bound=Callable[..., Any])
+PathLike = str | os.PathLike[str]
+
+AGGREGATE_FUNCTIONS = frozenset({"sum", "count", "min", "max", "avg", "mean", "first", "last",
+                                 "collect_list", "collect_set", "count_distinct"})
+JOIN_TYPES = {"inner": "inner", "left": "left", "left_outer": "left", "right": "right",
+              "right_outer": "right", "full": "full", "outer": "full", "full_outer": "full",
+              "semi": "left_semi", "left_semi": "left_semi", "anti": "left_anti",
+              "left_anti": "left_anti"}
+_SQL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _operator(op_name: str) -> Callable[[F], F]:
+    """Check an operator call's arguments before it runs, so a misspelt keyword gives
+    ``map() got an unknown argument 'paralelism' (did you mean 'parallelism'?)``."""
+
+    def decorate(method: F) -> F:
+        signature = inspect.signature(method)
+        accepted = [p for p in signature.parameters if p != "self"]
+
+        @functools.wraps(method)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            unknown = [key for key in kwargs if key not in accepted]
+            if unknown:
+                close = difflib.get_close_matches(unknown[0], accepted, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise TypeError(f"{op_name}() got an unknown argument {unknown[0]!r}{hint}; "
+                                f"it takes: {', '.join(accepted)}")
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise TypeError(f"{op_name}(): {exc}") from None
+            return method(*args, **kwargs)
+
+        return checked  # type: ignore[return-value]
+
+    return decorate
+
+
+def _paths(op_name: str, path: PathLike | Sequence[PathLike]) -> list[str]:
+    items = [path] if isinstance(path, str | os.PathLike) else list(path)
+    if not items or not all(isinstance(item, str | os.PathLike) for item in items):
+        raise TypeError(f"{op_name}(): a path is a file, a folder or a glob, or a list of them; "
+                        f"got {path!r}")
+    return [os.path.abspath(os.path.expanduser(os.fspath(item))) for item in items]
+
+
+def _sink_path(op_name: str, path: PathLike) -> str:
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"{op_name}(): the output is one folder path, got {path!r}")
+    return os.path.abspath(os.path.expanduser(os.fspath(path)))
+
+
+def _schema(op_name: str, schema: Any) -> str | None:
+    """A schema as text: a DDL string (``"word STRING, n BIGINT"``) or a StructType's JSON."""
+    if schema is None or isinstance(schema, str):
+        return schema
+    if hasattr(schema, "json"):
+        return schema.json()
+    raise TypeError(f"{op_name}(): schema is a DDL string or a StructType, got {schema!r}")
+
+
+def _function(op_name: str, fn: Any) -> Callable[..., Any]:
+    if not callable(fn):
+        raise TypeError(f"{op_name}(): expected a function, got {fn!r}")
+    return fn
+
+
+def _fields(op_name: str, key: Any) -> list[str | int]:
+    spec, fn = KeySpec.of(key)
+    if fn is not None:
+        raise TypeError(f"{op_name}(): keys here are field names or positions, not functions")
+    return list(spec.fields)
+
+
+class ExecutionEnvironment:
+    """What ``build(env)`` receives: the job's name, its arguments and its pipeline."""
+
+    def __init__(self, job_name: str = "job", args: Sequence[str] = ()) -> None:
+        self.job_name = job_name
+        self.args: list[str] = list(args)
+        self._parallelism = 1
+        self._transformations: list[Transformation] = []
+        self._counters: dict[str, Counter] = {}
+
+    @property
+    def parallelism(self) -> int:
+        return self._parallelism
+
+    @property
+    def transformations(self) -> tuple[Transformation, ...]:
+        return tuple(self._transformations)
+
+    @property
+    def counter_names(self) -> tuple[str, ...]:
+        return tuple(self._counters)
+
+    def set_parallelism(self, parallelism: int) -> ExecutionEnvironment:
+        """The default parallelism of every operator declared without ``parallelism=``."""
+        self._parallelism = _check_parallelism("set_parallelism", parallelism)
+        return self
+
+    def set_job_name(self, name: str) -> ExecutionEnvironment:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"set_job_name(): expected a non-empty string, got {name!r}")
+        self.job_name = name
+        return self
+
+    def counter(self, name: str) -> Counter:
+        """A counter user functions may ``add`` to; its total is in the job's result."""
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"counter(): expected a non-empty name, got {name!r}")
+        return self._counters.setdefault(name, Counter(name))
+
+    @_operator("from_collection")
+    def from_collection(self, items: Iterable[Any], *, name: str | None = None,
+                        parallelism: int | None = None) -> DataStream:
+        """The items as records, split into ``parallelism`` contiguous parts."""
+        return self._source(plan.SOURCE_COLLECTION, name or "from_collection", parallelism,
+                            {}, UserCode(items=list(items)))
+
+    @_operator("from_range")
+    def from_range(self, start: int, end: int | None = None, *, name: str | None = None,
+                   parallelism: int | None = None) -> DataStream:
+        """The ints ``start .. end-1`` (``from_range(n)`` is ``0 .. n-1``), like ``range``."""
+        if end is None:
+            start, end = 0, start
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+            raise TypeError(f"from_range(): expected ints, got {start!r}, {end!r}")
+        return self._source(plan.SOURCE_RANGE, name or "from_range", parallelism,
+                            {"start": start, "end": end})
+
+    @_operator("read_text")
+    def read_text(self, path: PathLike | Sequence[PathLike], *, name: str | None = None,
+                  parallelism: int | None = None) -> DataStream:
+        """Lines of text files (a file, a folder or a glob); each line is a ``str``."""
+        return self._source(plan.SOURCE_TEXT, name or "read_text", parallelism,
+                            {"paths": _paths("read_text", path)})
+
+    @_operator("read_csv")
+    def read_csv(self, path: PathLike | Sequence[PathLike], header: bool = True,
+                 schema: Any = None, *, name: str | None = None,
+                 parallelism: int | None = None) -> DataStream:
+        """Rows of CSV files; columns are strings unless ``schema`` gives their types."""
+        return self._source(plan.SOURCE_CSV, name or "read_csv", parallelism,
+                            {"paths": _paths("read_csv", path), "header": bool(header),
+                             "schema": _schema("read_csv", schema)})
+
+    @_operator("read_parquet")
+    def read_parquet(self, path: PathLike | Sequence[PathLike], *, name: str | None = None,
+                     parallelism: int | None = None) -> DataStream:
+        return self._source(plan.SOURCE_PARQUET, name or "read_parquet", parallelism,
+                            {"paths": _paths("read_parquet", path)})
+
+    def _source(self, kind: str, name: str, parallelism: int | None, params: dict[str, Any],
+                code: UserCode | None = None) -> DataStream:
+        return DataStream(self, self._add(kind, name, (), parallelism, params, code))
+
+    def _add(self, kind: str, name: str, inputs: tuple[InputRef, ...],
+             parallelism: int | None, params: dict[str, Any],
+             code: UserCode | None = None) -> Transformation:
+        op_name = kind.split(".")[-1]
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"{op_name}(): name must be a non-empty string, got {name!r}")
+        if parallelism is not None:
+            _check_parallelism(op_name, parallelism)
+        for ref in inputs:
+            if ref.source not in self._transformations:
+                raise ValueError(f"{op_name}(): an input belongs to another environment")
+        transformation = Transformation(
+            seq=len(self._transformations) + 1, kind=kind, name=name, inputs=inputs,
+            parallelism=parallelism, params=params, code=code or UserCode())
+        self._transformations.append(transformation)
+        return transformation
+
+
+def _check_parallelism(op_name: str, parallelism: Any) -> int:
+    if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
+        raise ValueError(f"{op_name}(): parallelism must be a whole number >= 1, "
+                         f"got {parallelism!r}")
+    return parallelism
+
+
+class DataStream:
+    """A stream of records: the output of a source or an operator."""
+
+    def __init__(self, env: ExecutionEnvironment, transformation: Transformation,
+                 partitioning: str | None = None) -> None:
+        self._env = env
+        self._transformation = transformation
+        self._partitioning = partitioning
+
+    @property
+    def id(self) -> str:
+        return self._transformation.id
+
+    @property
+    def name(self) -> str:
+        return self._transformation.name
+
+    def _then(self, kind: str, name: str, parallelism: int | None,
+              params: dict[str, Any] | None = None, code: UserCode | None = None,
+              inputs: tuple[InputRef, ...] | None = None) -> Transformation:
+        inputs = inputs or (InputRef(self._transformation, self._partitioning),)
+        return self._env._add(kind, name, inputs, parallelism, params or {}, code)
+
+    @_operator("map")
+    def map(self, fn: Callable[[Any], Any], *, name: str | None = None,
+            parallelism: int | None = None, schema: Any = None) -> DataStream:
+        """One record out per record in. ``schema`` (optional) types the output's columns
+        where they are needed (SQL, join, CSV/Parquet sinks) instead of inferring them."""
+        t = self._then(plan.MAP, name or "map", parallelism,
+                       {"schema": _schema("map", schema)}, UserCode(fn=_function("map", fn)))
+        return DataStream(self._env, t)
+
+    @_operator("flat_map")
+    def flat_map(self, fn: Callable[[Any], Iterable[Any]], *, name: str | None = None,
+                 parallelism: int | None = None, schema: Any = None) -> DataStream:
+        """Zero or more records out per record in (``fn`` returns an iterable)."""
+        t = self._then(plan.FLAT_MAP, name or "flat_map", parallelism,
+                       {"schema": _schema("flat_map", schema)},
+                       UserCode(fn=_function("flat_map", fn)))
+        return DataStream(self._env, t)
+
+    @_operator("filter")
+    def filter(self, fn: Callable[[Any], bool], *, name: str | None = None,
+               parallelism: int | None = None) -> DataStream:
+        t = self._then(plan.FILTER, name or "filter", parallelism, {},
+                       UserCode(fn=_function("filter", fn)))
+        return DataStream(self._env, t)
+
+    @_operator("key_by")
+    def key_by(self, key: str | int | Sequence[str | int] | Callable[[Any], Any]) -> KeyedStream:
+        """Group by a key for the next operator: a field name (``"word"``, ``"_1"``), a
+        position (``0``), a list of them, or a function of the record."""
+        try:
+            spec, fn = KeySpec.of(key)
+        except TypeError as exc:
+            raise TypeError(f"key_by(): {exc}") from None
+        return KeyedStream(self, spec, fn)
+
+    @_operator("join")
+    def join(self, other: DataStream, on: Any = None, *, left_on: Any = None,
+             right_on: Any = None, how: str = "inner", name: str | None = None,
+             parallelism: int | None = None) -> DataStream:
+        """Join with ``other`` by key fields; output records are Rows of both sides'
+        columns (a right-side column whose name clashes gets the suffix ``_right``).
+        ``how``: inner, left, right, full, left_semi, left_anti. A ``broadcast()`` side is
+        shipped whole to every subtask instead of being hashed."""
+        if not isinstance(other, DataStream):
+            raise TypeError(f"join(): expected a DataStream to join with, got {other!r}")
+        if on is not None and (left_on is not None or right_on is not None):
+            raise TypeError("join(): give on= or left_on= and right_on=, not both")
+        if on is None and (left_on is None or right_on is None):
+            raise TypeError("join(): needs on= or both left_on= and right_on=")
+        left_fields = _fields("join", on if on is not None else left_on)
+        right_fields = _fields("join", on if on is not None else right_on)
+        if len(left_fields) != len(right_fields):
+            raise TypeError("join(): left_on and right_on need as many fields each")
+        if how not in JOIN_TYPES:
+            raise ValueError(f"join(): unknown how={how!r}; one of {', '.join(JOIN_TYPES)}")
+        how = JOIN_TYPES[how]
+        left_broadcast = self._partitioning == plan.BROADCAST
+        right_broadcast = other._partitioning == plan.BROADCAST
+        if left_broadcast and right_broadcast:
+            raise ValueError("join(): at most one side can be broadcast")
+        if right_broadcast and how not in ("inner", "left", "left_semi", "left_anti"):
+            raise ValueError(f"join(): a broadcast right side cannot be joined how={how!r}")
+        if left_broadcast and how not in ("inner", "right"):
+            raise ValueError(f"join(): a broadcast left side cannot be joined how={how!r}")
+        hashed = not (left_broadcast or right_broadcast)
+        inputs = (InputRef(self._transformation,
+                           plan.HASH if hashed else self._partitioning),
+                  InputRef(other._transformation,
+                           plan.HASH if hashed else other._partitioning))
+        t = self._then(plan.JOIN, name or "join", parallelism,
+                       {"left_on": left_fields, "right_on": right_fields, "how": how,
+                        "same_keys": on is not None}, inputs=inputs)
+        return DataStream(self._env, t)
+
+    @_operator("sql")
+    def sql(self, query: str, *, table: str = "input",
+            tables: Mapping[str, DataStream] | None = None, partition_by: Any = None,
+            name: str | None = None, parallelism: int | None = None) -> DataStream:
+        """A Spark SQL statement over this stream (the view ``table``) and ``tables``.
+
+        It runs in one subtask by default, seeing all its inputs. With ``partition_by``
+        (the columns it groups or joins by) inputs are hashed on them and it may run in
+        parallel; with ``parallelism`` alone it must be row by row (SELECT ... WHERE).
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise TypeError(f"sql(): expected a SQL statement, got {query!r}")
+        others = dict(tables or {})
+        names = [table, *others]
+        for view in names:
+            if not isinstance(view, str) or not _SQL_NAME.fullmatch(view):
+                raise ValueError(f"sql(): {view!r} is not a usable table name")
+        if len(set(names)) != len(names):
+            raise ValueError(f"sql(): table names must differ, got {names}")
+        streams = [self, *others.values()]
+        if not all(isinstance(stream, DataStream) for stream in streams):
+            raise TypeError("sql(): tables maps names to DataStreams")
+        keys = _fields("sql", partition_by) if partition_by is not None else []
+        inputs = tuple(
+            InputRef(stream._transformation,
+                     stream._partitioning if stream._partitioning == plan.BROADCAST or not keys
+                     else plan.HASH)
+            for stream in streams)
+        t = self._then(plan.SQL, name or "sql", parallelism,
+                       {"query": query, "tables": names, "partition_by": keys}, inputs=inputs)
+        return DataStream(self._env, t)
+
+    def rebalance(self) -> DataStream:
+        """Ship this stream round robin to the next operator's subtasks."""
+        return DataStream(self._env, self._transformation, plan.REBALANCE)
+
+    def broadcast(self) -> DataStream:
+        """Ship all of this stream to every subtask of the next operator."""
+        return DataStream(self._env, self._transformation, plan.BROADCAST)
+
+    def slot_sharing_group(self, group: str) -> DataStream:
+        """Put this operator in a slot sharing group (operators in different groups are
+        never chained together and never share a slot)."""
+        if not isinstance(group, str) or not group:
+            raise TypeError(f"slot_sharing_group(): expected a name, got {group!r}")
+        self._transformation.slot_sharing_group = group
+        return self
+
+    @_operator("write_text")
+    def write_text(self, path: PathLike, *, name: str | None = None,
+                   parallelism: int | None = None) -> DataStreamSink:
+        """One line per record (``str(record)``; strings as they are) into files
+        ``part-*.txt`` of the folder ``path``."""
+        return self._sink(plan.SINK_TEXT, name or "write_text", parallelism,
+                          {"path": _sink_path("write_text", path)})
+
+    @_operator("write_csv")
+    def write_csv(self, path: PathLike, header: bool = True, *, name: str | None = None,
+                  parallelism: int | None = None) -> DataStreamSink:
+        return self._sink(plan.SINK_CSV, name or "write_csv", parallelism,
+                          {"path": _sink_path("write_csv", path), "header": bool(header)})
+
+    @_operator("write_parquet")
+    def write_parquet(self, path: PathLike, *, name: str | None = None,
+                      parallelism: int | None = None) -> DataStreamSink:
+        return self._sink(plan.SINK_PARQUET, name or "write_parquet", parallelism,
+                          {"path": _sink_path("write_parquet", path)})
+
+    @_operator("collect")
+    def collect(self, *, name: str | None = None,
+                parallelism: int | None = None) -> DataStreamSink:
+        """Send every record back to the client, as JSON (see the record model)."""
+        return self._sink(plan.SINK_COLLECT, name or "collect", parallelism, {})
+
+    def _sink(self, kind: str, name: str, parallelism: int | None,
+              params: dict[str, Any]) -> DataStreamSink:
+        return DataStreamSink(self._then(kind, name, parallelism, params))
+
+
+class KeyedStream:
+    """A stream grouped by a key; the next operator sees all records of a key together."""
+
+    def __init__(self, stream: DataStream, key: KeySpec,
+                 key_fn: Callable[[Any], Any] | None) -> None:
+        self._stream = stream
+        self._key = key
+        self._key_fn = key_fn
+
+    def _keyed(self, kind: str, name: str, parallelism: int | None,
+               params: dict[str, Any], fn: Callable[..., Any] | None = None) -> DataStream:
+        stream = self._stream
+        t = stream._then(kind, name, parallelism, {"key": self._key.to_params(), **params},
+                         UserCode(fn=fn, keys=(self._key_fn,)),
+                         inputs=(InputRef(stream._transformation, plan.HASH),))
+        return DataStream(stream._env, t)
+
+    @_operator("reduce")
+    def reduce(self, fn: Callable[[Any, Any], Any], *, name: str | None = None,
+               parallelism: int | None = None) -> DataStream:
+        """Combine the records of each key pairwise with ``fn(a, b)``; one record per key."""
+        return self._keyed(plan.REDUCE, name or "reduce", parallelism, {},
+                           _function("reduce", fn))
+
+    @_operator("sum")
+    def sum(self, field: str | int | None = None, *, name: str | None = None,
+            parallelism: int | None = None) -> DataStream:
+        """``(key, total)`` per key: the sum of ``field`` (or of the records themselves)."""
+        if field is not None and (isinstance(field, bool) or not isinstance(field, str | int)):
+            raise TypeError(f"sum(): field is a name or a position, got {field!r}")
+        return self._keyed(plan.SUM, name or "sum", parallelism, {"field": field})
+
+    @_operator("count")
+    def count(self, *, name: str | None = None, parallelism: int | None = None) -> DataStream:
+        """``(key, number of records)`` per key."""
+        return self._keyed(plan.COUNT, name or "count", parallelism, {})
+
+    @_operator("aggregate")
+    def aggregate(self, aggregations: Mapping[str, tuple[str | int, str]], *,
+                  name: str | None = None, parallelism: int | None = None) -> DataStream:
+        """Named aggregates per key, as Rows of the key column(s) and the aggregates:
+        ``aggregate({"revenue": ("amount", "sum"), "orders": ("*", "count")})``.
+        Functions: sum, count, min, max, avg/mean, first, last, collect_list,
+        collect_set, count_distinct."""
+        if not isinstance(aggregations, Mapping) or not aggregations:
+            raise TypeError("aggregate(): expected a mapping of output name -> "
+                            "(column, function)")
+        specs = []
+        for output, spec in aggregations.items():
+            if (not isinstance(spec, tuple | list) or len(spec) != 2
+                    or spec[1] not in AGGREGATE_FUNCTIONS):
+                raise ValueError(f"aggregate(): {output!r}: expected (column, function) with a "
+                                 f"function in {sorted(AGGREGATE_FUNCTIONS)}, got {spec!r}")
+            specs.append([str(output), spec[0], spec[1]])
+        return self._keyed(plan.AGGREGATE, name or "aggregate", parallelism,
+                           {"aggregations": specs})
+
+
+class DataStreamSink:
+    """The end of a pipeline; ``id`` finds a collect sink's rows in the job's result."""
+
+    def __init__(self, transformation: Transformation) -> None:
+        self._transformation = transformation
+
+    @property
+    def id(self) -> str:
+        return self._transformation.id
+
+    @property
+    def name(self) -> str:
+        return self._transformation.name

@@ -1,0 +1,68 @@
+"""Fitting a job's snapshot into one message.
+
+A snapshot is retained so that a late observer can redraw the job at once, and, like every
+message, it must stay under ``rpc.framesize``. A large job's full snapshot (every attempt
+of every subtask, with tracebacks) does not: it is published reduced instead, first to the
+current attempt of each subtask, then to per-vertex counts, and says so (``truncated``).
+The events of the job carry every change in full either way.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import replace
+
+from clusterdeck.core.protocol.failures import FailureRecord
+from clusterdeck.core.protocol.snapshots import (
+    AttemptSnapshot,
+    JobGraphSnapshot,
+    Truncation,
+    VertexSnapshot,
+)
+
+TRACEBACK_KEPT = 2000
+FAILURES_KEPT = 20
+LOG_LINES_KEPT = 5
+
+
+def reductions(snapshot: JobGraphSnapshot) -> Iterator[JobGraphSnapshot]:
+    """The snapshot, then ever smaller versions of it."""
+    yield snapshot
+    yield _current_attempts_only(snapshot)
+    yield _counts_only(snapshot)
+
+
+def _trim_failure(record: FailureRecord) -> FailureRecord:
+    failure = record.failure
+    return replace(record, failure=replace(failure, traceback=failure.traceback[-TRACEBACK_KEPT:],
+                                           log_excerpt=failure.log_excerpt[-LOG_LINES_KEPT:]))
+
+
+def _trim_attempt(attempt: AttemptSnapshot) -> AttemptSnapshot:
+    return replace(attempt, failure=_trim_failure(attempt.failure) if attempt.failure else None)
+
+
+def _current_attempts_only(snapshot: JobGraphSnapshot) -> JobGraphSnapshot:
+    vertices = tuple(
+        replace(vertex, subtasks=tuple(
+            replace(subtask, attempts=tuple(_trim_attempt(a) for a in subtask.attempts[-1:]))
+            for subtask in vertex.subtasks))
+        for vertex in snapshot.vertices)
+    root = snapshot.root_cause
+    return replace(snapshot, vertices=vertices,
+                   failures=tuple(_trim_failure(f) for f in snapshot.failures[-FAILURES_KEPT:]),
+                   root_cause=_trim_failure(root) if root else None,
+                   truncated=Truncation.ATTEMPTS)
+
+
+def _counts_only(snapshot: JobGraphSnapshot) -> JobGraphSnapshot:
+    root = snapshot.root_cause
+    return replace(snapshot, vertices=tuple(_counted(vertex) for vertex in snapshot.vertices),
+                   failures=(), root_cause=_trim_failure(root) if root else None,
+                   truncated=Truncation.SUBTASKS)
+
+
+def _counted(vertex: VertexSnapshot) -> VertexSnapshot:
+    return replace(vertex, subtasks=(),
+                   state_counts=dict(Counter(subtask.state for subtask in vertex.subtasks)))

@@ -1,0 +1,81 @@
+"""What every clusterdeck process does the same way: logging, its broker connection with
+presence and last will, and waiting for SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from clusterdeck.broker.address import BrokerAddress
+from clusterdeck.broker.connection import client_address
+from clusterdeck.core.config import paths
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol import topics
+from clusterdeck.core.rpc.mqtt import BrokerUnreachableError, MqttRpcService
+
+log = logging.getLogger(__name__)
+
+
+def setup_logging(role: str) -> None:
+    logging.basicConfig(
+        level=os.environ.get("CLUSTERDECK_LOG_LEVEL", "INFO"),
+        format=f"%(asctime)s %(levelname)s {role} %(name)s: %(message)s")
+
+
+def broker_address(config: Config, role: str, broker_url: str | None = None) -> BrokerAddress:
+    """``--broker`` (or ``broker.url``) when given, else the local cluster's broker with the
+    credentials of ``role`` from the data dir."""
+    url = broker_url or (config["broker.url"] if config["broker.kind"] == "external" else "")
+    if url:
+        return BrokerAddress.parse(url)
+    cluster_id = config["cluster.id"]
+    return client_address(paths.cluster_dir(cluster_id), cluster_id, role)
+
+
+def connect_service(config: Config, role: str, service_id: str, address: BrokerAddress,
+                    *, connect_timeout: float = 30.0, with_presence: bool = True
+                    ) -> MqttRpcService:
+    """Connect with presence; keep trying until ``connect_timeout`` while the broker is not
+    up yet (the supervisor may be restarting it), fail at once on refused credentials."""
+    instance_id = uuid.uuid4().hex
+    online = offline = None
+    if with_presence:
+        online, offline = (p.Presence(service_id, role, status, instance_id, os.getpid(),
+                                      socket.gethostname(), time.time())
+                           for status in (p.PresenceStatus.ONLINE, p.PresenceStatus.OFFLINE))
+    deadline = time.monotonic() + connect_timeout
+    while True:
+        service = MqttRpcService(address, topics.layout(config["cluster.id"]), service_id,
+                                 online=online, offline=offline,
+                                 ask_timeout=config["rpc.ask-timeout"],
+                                 framesize=config["rpc.framesize"])
+        service.instance_id = instance_id
+        try:
+            return service.connect(timeout=min(5.0, connect_timeout))
+        except BrokerUnreachableError as error:
+            service.close()
+            refused = "authoriz" in str(error).lower() or "password" in str(error).lower()
+            if refused or time.monotonic() > deadline:
+                raise
+            log.info("broker not reachable yet (%s); retrying", error)
+            time.sleep(0.2)
+
+
+def wait_for_termination() -> None:
+    """Block the main thread until SIGTERM or SIGINT."""
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(1.0):
+        pass
+
+
+def run_dir(cluster_id: str) -> Path:
+    return paths.cluster_dir(cluster_id) / "run"

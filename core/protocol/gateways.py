@@ -1,0 +1,84 @@
+"""One typed gateway per endpoint: the calls it accepts, and how (tell or ask)."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.rpc import Gateway
+
+
+class ResourceManagerGateway(Gateway):
+    def register_task_manager(self, msg: p.RegisterTaskManager,
+                              timeout: float | None = None) -> Future[p.RegistrationResponse]:
+        return self.ask(msg, timeout)
+
+    def heartbeat_from_task_manager(self, msg: p.TaskManagerHeartbeat) -> None:
+        self.tell_heartbeat(msg)
+
+    def request_cluster_overview(self) -> Future[p.ClusterOverview]:
+        return self.ask(p.RequestClusterOverview())
+
+    def request_slot(self, msg: p.RequestSlot) -> None:
+        self.tell(msg)
+
+    def free_slot(self, msg: p.FreeSlot) -> None:
+        self.tell(msg)
+
+    def release_job_slots(self, msg: p.ReleaseJobSlots) -> None:
+        self.tell(msg)
+
+
+class TaskExecutorGateway(Gateway):
+    def heartbeat_from_resource_manager(self, msg: p.ResourceManagerHeartbeat) -> None:
+        self.tell_heartbeat(msg)
+
+    def disconnect(self, msg: p.DisconnectTaskManager) -> None:
+        self.tell(msg)
+
+    def submit_task(self, msg: p.SubmitTask, timeout: float | None = None
+                    ) -> Future[p.TaskOperationResult]:
+        return self.ask(msg, timeout)
+
+    def cancel_task(self, msg: p.CancelTask) -> Future[p.TaskOperationResult]:
+        return self.ask(msg)
+
+
+class JobMasterGateway(Gateway):
+    def offer_slot(self, msg: p.OfferSlot) -> None:
+        self.tell(msg)
+
+    def update_task_execution_state(self, msg: p.UpdateTaskExecutionState,
+                                    timeout: float | None = None
+                                    ) -> Future[p.UpdateAcknowledged]:
+        return self.ask(msg, timeout)
+
+    def request_next_input_split(self, msg: p.RequestNextInputSplit,
+                                 timeout: float | None = None) -> Future[p.NextInputSplit]:
+        return self.ask(msg, timeout)
+
+
+class DispatcherGateway(Gateway):
+    def request_cluster_overview(self, timeout: float | None = None
+                                 ) -> Future[p.ClusterOverview]:
+        return self.ask(p.RequestClusterOverview(), timeout)
+
+    def upload_artifact_chunk(self, msg: p.UploadArtifactChunk
+                              ) -> Future[p.ArtifactChunkReceived]:
+        return self.ask(msg)
+
+    def submit_job(self, msg: p.SubmitJob) -> Future[p.JobSubmitted]:
+        return self.ask(msg)
+
+    def request_artifact_chunk(self, msg: p.RequestArtifactChunk) -> Future[p.ArtifactChunk]:
+        return self.ask(msg)
+
+    def request_job_list(self, timeout: float | None = None) -> Future[p.JobList]:
+        return self.ask(p.RequestJobList(), timeout)
+
+    def cancel_job(self, job_id: str) -> Future[p.JobSummary]:
+        return self.ask(p.CancelJob(job_id))
+
+    def request_job_result(self, job_id: str, timeout: float | None = None
+                           ) -> Future[p.JobResult]:
+        return self.ask(p.RequestJobResult(job_id), timeout)

@@ -1,0 +1,549 @@
+"""Every message of the control plane: small frozen dataclasses, validated on receipt.
+
+The wire format and its checks are in ``clusterdeck.core.rpc._codec``; docs/protocol.md lists each
+message with its topic and QoS. PROTOCOL_VERSION changes whenever a message changes
+incompatibly; a TaskManager of another version is refused at registration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from clusterdeck.core.protocol.failures import FailureRecord, TaskFailure
+from clusterdeck.core.protocol.jobgraph import InputSplit, JobGraph
+from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
+from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.core.protocol.wiring import EdgeInput, EdgeOutput
+from clusterdeck.core.rpc import message
+
+PROTOCOL_VERSION = 2  # 2: JobSnapshot.graph and ExecutionStateEvent.failure are typed
+
+# -- presence and leadership (retained) -------------------------------------------------
+
+
+class PresenceStatus(StrEnum):
+    ONLINE = "online"
+    OFFLINE = "offline"
+
+
+@message
+@dataclass(frozen=True)
+class Presence:
+    """On ``presence/<service>``, retained; the ``offline`` one is the process's last will."""
+
+    service_id: str
+    role: str
+    status: PresenceStatus
+    instance_id: str
+    pid: int
+    host: str
+    started_at: float
+
+
+@message
+@dataclass(frozen=True)
+class LeaderInfo:
+    """On ``state/leader``, retained: where the JobManager's endpoints are, and its token."""
+
+    resource_manager: str
+    dispatcher: str
+    fencing_token: str
+    protocol_version: int
+    pid: int
+    host: str
+    started_at: float
+
+
+# -- registration (seed 000) ------------------------------------------------------------
+
+
+@message
+@dataclass(frozen=True)
+class SlotStatus:
+    index: int
+    allocation_id: str | None = None
+    job_id: str | None = None
+
+
+@message
+@dataclass(frozen=True)
+class SlotReport:
+    """``spark_ready``: the TaskManager's SparkSession is up, so a task starts at once; the
+    ResourceManager prefers such slots (a TaskManager just restarted is still starting
+    its JVM)."""
+
+    slots: tuple[SlotStatus, ...]
+    spark_ready: bool = True
+
+    @property
+    def free(self) -> int:
+        return sum(1 for slot in self.slots if slot.allocation_id is None)
+
+
+@message
+@dataclass(frozen=True)
+class RegisterTaskManager:
+    """TaskExecutor -> ResourceManager (unfenced: the answer hands out the token)."""
+
+    cluster_id: str
+    protocol_version: int
+    resource_id: str
+    instance_id: str
+    endpoint_id: str
+    host: str
+    pid: int
+    slot_report: SlotReport
+
+
+@message
+@dataclass(frozen=True)
+class AcknowledgeRegistration:
+    registration_id: str
+    resource_manager: str
+    fencing_token: str
+    heartbeat_interval: float
+
+
+@message
+@dataclass(frozen=True)
+class AlreadyRegistered:
+    """The same TaskManager instance registered again (e.g. a retried ask)."""
+
+    registration_id: str
+    resource_manager: str
+    fencing_token: str
+    heartbeat_interval: float
+
+
+@message
+@dataclass(frozen=True)
+class RefuseRegistration:
+    reason: str
+
+
+RegistrationResponse = AcknowledgeRegistration | AlreadyRegistered | RefuseRegistration
+
+# -- liveness ---------------------------------------------------------------------------
+
+
+@message
+@dataclass(frozen=True)
+class TaskManagerHeartbeat:
+    """TaskExecutor -> ResourceManager on ``heartbeat/<rm>``, fenced, QoS 0."""
+
+    resource_id: str
+    registration_id: str
+    slot_report: SlotReport
+    cpu_percent: float = 0.0
+    memory_bytes: int = 0
+
+
+@message
+@dataclass(frozen=True)
+class ResourceManagerHeartbeat:
+    """ResourceManager -> TaskExecutor on ``heartbeat/<te>``, QoS 0."""
+
+    registration_id: str
+    fencing_token: str
+
+
+@message
+@dataclass(frozen=True)
+class DisconnectTaskManager:
+    """ResourceManager -> TaskExecutor: you are not (or no longer) registered here."""
+
+    resource_id: str
+    reason: str
+
+
+# -- cluster overview and events --------------------------------------------------------
+
+
+class TaskManagerState(StrEnum):
+    REGISTERED = "registered"
+    LOST = "lost"
+
+
+@message
+@dataclass(frozen=True)
+class TaskManagerInfo:
+    id: str
+    state: TaskManagerState
+    host: str
+    pid: int
+    slots_total: int
+    slots_free: int
+    heartbeat_age_s: float | None
+    registered_at: float
+    endpoint_id: str = ""
+    lost_cause: str = ""
+    cpu_percent: float = 0.0
+    memory_bytes: int = 0
+
+
+@message
+@dataclass(frozen=True)
+class RequestClusterOverview:
+    """Client -> Dispatcher (unfenced) and Dispatcher -> ResourceManager."""
+
+
+@message
+@dataclass(frozen=True)
+class ClusterOverview:
+    """The answer to RequestClusterOverview, and the retained ``state/cluster`` snapshot."""
+
+    cluster_id: str
+    taskmanagers: tuple[TaskManagerInfo, ...]
+    slots_total: int
+    slots_free: int
+    jobmanager_pid: int
+    taken_at: float
+    fencing_token: str = ""
+
+
+@message
+@dataclass(frozen=True)
+class TaskManagerRegistered:
+    """Event on ``events/cluster``."""
+
+    info: TaskManagerInfo
+
+
+@message
+@dataclass(frozen=True)
+class TaskManagerLost:
+    """Event on ``events/cluster``; ``detected_by`` is "last will" or "heartbeat timeout"."""
+
+    resource_id: str
+    cause: str
+    detected_by: str
+    at: float = field(default=0.0)
+
+
+# -- jobs: submission, artifacts, results ------------------------------------------------
+# The JobGraph, InputSplit, partition wiring, failures and the snapshot of a job's
+# ExecutionGraph are frozen dataclasses of their own modules; the codec validates them
+# field by field like any message.
+
+
+@message
+@dataclass(frozen=True)
+class UploadArtifactChunk:
+    """JobClient -> Dispatcher: one base64 piece of a job artifact (a zip), so an artifact
+    larger than rpc.framesize still travels; ``sha256`` is of the whole artifact."""
+
+    upload_id: str
+    index: int
+    total: int
+    data: str
+    sha256: str
+
+
+@message
+@dataclass(frozen=True)
+class ArtifactChunkReceived:
+    upload_id: str
+    index: int
+
+
+@message
+@dataclass(frozen=True)
+class SubmitJob:
+    """JobClient -> Dispatcher, after every artifact chunk was received."""
+
+    job_id: str
+    graph: JobGraph
+    upload_id: str
+    artifact_sha256: str
+    args: tuple[str, ...] = ()
+    restart_strategy: dict[str, Any] | None = None
+    task_timeout: float = 0.0
+
+
+@message
+@dataclass(frozen=True)
+class JobSubmitted:
+    job_id: str
+
+
+@message
+@dataclass(frozen=True)
+class RequestArtifactChunk:
+    """TaskExecutor -> Dispatcher: fetch a job's artifact to run its tasks."""
+
+    job_id: str
+    index: int
+
+
+@message
+@dataclass(frozen=True)
+class ArtifactChunk:
+    job_id: str
+    index: int
+    total: int
+    data: str
+    sha256: str
+
+
+@message
+@dataclass(frozen=True)
+class JobSummary:
+    job_id: str
+    name: str
+    kind: str
+    status: JobStatus
+    submitted_at: float
+    finished: int
+    total: int
+    duration: float | None = None
+
+
+@message
+@dataclass(frozen=True)
+class RequestJobList:
+    pass
+
+
+@message
+@dataclass(frozen=True)
+class JobList:
+    jobs: tuple[JobSummary, ...]
+
+
+@message
+@dataclass(frozen=True)
+class CancelJob:
+    job_id: str
+
+
+@message
+@dataclass(frozen=True)
+class RequestJobResult:
+    job_id: str
+
+
+@message
+@dataclass(frozen=True)
+class JobResult:
+    """Flink's JobResultSuccess and JobResultFailure in one message, told apart by
+    ``status`` (FINISHED, FAILED or CANCELED; RUNNING and the like while it is pending).
+
+    ``root_cause`` and ``failure_history`` hold ``FailureRecord.to_dict()``'s flat form
+    (``FailureRecord.from_dict`` reads it back): a result is kept in the job store's
+    files and printed by ``clusterdeck failures --json`` in that form.
+
+    Collected rows and outputs stay in files (``collected_paths``), never in messages. A
+    large job's file lists are cut to their first entries and listed whole in the JSON file
+    ``files_manifest`` (``outputs_total`` and ``collected_total`` say how many there are);
+    ``clusterdeck.core.client.jobclient.result_files`` reads either form."""
+
+    job_id: str
+    name: str
+    status: JobStatus
+    duration: float | None = None
+    accumulators: dict[str, Any] = field(default_factory=dict)
+    records: dict[str, Any] = field(default_factory=dict)
+    outputs: tuple[str, ...] = ()
+    collected_paths: tuple[str, ...] = ()
+    stdout: str = ""
+    stderr: str = ""
+    root_cause: dict[str, Any] | None = None
+    failures: int = 0
+    finished: int = 0
+    total: int = 0
+    failure_history: tuple[dict[str, Any], ...] = ()
+    files_manifest: str = ""
+    outputs_total: int = 0
+    collected_total: int = 0
+
+    @property
+    def is_terminal(self) -> bool:
+        return JobStatus(self.status).is_terminal
+
+
+# -- slots ---------------------------------------------------------------------------------
+
+
+@message
+@dataclass(frozen=True)
+class RequestSlot:
+    """JobMaster -> ResourceManager (tell): answered later by an OfferSlot."""
+
+    job_id: str
+    allocation_id: str
+    jobmaster: str
+
+
+@message
+@dataclass(frozen=True)
+class OfferSlot:
+    """ResourceManager -> JobMaster: a free slot, now allocated to ``allocation_id``."""
+
+    allocation_id: str
+    resource_id: str
+    endpoint_id: str
+    host: str
+    slot_index: int
+
+
+@message
+@dataclass(frozen=True)
+class FreeSlot:
+    """JobMaster -> ResourceManager (tell): the allocation is no longer needed."""
+
+    job_id: str
+    allocation_id: str
+
+
+@message
+@dataclass(frozen=True)
+class ReleaseJobSlots:
+    """JobMaster -> ResourceManager (tell): the job ended; drop its requests and slots."""
+
+    job_id: str
+
+
+# -- tasks ----------------------------------------------------------------------------------
+
+
+@message
+@dataclass(frozen=True)
+class SubmitTask:
+    """JobMaster -> TaskExecutor (ask): run one attempt of one subtask in a slot."""
+
+    job_id: str
+    graph: JobGraph
+    attempt_id: str
+    vertex_id: str
+    subtask: int
+    parallelism: int
+    attempt: int
+    slot_index: int
+    allocation_id: str
+    jobmaster: str
+    fencing_token: str
+    artifact_sha256: str
+    work_dir: str
+    args: tuple[str, ...] = ()
+    inputs: tuple[EdgeInput, ...] = ()
+    outputs: tuple[EdgeOutput, ...] = ()
+    task_timeout: float = 0.0
+
+
+@message
+@dataclass(frozen=True)
+class TaskOperationResult:
+    attempt_id: str
+    success: bool
+    message: str = ""
+
+
+@message
+@dataclass(frozen=True)
+class CancelTask:
+    """JobMaster -> TaskExecutor (ask): cancel the attempt's Spark job group, free its slot."""
+
+    job_id: str
+    attempt_id: str
+
+
+@message
+@dataclass(frozen=True)
+class TaskResult:
+    """What a finished attempt hands back; bulk data stays in the named files."""
+
+    records_in: int = 0
+    records_out: int = 0
+    counters: dict[str, Any] = field(default_factory=dict)
+    partitions: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    collected_path: str = ""
+    stdout: str = ""
+    stderr: str = ""
+
+
+@message
+@dataclass(frozen=True)
+class UpdateTaskExecutionState:
+    """TaskExecutor -> JobMaster (ask, fenced): sent again until acknowledged; applying it
+    twice changes nothing (updates are idempotent per attempt id)."""
+
+    job_id: str
+    attempt_id: str
+    state: ExecutionState
+    failure: TaskFailure | None = None
+    result: TaskResult | None = None
+
+
+@message
+@dataclass(frozen=True)
+class UpdateAcknowledged:
+    attempt_id: str
+    accepted: bool
+    reason: str = ""
+
+
+@message
+@dataclass(frozen=True)
+class RequestNextInputSplit:
+    """A source task -> its JobMaster (ask, fenced). ``sequence`` counts the requests of
+    one attempt: a request sent again after a lost answer gets the same split back, so a
+    retry never loses a split."""
+
+    job_id: str
+    attempt_id: str
+    host: str
+    sequence: int = 0
+
+
+@message
+@dataclass(frozen=True)
+class NextInputSplit:
+    """None when the source's input is exhausted."""
+
+    split: InputSplit | None
+
+
+# -- job events and snapshots for observers ---------------------------------------------------
+
+
+@message
+@dataclass(frozen=True)
+class JobStatusEvent:
+    """On ``events/jobs/<job-id>``."""
+
+    job_id: str
+    old: JobStatus
+    new: JobStatus
+    at: float
+
+
+@message
+@dataclass(frozen=True)
+class ExecutionStateEvent:
+    """On ``events/jobs/<job-id>``: one execution moved; failures carry their record."""
+
+    job_id: str
+    attempt_id: str
+    vertex_id: str
+    subtask: int
+    attempt: int
+    old: ExecutionState
+    new: ExecutionState
+    at: float
+    taskmanager_id: str | None = None
+    slot_index: int | None = None
+    failure: FailureRecord | None = None
+
+
+@message
+@dataclass(frozen=True)
+class JobSnapshot:
+    """Retained on ``state/jobs/<job-id>``: the whole ExecutionGraph as data
+    (``ExecutionGraph.snapshot()``, see ``clusterdeck.core.protocol.snapshots``), so a
+    late observer can redraw it at once."""
+
+    job_id: str
+    graph: JobGraphSnapshot

@@ -1,0 +1,49 @@
+"""Every MQTT topic of a cluster comes from here.
+
+All topics live under ``clusterdeck/<cluster-id>/``. Services publish and subscribe with
+topics relative to that root (``events/cluster``, ``state/leader``).
+"""
+
+from __future__ import annotations
+
+from clusterdeck.core.rpc import TopicLayout
+
+ROOT = "clusterdeck"
+
+
+def layout(cluster_id: str) -> TopicLayout:
+    """The transport's topics for one cluster, all under ``clusterdeck/<cluster-id>/``."""
+    if not cluster_id or any(c in cluster_id for c in "/+#"):
+        raise ValueError(f"cluster id {cluster_id!r} must be non-empty, without / + #")
+    return TopicLayout(f"{ROOT}/{cluster_id}", cluster_id)
+
+
+# Topics relative to the cluster root, for publish/subscribe.
+LEADER = "state/leader"             # retained: who leads, with its fencing token
+CLUSTER_STATE = "state/cluster"     # retained: TaskManagers and slots now
+CLUSTER_EVENTS = "events/cluster"   # registrations, losses, slot changes
+PRESENCE_ALL = "presence/+"
+
+
+def presence(service_id: str) -> str:
+    return f"presence/{service_id}"
+
+
+def job_events(job_id: str) -> str:
+    """Job status and execution state changes of one job."""
+    return f"events/jobs/{job_id}"
+
+
+def job_state(job_id: str) -> str:
+    """Retained JobSnapshot of one job."""
+    return f"state/jobs/{job_id}"
+
+
+def job_result(job_id: str) -> str:
+    """Retained JobResult of one job, once it ended."""
+    return f"state/results/{job_id}"
+
+
+JOB_EVENTS_ALL = "events/jobs/+"
+JOB_STATES_ALL = "state/jobs/+"
+JOB_LIST = "state/joblist"          # retained JobList

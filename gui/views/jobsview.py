@@ -1,0 +1,246 @@
+"""The ExecutionGraph view: pick a job, see its status and progress, its ExecutionGraph,
+a replay slider under it and, below, the attempts of the subtask clicked in it, and the
+job's root cause when it failed.
+
+It keeps the latest snapshot of every job the bridge delivered (``set_job``) and draws
+the chosen one; execution events recolour single cells between two snapshots
+(``apply_events``). A click on a subtask cell fills the attempts panel from the same
+snapshot, and later snapshots keep it current. Moving the replay slider draws the job as
+it was then (gui/models/replay.py, from the snapshot and the bridge's recorder) and announces it
+with ``replay_changed`` so the slot views follow; new snapshots are kept but not drawn
+until the slider is back at its live end. GUI thread only.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
+from clusterdeck.gui.models.recorder import JobRecorder
+from clusterdeck.gui.models.replay import JobHistory
+from clusterdeck.gui.views.attempts import AttemptsPanel
+from clusterdeck.gui.views.graphview import ExecutionGraphView
+from clusterdeck.gui.views.palette import (
+    EXECUTION_STATE_COLOURS,
+    JOB_STATUS_COLOURS,
+    text_colour_on,
+)
+from clusterdeck.gui.views.progress import ProgressStrip
+from clusterdeck.gui.views.replaybar import ReplayBar
+
+NO_JOBS = "No jobs yet.\nJobs submitted to this cluster appear here with their ExecutionGraph."
+
+
+class StateLegend(QWidget):
+    """One chip per execution state, in the colours of the subtask cells."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+        for state, colour in EXECUTION_STATE_COLOURS.items():
+            chip = QLabel(state.lower())
+            chip.setStyleSheet(f"background: {colour.name()}; color: "
+                               f"{text_colour_on(colour).name()}; border-radius: 3px; "
+                               "padding: 1px 5px;")
+            layout.addWidget(chip)
+        layout.addStretch(1)
+
+
+def job_span(snapshot: JobGraphSnapshot) -> tuple[float, float]:
+    """The job's life from its snapshot: creation to its end, or to now while it runs."""
+    stamps = list(snapshot.status_timestamps.values())
+    if not stamps:
+        return 0.0, 0.0
+    end = max(stamps) if snapshot.status.is_terminal else time.time()
+    return min(stamps), max(end, min(stamps))
+
+
+class JobsView(QWidget):
+    """Job selector and header, then the graph (as wide as the view: DAGs grow to the
+    right) with the replay bar, then the attempts panel."""
+
+    job_chosen = Signal(str)
+    """The job on screen changed (the user chose it, or a new job replaced an ended one)."""
+    replay_changed = Signal(object, object)
+    """``(snapshot, moment)`` of the replayed job, or ``(None, None)`` back to live."""
+
+    def __init__(self, recorder: JobRecorder | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.recorder = recorder or JobRecorder()
+        self.snapshots: dict[str, JobGraphSnapshot] = {}
+        self._history: tuple[tuple[Any, ...], JobHistory] | None = None
+        self.jobs = QComboBox()
+        self.jobs.setMinimumContentsLength(24)
+        self.jobs.setPlaceholderText("no jobs")
+        self.status = QLabel()
+        self.status.setMinimumWidth(90)
+        self.status.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.progress = ProgressStrip()
+        self.root_cause = QLabel()
+        self.root_cause.setWordWrap(True)
+        self.root_cause.setStyleSheet("color: #b03a36;")
+        self.root_cause.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.root_cause.hide()
+        self.graph = ExecutionGraphView()
+        self.graph.clear(NO_JOBS)
+        self.replay = ReplayBar()
+        self.attempts = AttemptsPanel()
+        header = QHBoxLayout()
+        header.addWidget(QLabel("Job"))
+        header.addWidget(self.jobs, 2)
+        header.addWidget(self.status)
+        header.addWidget(self.progress, 3)
+        graph_area = QWidget()
+        graph_layout = QVBoxLayout(graph_area)
+        graph_layout.setContentsMargins(0, 0, 0, 0)
+        graph_layout.addWidget(self.graph, 1)
+        graph_layout.addWidget(self.replay)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(graph_area)
+        splitter.addWidget(self.attempts)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        splitter.setSizes([600, 400])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(header)
+        layout.addWidget(StateLegend())
+        layout.addWidget(self.root_cause)
+        layout.addWidget(splitter, 1)
+        self.jobs.currentIndexChanged.connect(self._on_choice)
+        self.graph.subtask_clicked.connect(self._refresh_attempts)
+        self.replay.moved.connect(self._on_replay)
+
+    @property
+    def current_job(self) -> str | None:
+        data = self.jobs.currentData()
+        return str(data) if data is not None else None
+
+    def set_job(self, job_id: str, snapshot: JobGraphSnapshot) -> None:
+        """A new snapshot of one job (bridge, coalesced). Redraws it if it is shown. A new
+        job is shown at once unless the job on screen is still going."""
+        self.snapshots[job_id] = snapshot
+        label = f"{snapshot.name} ({job_id}) \u2014 {snapshot.status}"
+        index = self.jobs.findData(job_id)
+        if index < 0:
+            shown = self.snapshots.get(self.current_job or "")
+            self.jobs.addItem(label, job_id)
+            if shown is None or shown.status.is_terminal:
+                self.jobs.setCurrentIndex(self.jobs.count() - 1)
+            return
+        self.jobs.setItemText(index, label)
+        if job_id == self.current_job:
+            self.replay.set_span(*job_span(snapshot))
+            if not self.replay.replaying:
+                self._draw(snapshot)
+
+    def apply_events(self, events: list[Any]) -> None:
+        """Execution events (bridge, per tick): recolour the shown job's cells at once,
+        ahead of its next snapshot. Not while replaying."""
+        job_id = self.current_job
+        if job_id is None or self.replay.replaying:
+            return
+        for event in events:
+            if getattr(event, "job_id", None) == job_id and hasattr(event, "attempt_id"):
+                self.graph.apply_event(event.vertex_id, event.subtask, event.attempt,
+                                       event.new)
+
+    def history(self) -> JobHistory | None:
+        """The shown job's history (its snapshot and recorded events), cached until either
+        changes."""
+        job_id = self.current_job
+        snapshot = self.snapshots.get(job_id or "")
+        if job_id is None or snapshot is None:
+            return None
+        key = (job_id, id(snapshot), self.recorder.count(job_id))
+        if self._history is None or self._history[0] != key:
+            self._history = (key, JobHistory(snapshot, self.recorder.events(job_id)))
+        return self._history[1]
+
+    def select_job(self, job_id: str) -> None:
+        index = self.jobs.findData(job_id)
+        if index >= 0:
+            self.jobs.setCurrentIndex(index)
+
+    def clear(self) -> None:
+        self.snapshots.clear()
+        self._history = None
+        self.replay.reset()
+        self.jobs.clear()
+        self.graph.clear(NO_JOBS)
+        self.attempts.clear()
+        self.status.clear()
+        self.status.setStyleSheet("")
+        self.progress.clear()
+        self.root_cause.hide()
+
+    def _on_choice(self, _index: int) -> None:
+        job_id = self.current_job
+        if job_id is None:
+            return
+        was_replaying = self.replay.replaying
+        self.replay.reset()
+        self.attempts.clear()
+        snapshot = self.snapshots[job_id]
+        self.replay.set_span(*job_span(snapshot))
+        self._draw(snapshot)
+        if was_replaying:
+            self.replay_changed.emit(None, None)
+        self.job_chosen.emit(job_id)
+
+    def _on_replay(self, moment: float | None) -> None:
+        job_id = self.current_job
+        if job_id is None:
+            return
+        if moment is None:
+            self._draw(self.snapshots[job_id])
+            self.replay_changed.emit(None, None)
+            return
+        history = self.history()
+        if history is None:
+            return
+        snapshot = history.at(moment)
+        self._draw(snapshot)
+        self.replay_changed.emit(snapshot, moment)
+
+    def _draw(self, snapshot: JobGraphSnapshot) -> None:
+        self.graph.show_snapshot(snapshot)
+        status = snapshot.status
+        if status != self.status.text():
+            colour = JOB_STATUS_COLOURS.get(status)
+            self.status.setText(str(status))
+            self.status.setStyleSheet(
+                f"background: {colour.name()}; color: {text_colour_on(colour).name()}; "
+                "border-radius: 3px; padding: 2px 6px; font-weight: bold;" if colour else "")
+        self.progress.set_progress(snapshot.progress.finished, snapshot.progress.total)
+        cause = snapshot.root_cause
+        if cause is not None:
+            where = f"{cause.vertex_id}#{cause.subtask} attempt " \
+                    f"{cause.attempt} on {cause.taskmanager_id or '?'}"
+            self.root_cause.setText(f"Root cause: {cause.exception_type}: "
+                                    f"{cause.message} ({where})")
+            self.root_cause.show()
+        else:
+            self.root_cause.hide()
+        if self.graph.selected is not None:
+            self._refresh_attempts(*self.graph.selected)
+
+    def _refresh_attempts(self, vertex_id: str, subtask: int) -> None:
+        snapshot = self.graph.snapshot
+        vertex = snapshot.vertex(vertex_id) if snapshot is not None else None
+        if vertex is not None and 0 <= subtask < len(vertex.subtasks):
+            self.attempts.show_subtask(vertex, vertex.subtasks[subtask])

@@ -1,0 +1,479 @@
+"""The main window: menus, toolbar, status bar and dockable panels around the
+ExecutionGraph view.
+
+It wires the parts and owns nothing of the cluster: the bridge's signals feed the models
+and views, the actions call the session, the job commands and the submission flow. One
+job is "current": chosen in the job list or the graph view's selector, it is the one the
+graph, the result and the failures views show. The dock layout and the window geometry
+are kept with QSettings in an ini file under the config dir (so tests, which point
+CLUSTERDECK_HOME elsewhere, never touch the user's settings). GUI thread only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QByteArray, QSettings, Qt, Signal
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QInputDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QToolBar,
+    QWidget,
+)
+
+from clusterdeck.core import __version__
+from clusterdeck.core.config import paths
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.gui.bridge import ClusterBridge
+from clusterdeck.gui.jobcalls import JobCommands, JobWorker
+from clusterdeck.gui.models.processmodel import ProcessTableModel
+from clusterdeck.gui.models.profiles import ProfileError, ProfileStore
+from clusterdeck.gui.session import (
+    ClusterSession,
+    SessionMode,
+    SessionState,
+    attach_config,
+    known_clusters,
+)
+from clusterdeck.gui.submission import SubmissionFlow
+from clusterdeck.gui.views.actions import create_actions
+from clusterdeck.gui.views.clusterpanel import ClusterPanel
+from clusterdeck.gui.views.failuresview import FailuresView
+from clusterdeck.gui.views.joblist import JobListModel, JobListView
+from clusterdeck.gui.views.jobsview import JobsView
+from clusterdeck.gui.views.logview import LogTail
+from clusterdeck.gui.views.messagesview import MessagesView
+from clusterdeck.gui.views.resultview import ResultView
+from clusterdeck.gui.views.slotsview import SlotsView
+
+ORGANISATION = "clusterdeck"
+APPLICATION = "clusterdeck"
+_SETTINGS_VERSION = 2
+
+STOP = "stop"
+HEADLESS = "headless"
+CANCEL = "cancel"
+
+
+def window_settings() -> QSettings:
+    """The GUI's settings file, under the config dir (CLUSTERDECK_HOME in tests)."""
+    return QSettings(str(paths.config_dir() / "gui.ini"), QSettings.Format.IniFormat)
+
+
+class MainWindow(QMainWindow):
+    """The whole app in one window."""
+
+    closed = Signal(str)
+    """Emitted once the window is closed: ``stop`` (the cluster, if any, is stopped) or
+    ``headless`` (a local cluster keeps running in this process without a window)."""
+    job_file_dropped = Signal(str)
+    """A file was dropped on the window; it is offered for submission."""
+
+    def __init__(self, bridge: ClusterBridge | None = None,
+                 session: ClusterSession | None = None,
+                 store: ProfileStore | None = None) -> None:
+        super().__init__()
+        self.setWindowTitle("clusterdeck")
+        self.setObjectName("clusterdeck-main")
+        self.setAcceptDrops(True)
+        self.bridge = bridge or ClusterBridge(self)
+        self.session = session or ClusterSession(self.bridge, self)
+        self.actions = create_actions(self)
+        self.worker = JobWorker(self.bridge)
+        self.commands = JobCommands(self.bridge, self.worker, self)
+        self.submission = SubmissionFlow(self.bridge, self.worker, self)
+        self.current_job: str | None = None
+        self._focus_next: str | None = None
+        self.model = ProcessTableModel(self)
+        self.jobs = JobsView(self.bridge.recorder)
+        self.cluster_panel = ClusterPanel(self.model, self.actions, store or ProfileStore())
+        self.slots = SlotsView()
+        self.job_model = JobListModel(self)
+        self.job_list = JobListView(self.job_model, self.actions.submit, self.actions.cancel_job)
+        self.result = ResultView()
+        self.failures = FailuresView(self.submission.job_files)
+        self.messages = MessagesView()
+        self.log_docks: dict[str, QDockWidget] = {}
+        self.setCentralWidget(self.jobs)
+        self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.cluster_dock = self._dock("Cluster", "cluster", self.cluster_panel,
+                                       Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.slots_dock = self._dock("Slots", "slots", self.slots,
+                                     Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.splitDockWidget(self.cluster_dock, self.slots_dock, Qt.Orientation.Vertical)
+        bottom = Qt.DockWidgetArea.BottomDockWidgetArea
+        self.jobs_dock = self._dock("Jobs", "jobs", self.job_list, bottom)
+        self.result_dock = self._dock("Result", "result", self.result, bottom)
+        self.failures_dock = self._dock("Failures", "failures", self.failures, bottom)
+        self.messages_dock = self._dock("Messages", "messages", self.messages, bottom)
+        for dock in (self.result_dock, self.failures_dock, self.messages_dock):
+            self.tabifyDockWidget(self.jobs_dock, dock)
+        self.jobs_dock.raise_()
+        self._status_labels()
+        self._menus_and_toolbar()
+        self._wire()
+        self.resize(1400, 860)
+        self.resizeDocks([self.cluster_dock], [520], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.cluster_dock, self.slots_dock], [400, 460],
+                         Qt.Orientation.Vertical)
+        self.resizeDocks([self.jobs_dock], [300], Qt.Orientation.Vertical)
+        self._default_state = self.saveState(_SETTINGS_VERSION)
+        self._restore_layout()
+        self._update_actions()
+        if self.cluster_panel.profiles.store.problem:
+            self.statusBar().showMessage(self.cluster_panel.profiles.store.problem, 10000)
+
+    # -- construction -------------------------------------------------------------------------
+
+    def _dock(self, title: str, name: str, widget: QWidget,
+              area: Qt.DockWidgetArea) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(f"dock-{name}")
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _status_labels(self) -> None:
+        self.session_label = QLabel("no cluster")
+        self.broker_label = QLabel("broker: \u2013")
+        self.taskmanagers_label = QLabel("TaskManagers: \u2013")
+        self.slots_label = QLabel("slots: \u2013")
+        for label in (self.session_label, self.broker_label, self.taskmanagers_label,
+                      self.slots_label):
+            label.setContentsMargins(8, 0, 8, 0)
+            self.statusBar().addPermanentWidget(label)
+
+    def _menus_and_toolbar(self) -> None:
+        a = self.actions
+        file = self.menuBar().addMenu("&File")
+        file.addActions([a.submit, a.cancel_job])
+        file.addSeparator()
+        file.addAction(a.quit)
+        cluster = self.menuBar().addMenu("&Cluster")
+        cluster.addActions([a.start, a.stop, a.restart, a.attach])
+        cluster.addSeparator()
+        cluster.addAction(a.add_taskmanager)
+        process = self.menuBar().addMenu("&Process")
+        process.addActions([a.show_log, a.restart_process, a.kill_process])
+        view = self.menuBar().addMenu("&View")
+        view.addActions([dock.toggleViewAction() for dock in (
+            self.cluster_dock, self.slots_dock, self.jobs_dock, self.result_dock,
+            self.failures_dock, self.messages_dock)])
+        view.addSeparator()
+        view.addActions([a.zoom_in, a.zoom_out, a.fit_graph])
+        view.addSeparator()
+        view.addAction(a.reset_layout)
+        self.menuBar().addMenu("&Help").addAction(a.about)
+        toolbar = QToolBar("Main toolbar", self)
+        toolbar.setObjectName("toolbar-main")
+        toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        toolbar.addActions([a.start, a.stop, a.restart, a.attach])
+        toolbar.addSeparator()
+        toolbar.addActions([a.submit, a.cancel_job])
+        toolbar.addSeparator()
+        toolbar.addActions([a.show_log, a.restart_process, a.kill_process])
+        toolbar.addSeparator()
+        toolbar.addAction(a.fit_graph)
+        self.addToolBar(toolbar)
+
+    def _wire(self) -> None:
+        bridge, a = self.bridge, self.actions
+        bridge.overview_changed.connect(self._on_overview)
+        bridge.processes_changed.connect(self.model.update_processes)
+        bridge.resources_changed.connect(self.model.set_resources)
+        bridge.job_changed.connect(self.job_model.set_snapshot)
+        bridge.job_changed.connect(self.jobs.set_job)
+        bridge.job_changed.connect(self.slots.set_job)
+        bridge.job_changed.connect(self.failures.set_snapshot)
+        bridge.job_changed.connect(self.result.set_snapshot)
+        bridge.job_changed.connect(self._on_job_seen)
+        bridge.job_list_changed.connect(self.job_model.set_job_list)
+        bridge.job_result_changed.connect(self.job_model.set_result)
+        bridge.job_result_changed.connect(self.result.set_result)
+        bridge.job_result_changed.connect(self.failures.set_result)
+        bridge.job_result_changed.connect(lambda *_: self._update_actions())
+        bridge.job_events.connect(self.jobs.apply_events)
+        bridge.traffic.connect(self.messages.add)
+        bridge.cluster_events.connect(self._on_cluster_events)
+        bridge.broker_changed.connect(self._on_broker)
+        bridge.cleared.connect(self._on_cleared)
+        self.session.state_changed.connect(self._on_session)
+        self.session.notice.connect(self._on_notice)
+        self.model.dataChanged.connect(self._update_actions)
+        self.model.modelReset.connect(self._update_actions)
+        self.cluster_panel.table.selectionModel().selectionChanged.connect(self._update_actions)
+        self.cluster_panel.process_activated.connect(self.show_log)
+        self.jobs.job_chosen.connect(self.choose_job)
+        self.jobs.replay_changed.connect(self.slots.set_replay)
+        self.job_list.job_chosen.connect(self.choose_job)
+        self.job_model.dataChanged.connect(self._update_actions)
+        self.job_model.rowsInserted.connect(self._update_actions)
+        self.failures.failure_selected.connect(self.jobs.graph.focus)
+        self.failures_dock.visibilityChanged.connect(self.failures.set_on_screen)
+        self.messages_dock.visibilityChanged.connect(self.messages.set_on_screen)
+        self.result.rows_wanted.connect(self.commands.load_rows)
+        self.commands.rows_loaded.connect(self.result.show_rows)
+        self.commands.notice.connect(self._on_notice)
+        self.submission.notice.connect(lambda text: self.statusBar().showMessage(text, 10000))
+        self.submission.submitted.connect(self._on_submitted)
+        self.job_file_dropped.connect(self.submission.offer)
+        a.submit.triggered.connect(self.choose_job_file)
+        a.cancel_job.triggered.connect(self.cancel_current_job)
+        a.start.triggered.connect(self.start_cluster)
+        a.stop.triggered.connect(lambda: self.session.stop())
+        a.restart.triggered.connect(self.session.restart)
+        a.attach.triggered.connect(self.attach_cluster)
+        a.add_taskmanager.triggered.connect(self.session.add_taskmanager)
+        a.quit.triggered.connect(self.close)
+        a.show_log.triggered.connect(lambda: self._with_selected(self.show_log))
+        a.restart_process.triggered.connect(
+            lambda: self._with_selected(self.session.restart_process))
+        a.kill_process.triggered.connect(self.kill_selected)
+        a.zoom_in.triggered.connect(lambda: self.jobs.graph.zoom_by(1.25))
+        a.zoom_out.triggered.connect(lambda: self.jobs.graph.zoom_by(0.8))
+        a.fit_graph.triggered.connect(self.jobs.graph.fit)
+        a.reset_layout.triggered.connect(self.reset_layout)
+        a.about.triggered.connect(self._about)
+
+    # -- commands -----------------------------------------------------------------------------
+
+    def start_cluster(self) -> None:
+        try:
+            profile = self.cluster_panel.profiles.save()
+            config = profile.to_config()
+        except (ProfileError, ValueError) as error:
+            self._on_notice(f"cannot start: {error}")
+            return
+        self.session.start(config)
+
+    def attach_cluster(self) -> None:
+        clusters = known_clusters() or ["default"]
+        cluster_id, ok = QInputDialog.getItem(
+            self, "Attach to a running cluster", "Cluster id (started with clusterdeck up "
+            "or by another window):", clusters, 0, True)
+        if ok and cluster_id.strip():
+            try:
+                config = attach_config(cluster_id.strip())
+            except ValueError as error:
+                self._on_notice(f"cannot attach: {error}")
+                return
+            self.session.attach(config)
+
+    def choose_job_file(self) -> None:
+        """File > Submit...: pick a job file; it goes through the submission flow."""
+        path, _ = QFileDialog.getOpenFileName(self, "Submit a job file", str(Path.cwd()),
+                                              "Job files (*.py);;All files (*)")
+        if path:
+            self.submission.offer(path)
+
+    def cancel_current_job(self) -> None:
+        if self.current_job is not None:
+            self.commands.cancel(self.current_job)
+
+    def choose_job(self, job_id: str) -> None:
+        """Make ``job_id`` the current job of every job view."""
+        if job_id == self.current_job:
+            return
+        self.current_job = job_id
+        self.job_list.select(job_id)
+        self.jobs.select_job(job_id)
+        self.result.show_job(job_id)
+        self.failures.show_job(job_id)
+        self._update_actions()
+
+    def kill_selected(self) -> None:
+        row = self.cluster_panel.selected_row()
+        if row is not None:
+            self.session.kill_process(row.name, row.pid, row.host)
+
+    def show_log(self, name: str) -> None:
+        """Open (or raise) a dock following the process's log, tabbed with the others."""
+        row = self.model.row_named(name)
+        if row is None or row.log_path is None:
+            self._on_notice(f"no log of {name} is known here")
+            return
+        dock = self.log_docks.get(name)
+        if dock is None:
+            dock = self._dock(f"Log: {name}", f"log-{name}", LogTail(Path(row.log_path)),
+                              Qt.DockWidgetArea.BottomDockWidgetArea)
+            dock.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            dock.destroyed.connect(lambda *_: self.log_docks.pop(name, None))
+            if self.log_docks:
+                self.tabifyDockWidget(next(iter(self.log_docks.values())), dock)
+            self.log_docks[name] = dock
+        dock.show()
+        dock.raise_()
+
+    def reset_layout(self) -> None:
+        self.restoreState(self._default_state, _SETTINGS_VERSION)
+        for dock in (self.cluster_dock, self.slots_dock, self.jobs_dock, self.result_dock,
+                     self.failures_dock, self.messages_dock):
+            dock.show()
+        self.jobs_dock.raise_()
+
+    def _with_selected(self, command: Any) -> None:
+        row = self.cluster_panel.selected_row()
+        if row is not None:
+            command(row.name)
+
+    def _about(self) -> None:
+        QMessageBox.about(self, "About clusterdeck",
+                          f"<b>clusterdeck {__version__}</b><p>A desktop cluster manager: a "
+                          "Flink-style runtime over MQTT whose tasks run on PySpark.</p>")
+
+    # -- what the bridge and the session say --------------------------------------------------
+
+    def _on_overview(self, overview: p.ClusterOverview | None) -> None:
+        self.model.set_overview(overview)
+        self.slots.set_overview(overview)
+        if overview is None:
+            self.taskmanagers_label.setText("TaskManagers: \u2013")
+            self.slots_label.setText("slots: \u2013")
+            return
+        live = sum(tm.state is p.TaskManagerState.REGISTERED for tm in overview.taskmanagers)
+        lost = len(overview.taskmanagers) - live
+        self.taskmanagers_label.setText(f"TaskManagers: {live} registered"
+                                        + (f", {lost} lost" if lost else ""))
+        used = overview.slots_total - overview.slots_free
+        self.slots_label.setText(f"slots: {used}/{overview.slots_total} used")
+
+    def _on_cluster_events(self, events: list[Any]) -> None:
+        for event in events:
+            if isinstance(event, p.TaskManagerLost):
+                self.statusBar().showMessage(f"{event.cause} ({event.detected_by})", 8000)
+            elif isinstance(event, p.TaskManagerRegistered):
+                self.statusBar().showMessage(f"TaskManager {event.info.id} registered "
+                                             f"({event.info.slots_total} slots)", 5000)
+
+    def _on_broker(self, state: str) -> None:
+        kind = self.session.state.broker_kind
+        text = {"none": "broker: \u2013", "connected": f"broker: connected ({kind})",
+                "disconnected": f"broker: DISCONNECTED ({kind})"}[state]
+        self.broker_label.setText(text)
+        self.broker_label.setStyleSheet("color: #b03a36; font-weight: bold;"
+                                        if state == "disconnected" else "")
+
+    def _on_submitted(self, job_id: str, _path: str) -> None:
+        """Show a job submitted here as soon as it is seen (it may be already)."""
+        self._focus_next = job_id
+        if job_id in self.jobs.snapshots:
+            self._on_job_seen(job_id, self.jobs.snapshots[job_id])
+        self.jobs_dock.raise_()
+
+    def _on_job_seen(self, job_id: str, _snapshot: Any) -> None:
+        if job_id == self._focus_next:
+            self._focus_next = None
+            self.choose_job(job_id)
+
+    def _on_cleared(self) -> None:
+        self.model.clear()
+        self.slots.clear()
+        self.jobs.clear()
+        self.job_model.clear()
+        self.result.clear()
+        self.failures.clear()
+        self.messages.clear()
+        self.current_job = None
+        self._on_overview(None)
+        for dock in list(self.log_docks.values()):
+            dock.close()
+
+    def _on_session(self, state: SessionState) -> None:
+        self.cluster_panel.set_session_state(state)
+        self.session_label.setText(f"{state.cluster_id}: {state.mode}" if state.active
+                                   else "no cluster")
+        self.setWindowTitle(f"clusterdeck \u2014 {state.cluster_id}" if state.active
+                            else "clusterdeck")
+        self._update_actions()
+
+    def _on_notice(self, message: str) -> None:
+        self.statusBar().showMessage(message, 10000)
+        self.cluster_panel.show_notice(message)
+
+    def _update_actions(self) -> None:
+        state, a = self.session.state, self.actions
+        a.start.setEnabled(not state.active)
+        a.attach.setEnabled(not state.active)
+        a.stop.setEnabled(state.active and state.mode is not SessionMode.STOPPING)
+        a.stop.setText("&Detach" if state.mode in (SessionMode.ATTACHING, SessionMode.ATTACHED)
+                       else "S&top")
+        a.restart.setEnabled(state.supervised and state.mode is SessionMode.RUNNING)
+        a.add_taskmanager.setEnabled(state.supervised and state.mode is SessionMode.RUNNING)
+        row = self.cluster_panel.selected_row()
+        a.show_log.setEnabled(row is not None and row.log_path is not None)
+        a.restart_process.setEnabled(row is not None and row.supervised
+                                     and state.mode is not SessionMode.STOPPING)
+        a.kill_process.setEnabled(row is not None and row.pid is not None)
+        connected = state.mode in (SessionMode.RUNNING, SessionMode.ATTACHED)
+        a.submit.setEnabled(connected)
+        job = self.job_model.row(self.current_job or "")
+        a.cancel_job.setEnabled(connected and job is not None and not job.ended)
+
+    # -- layout and closing -------------------------------------------------------------------
+
+    def _restore_layout(self) -> None:
+        settings = window_settings()
+        geometry = settings.value("window/geometry")
+        state = settings.value("window/state")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+        if isinstance(state, QByteArray):
+            self.restoreState(state, _SETTINGS_VERSION)
+
+    def save_layout(self) -> None:
+        settings = window_settings()
+        settings.setValue("window/geometry", self.saveGeometry())
+        settings.setValue("window/state", self.saveState(_SETTINGS_VERSION))
+        settings.sync()
+
+    def ask_close_action(self) -> str:
+        """Ask what becomes of a running local cluster: STOP, HEADLESS or CANCEL."""
+        box = QMessageBox(QMessageBox.Icon.Question, "Close clusterdeck",
+                          f"Cluster {self.session.state.cluster_id} is running.", parent=self)
+        box.setInformativeText("Stop it, or leave it running headless? A headless cluster "
+                               "keeps running in this process until it gets Ctrl-C or "
+                               "SIGTERM; attach to it again from a new window.")
+        stop = box.addButton("Stop cluster", QMessageBox.ButtonRole.DestructiveRole)
+        headless = box.addButton("Leave running headless", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(stop)
+        box.exec()
+        clicked = box.clickedButton()
+        return STOP if clicked is stop else HEADLESS if clicked is headless else CANCEL
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        state = self.session.state
+        choice = STOP
+        if state.owned and state.mode in (SessionMode.STARTING, SessionMode.RUNNING):
+            choice = self.ask_close_action()
+        if choice == CANCEL:
+            event.ignore()
+            return
+        self.save_layout()
+        self.worker.shutdown()
+        if choice == STOP:
+            self.session.shutdown()
+        event.accept()
+        self.closed.emit(choice)
+
+    # -- dropping job files -------------------------------------------------------------------
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        """Any local file is welcome: one that is not a job is refused with the reason."""
+        if any(url.isLocalFile() for url in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        dropped = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        if not dropped:
+            event.ignore()
+            return
+        for path in dropped:
+            self.job_file_dropped.emit(path)
+        event.acceptProposedAction()
