@@ -20,5 +20,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _gui(arguments: list[str]) -> int:
+    from clusterdeck.core.node import exitcodes
+    from clusterdeck.gui.display import display_problem
+
+    if "-h" not in arguments and "--help" not in arguments and (problem := display_problem()):
+        print(f"clusterdeck gui: {problem}", file=sys.stderr)
+        return exitcodes.NO_DISPLAY
     from clusterdeck.gui.app import main as gui_main
     return gui_main(arguments)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -27,7 +28,7 @@ from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config, ConfigError, load, parse_override
 from clusterdeck.core.node import exitcodes
 from clusterdeck.core.protocol import messages as p
-from clusterdeck.core.rpc import RemoteError
+from clusterdeck.core.rpc import AskTimeoutError, RemoteError
 from clusterdeck.core.rpc.mqtt import BrokerUnreachableError
 
 EXIT_OK = exitcodes.OK
@@ -106,8 +107,23 @@ def effective_config(args: argparse.Namespace) -> Config:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Every command but ``gui``, which ``clusterdeck.gui.launcher`` (the installed command)
-    handles before it calls this: the runtime never imports the desktop app."""
-    arguments = list(sys.argv[1:] if argv is None else argv)
+    handles before it calls this: the runtime never imports the desktop app.
+
+    Expected conditions end as one line and an exit code (docs/cli.md), never as a
+    traceback: a closed pipe (``| head``), Ctrl-C, an unreachable cluster, no answer."""
+    try:
+        status = _run(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        return status
+    except BrokenPipeError:
+        # Nobody reads stdout any more; point it at /dev/null so the final flush is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return exitcodes.CLOSED_PIPE
+    except KeyboardInterrupt:
+        return EXIT_FAILED
+
+
+def _run(arguments: list[str]) -> int:
     if arguments[:1] == ["gui"]:
         print("clusterdeck: the desktop app starts from the installed command "
               "(clusterdeck gui, or python -m clusterdeck.gui)", file=sys.stderr)
@@ -128,13 +144,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                "failures": cmd_failures}[args.command]
     try:
         return handler(config, args)
-    except KeyboardInterrupt:
-        return EXIT_FAILED
     except ConfigError as error:
         print(f"clusterdeck: configuration error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except (NoBrokerError, ClusterUnreachableError, BrokerUnreachableError) as error:
         print(f"clusterdeck: cluster unreachable: {error}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except AskTimeoutError as error:
+        print(f"clusterdeck: the cluster did not answer: {error}", file=sys.stderr)
         return EXIT_UNREACHABLE
     except RemoteError as error:
         print(f"clusterdeck: {error.remote_message}", file=sys.stderr)

@@ -8,3 +8,5 @@ REJECTED = 4         # the job was refused at submit (broken job file, bad artif
 UNREACHABLE = 5      # no broker or no JobManager answered
 REFUSED = 6          # a TaskManager's registration was refused (wrong cluster, version)
 UNHEALTHY = 7        # a TaskManager could not stop a stuck task and exits to be restarted
+NO_DISPLAY = 8       # `gui`: no display, or Qt's platform plugin lacks a library
+CLOSED_PIPE = 141    # stdout was closed early (`| head`): quiet, as a shell's SIGPIPE exit

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import uuid
@@ -69,6 +70,13 @@ def test_status_json_lists_each_taskmanager_with_the_documented_fields() -> None
         assert taskmanager["id"] == "taskmanager-1"
         assert taskmanager["state"] == "registered"
         assert taskmanager["slots_total"] == 3
+        # `clusterdeck status | head -2`: the reader goes away before status writes.
+        status = subprocess.Popen(clusterdeck("status", "--cluster", cluster_id),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        status.stdout.close()
+        _, stderr = status.communicate(timeout=30)
+        assert status.returncode == 141, stderr
+        assert stderr == b""
     finally:
         up.send_signal(signal.SIGINT)
         assert up.wait(30) == 0
@@ -88,3 +96,41 @@ def test_a_bad_configuration_value_names_the_key() -> None:
     assert result.returncode == 2
     assert "heartbeat.interval" in result.stderr
 
+
+def test_a_closed_pipe_ends_a_command_quietly() -> None:
+    command = subprocess.Popen(clusterdeck("config", "show"), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    command.stdout.close()
+    _, stderr = command.communicate(timeout=30)
+    assert command.returncode == 141
+    assert stderr == b""
+
+
+def test_ctrl_c_while_a_process_waits_for_its_broker_ends_without_a_traceback(tmp_path) -> None:
+    with socket.socket() as placeholder:  # a port where no broker listens
+        placeholder.bind(("127.0.0.1", 0))
+        port = placeholder.getsockname()[1]
+    log = tmp_path / "taskmanager.log"
+    with log.open("wb") as output:
+        taskmanager = subprocess.Popen(
+            clusterdeck("taskmanager", "--broker", f"mqtt://u:p@127.0.0.1:{port}"),
+            stdout=output, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: b"retrying" in log.read_bytes(), 60, "a retry of the broker")
+        taskmanager.send_signal(signal.SIGINT)
+        assert taskmanager.wait(30) == 1
+    finally:
+        if taskmanager.poll() is None:
+            taskmanager.kill()
+            taskmanager.wait(10)
+    assert b"Traceback" not in log.read_bytes()
+
+
+def test_the_window_without_a_display_says_how_to_get_one_and_exits_8() -> None:
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    result = subprocess.run([sys.executable, "-m", "clusterdeck.gui"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 8
+    assert "no display" in result.stderr and "xvfb-run" in result.stderr
+    assert "Traceback" not in result.stderr
