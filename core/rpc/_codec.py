@@ -11,11 +11,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from clusterdeck.core.rpc._decoders import decode as _checked
+from clusterdeck.core.rpc._decoders import is_text
 from clusterdeck.core.rpc._errors import CodecError, FrameTooLargeError
 
 WIRE_VERSION = 1
@@ -87,8 +89,10 @@ def decode(data: bytes, framesize: int) -> Envelope:
     if len(data) > framesize:
         raise FrameTooLargeError(f"received {len(data)} bytes, over rpc.framesize = {framesize}")
     try:
-        document = json.loads(data, parse_constant=_refuse_constant)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        document = json.loads(data, parse_constant=_refuse_constant, parse_float=_finite)
+    except RecursionError:
+        raise CodecError("malformed JSON: nested too deeply") from None
+    except ValueError as error:  # bad UTF-8, bad JSON, an integer of thousands of digits
         raise CodecError(f"malformed JSON: {error}") from None
     if not isinstance(document, dict):
         raise CodecError("a message must be a JSON object")
@@ -99,10 +103,11 @@ def decode(data: bytes, framesize: int) -> Envelope:
     if kind not in KINDS:
         raise CodecError(f"unknown message kind {kind!r}")
     for key in ("from", "id", "reply_to"):
-        if not isinstance(document.get(key, ""), str):
+        value = document.get(key, "")
+        if not isinstance(value, str) or not is_text(value):
             raise CodecError(f"field {key!r} must be a string")
     fencing = document.get("fencing")
-    if fencing is not None and not isinstance(fencing, str):
+    if fencing is not None and not (isinstance(fencing, str) and is_text(fencing)):
         raise CodecError("field 'fencing' must be a string or null")
     return Envelope(
         kind=kind, sender=document.get("from", ""), correlation_id=document.get("id", ""),
@@ -113,7 +118,15 @@ def decode(data: bytes, framesize: int) -> Envelope:
 
 
 def _refuse_constant(name: str) -> Any:
-    raise CodecError(f"malformed JSON: {name} is not a number JSON allows")
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite(text: str) -> float:
+    """JSON has no infinity, but ``1e400`` reads as one: refuse it like ``Infinity``."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is not a finite number")
+    return value
 
 
 def _decode_body(type_name: Any, body: Any) -> Any:
@@ -131,7 +144,8 @@ def _decode_error(error: Any) -> dict[str, str] | None:
     if error is None:
         return None
     if not isinstance(error, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in error.items()):
+            isinstance(k, str) and isinstance(v, str) and is_text(k) and is_text(v)
+            for k, v in error.items()):
         raise CodecError("field 'error' must be an object of strings")
     return error
 

@@ -244,4 +244,18 @@ def _number(value: Any) -> float:
 def _string(value: Any) -> str:
     if not isinstance(value, str):
         raise _expected("a string", value)
+    if not is_text(value):
+        raise _Invalid("a string with a lone surrogate (\\ud800-\\udfff) is not text")
     return value
+
+
+def is_text(value: str) -> bool:
+    """Whether ``value`` can be written out again as UTF-8: JSON's ``\\ud800`` escapes
+    decode to lone surrogates that a log file or a reply cannot hold."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

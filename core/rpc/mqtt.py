@@ -100,6 +100,15 @@ class MqttRpcService(RpcService):
 
     def _on_connect(self, client: mqtt.Client, userdata: Any, flags: Any,
                     reason: Any, properties: Any = None) -> None:
+        """paho's network thread; guarded like ``_on_message``."""
+        try:
+            self._connected_to_broker(client, reason)
+        except Exception as error:
+            log.exception("%s: setting up the connection failed", self.service_id)
+            self._connect_error = f"setting up the connection failed: {error}"
+            self._connected.set()
+
+    def _connected_to_broker(self, client: mqtt.Client, reason: Any) -> None:
         if reason.is_failure:
             self._connect_error = str(reason)
             self._connected.set()
@@ -139,6 +148,15 @@ class MqttRpcService(RpcService):
     # -- receiving ------------------------------------------------------------------------------
 
     def _on_message(self, client: mqtt.Client, userdata: Any, msg: mqtt.MQTTMessage) -> None:
+        """paho's network thread. Nothing may escape: an exception here would end that
+        thread, and with it every heartbeat and message of this process."""
+        try:
+            self._route(msg)
+        except Exception:
+            log.exception("%s: a message on %s could not be handled; dropped",
+                          self.service_id, msg.topic)
+
+    def _route(self, msg: mqtt.MQTTMessage) -> None:
         relative = self.topics.relative(msg.topic)
         channel, _, name = relative.partition("/")
         if channel in _TAPPED:

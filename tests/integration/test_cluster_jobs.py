@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from clusterdeck.broker.client import connect_and_wait, make_client
 from clusterdeck.core.client.jobclient import JobClient, collected_rows
 from clusterdeck.core.jobapi.errors import JobLoadError
 from clusterdeck.core.protocol import messages as p
@@ -243,6 +244,50 @@ def test_a_failing_job_reports_its_root_cause_and_the_cluster_runs_the_next_job(
     job = tmp_path / "after.py"
     job.write_text("def build(env):\n    env.from_collection([1, 2, 3]).collect()\n")
     assert sorted(collected_rows(run(client, job))) == [1, 2, 3]
+
+
+MALFORMED = [
+    b"[" * 100_000 + b"]" * 100_000,                     # nested too deeply for Python
+    b'{"v":1,"kind":"tell","id":' + b"9" * 5000 + b"}",  # an integer of 5,000 digits
+    b'{"v":1,"kind":"tell","type":"CancelJob","body":{"job_id":1e400}}',
+    b'{"v":1,"kind":"ask","from":"\\ud800","reply_to":"x","type":"RequestJobList"}',
+    b'{"v":1,"kind":"\xff\xfe"}',
+    b'{"v":1,"kind":"tell","type":"SubmitTask","body":{"job_id":[]}}',
+    b'{"v":1,"kind":"event","type":"ClusterOverview","body":{"bogus":1}}',
+    b"",
+]
+
+
+def test_malformed_payloads_on_every_topic_leave_the_cluster_serving(client, cluster,
+                                                                     tmp_path) -> None:
+    """With the TaskManager login (the one handed to other machines): what the protocol
+    never sends, on every topic the JobManager and the TaskManagers listen to."""
+    local_cluster, _ = cluster
+    address = local_cluster.broker_address("taskmanager")
+    hostile = make_client(address, f"{local_cluster.cluster_id}.hostile")
+    connect_and_wait(hostile, address, timeout=10)
+    root = f"clusterdeck/{local_cluster.cluster_id}"
+    names = ["dispatcher", "resourcemanager", "jobmanager", "taskmanager-1", "taskmanager-2",
+             "taskexecutor.taskmanager-1", "taskexecutor.taskmanager-2"]
+    topics_hit = [f"{root}/{channel}/{name}" for channel in ("rpc", "heartbeat", "reply")
+                  for name in names]
+    topics_hit += [f"{root}/{t}" for t in (topics.CLUSTER_STATE, topics.CLUSTER_EVENTS,
+                                           topics.LEADER, "events/jobs/x", "state/jobs/x")]
+    restarts = {info.name: info.restarts for info in local_cluster.supervisor.processes()}
+    try:
+        for topic in topics_hit:
+            for payload in MALFORMED:
+                hostile.publish(topic, payload, qos=1).wait_for_publish(10)
+    finally:
+        hostile.disconnect()
+        hostile.loop_stop()
+    assert isinstance(client.jobs(), p.JobList)
+    expected = text_files(tmp_path / "words", files=3, lines=20, seed=11)
+    result = run(client, EXAMPLES / "wordcount.py", str(tmp_path / "words"), "2")
+    assert result.status == "FINISHED", result.root_cause
+    assert counts(result) == expected
+    assert {info.name: info.restarts
+            for info in local_cluster.supervisor.processes()} == restarts
 
 
 def clusterdeck(cluster, *args: str) -> subprocess.CompletedProcess:
