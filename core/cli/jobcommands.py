@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from clusterdeck.core.config.settings import Config, ConfigError, parse_override
 from clusterdeck.core.protocol import messages as p
@@ -182,14 +183,33 @@ def print_result(result: p.JobResult) -> None:
               f"in {result.files_manifest}", file=out)
     if result.root_cause:
         print_failure(result.root_cause)
-    if result.stdout:
-        print(result.stdout, end="" if result.stdout.endswith("\n") else "\n")
+    print_printed(result.stdout_paths, result.stdout, sys.stdout)
+    print_printed(result.stderr_paths, result.stderr, sys.stderr)
     if result.collected_paths:
         rows = collected_rows(result)
         for row in rows[:ROWS_SHOWN]:
             print(json.dumps(row) if not isinstance(row, str) else row)
         if len(rows) > ROWS_SHOWN:
             print(f"  ... {len(rows) - ROWS_SHOWN} more rows", file=out)
+
+
+def print_printed(paths: tuple[str, ...], tail: str, out: TextIO) -> None:
+    """All of what the job's tasks printed, from their output files, as spark-submit
+    shows it; the end the result carries when a file cannot be read here (another
+    machine's TaskManager wrote it)."""
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as printed:
+                shutil.copyfileobj(printed, out)
+        except OSError as error:
+            print(f"clusterdeck: cannot read the output file {path} ({error.strerror}); "
+                  f"its end follows", file=sys.stderr)
+            break
+    else:
+        if paths:
+            return
+    if tail:
+        print(tail, end="" if tail.endswith("\n") else "\n", file=out)
 
 
 def print_failure(root_cause: dict[str, Any]) -> None:

@@ -359,6 +359,8 @@ class JobMaster(FencedRpcEndpoint):
             collected_paths=tuple(r.collected_path for r in self._ordered_results()
                                   if r.collected_path) if status is JobStatus.FINISHED else (),
             stdout="".join(r.stdout for r in results), stderr="".join(r.stderr for r in results),
+            stdout_paths=tuple(r.stdout_path for r in results if r.stdout_path),
+            stderr_paths=tuple(r.stderr_path for r in results if r.stderr_path),
             root_cause=root_cause, failures=len(self.graph.failures), finished=finished,
             total=total, failure_history=tuple(
                 _trimmed(f.to_dict()) for f in self.graph.failures[-MAX_HISTORY:])),

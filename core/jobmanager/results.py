@@ -18,13 +18,15 @@ from clusterdeck.core.jobmanager.jobstore import write_atomically
 from clusterdeck.core.protocol import messages as p
 
 FILES_KEPT = 50  # file names a JobResult lists itself; the manifest has them all
-PRINTED_KEPT = 16 * 1024  # characters of stdout and of stderr a JobResult keeps
 MANIFEST = "result-files.json"
 
 
 def fitted(result: p.JobResult, work_dir: Path) -> p.JobResult:
     """``result``, with long file lists spilled to a manifest and long output cut."""
-    result = replace(result, stdout=_tail(result.stdout), stderr=_tail(result.stderr))
+    result = replace(result, stdout=p.printed_tail(result.stdout),
+                     stderr=p.printed_tail(result.stderr),
+                     stdout_paths=result.stdout_paths[:FILES_KEPT],
+                     stderr_paths=result.stderr_paths[:FILES_KEPT])
     if len(result.outputs) <= FILES_KEPT and len(result.collected_paths) <= FILES_KEPT:
         return result
     manifest = work_dir / MANIFEST
@@ -46,12 +48,3 @@ def bare(result: p.JobResult) -> p.JobResult:
                    stderr="[the job's result was larger than rpc.framesize: counters, "
                    "output and failure records left out; see `clusterdeck failures` and "
                    "the attempt logs]\n")
-
-
-def _tail(text: str) -> str:
-    if len(text) <= PRINTED_KEPT:
-        return text
-    cut = len(text) - PRINTED_KEPT
-    return (f"[... {cut:,} earlier characters; every attempt's full output is in its "
-            f"attempt log]\n" + text[cut:])
-

@@ -357,6 +357,8 @@ class JobResult:
     files_manifest: str = ""
     outputs_total: int = 0
     collected_total: int = 0
+    stdout_paths: tuple[str, ...] = ()
+    stderr_paths: tuple[str, ...] = ()
 
     @property
     def is_terminal(self) -> bool:
@@ -452,7 +454,10 @@ class CancelTask:
 @message
 @dataclass(frozen=True)
 class TaskResult:
-    """What a finished attempt hands back; bulk data stays in the named files."""
+    """What a finished attempt hands back; bulk data stays in the named files.
+
+    ``stdout``/``stderr`` are the end of what the task printed (``printed_tail``); all of
+    it is in ``stdout_path``/``stderr_path`` when the task printed anything."""
 
     records_in: int = 0
     records_out: int = 0
@@ -462,6 +467,22 @@ class TaskResult:
     collected_path: str = ""
     stdout: str = ""
     stderr: str = ""
+    stdout_path: str = ""
+    stderr_path: str = ""
+
+
+PRINTED_KEPT = 16 * 1024
+"""Characters of a task's or a job's printed output a message carries; the rest is in
+files. A script that prints megabytes must not make its result larger than a frame."""
+
+
+def printed_tail(text: str, kept: int = PRINTED_KEPT) -> str:
+    """The end of ``text``, at most ``kept`` characters, saying how much was cut."""
+    if len(text) <= kept:
+        return text
+    cut = len(text) - kept
+    return f"[... {cut:,} earlier characters cut; all of it is in the output files]\n" + \
+        text[cut:]
 
 
 @message

@@ -51,11 +51,26 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any) ->
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(rows), encoding="utf-8")
         collected_path = str(path)
+    output = Path(deployment.work_dir) / "output"
+    name = safe_name(deployment.attempt_id)
     return p.TaskResult(
         records_in=result.records_in, records_out=result.records_out,
         counters=dict(result.counters), partitions=tuple(x.path for x in result.partitions),
         outputs=tuple(f for files in result.sink_files.values() for f in files),
-        collected_path=collected_path, stdout=result.stdout, stderr=result.stderr)
+        collected_path=collected_path, stdout=p.printed_tail(result.stdout),
+        stderr=p.printed_tail(result.stderr),
+        stdout_path=_printed_file(output / f"{name}.stdout", result.stdout),
+        stderr_path=_printed_file(output / f"{name}.stderr", result.stderr))
+
+
+def _printed_file(path: Path, text: str) -> str:
+    """All of what a task printed, in a file beside its partitions; "" when it printed
+    nothing. The message carries only its end (``printed_tail``)."""
+    if not text:
+        return ""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8", errors="replace")
+    return str(path)
 
 
 class UserCodeFailure(Exception):

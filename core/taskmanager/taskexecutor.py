@@ -32,7 +32,13 @@ from clusterdeck.core.protocol.gateways import (
     ResourceManagerGateway,
 )
 from clusterdeck.core.protocol.states import ExecutionState
-from clusterdeck.core.rpc import AskTimeoutError, RemoteError, RpcEndpoint, handler
+from clusterdeck.core.rpc import (
+    AskTimeoutError,
+    FrameTooLargeError,
+    RemoteError,
+    RpcEndpoint,
+    handler,
+)
 from clusterdeck.core.supervisor import RESTARTS_ENV
 from clusterdeck.core.taskmanager.artifacts import load_artifact
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
@@ -309,7 +315,19 @@ class TaskExecutor(RpcEndpoint):
                 return
             self.schedule(min(2.0, 0.1 * 2 ** tries), self._report, jobmaster, update,
                           tries + 1)
-        self.on_main_thread(jobmaster.update_task_execution_state(update), answered)
+        try:
+            sent = jobmaster.update_task_execution_state(update)
+        except FrameTooLargeError as error:
+            # Dropping it would leave the job RUNNING for ever: the attempt fails instead,
+            # with a cause that names the limit, in an update that is small by design.
+            log.error("update %s of %s is too large to send: %s", update.state,
+                      update.attempt_id, error)
+            update = p.UpdateTaskExecutionState(
+                update.job_id, update.attempt_id, ExecutionState.FAILED,
+                TaskFailure("FrameTooLargeError", f"the task's {update.state} update could "
+                            f"not be sent: {error}"))
+            sent = jobmaster.update_task_execution_state(update)
+        self.on_main_thread(sent, answered)
 
     def _fail_tasks(self, why: str) -> None:
         """Without its JobMaster a task's result has nowhere to go: cancel them all and free

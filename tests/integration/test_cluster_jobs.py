@@ -298,6 +298,44 @@ def clusterdeck(cluster, *args: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+def test_a_script_that_prints_a_megabyte_finishes_and_submit_prints_all_of_it(
+        cluster, tmp_path) -> None:
+    """Its output is four frames' worth: it travels in files, the messages carry its end."""
+    script = tmp_path / "chatty.py"
+    script.write_text("import sys\n"
+                      "from pyspark.sql import SparkSession\n"
+                      "spark = SparkSession.builder.getOrCreate()\n"
+                      "for i in range(spark.range(0, 20000).count()):\n"
+                      "    print(f'line {i:06d} ' + 'x' * 40)\n"
+                      "print('the end, on stderr', file=sys.stderr)\n")
+    done = clusterdeck(cluster, "submit", str(script))
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = [line for line in done.stdout.splitlines() if line.startswith("line ")]
+    assert printed == [f"line {i:06d} " + "x" * 40 for i in range(20000)]
+    assert len(done.stdout) > 1_000_000
+    assert "the end, on stderr" in done.stderr
+
+
+def test_an_update_too_large_to_send_fails_its_attempt_with_the_limit_named(client,
+                                                                            tmp_path) -> None:
+    """6,000 counters of 50-character names: the finished update is larger than a frame.
+    The attempt fails with a cause that says so, instead of the job waiting for ever."""
+    job = tmp_path / "counted.py"
+    job.write_text("def build(env):\n"
+                   "    counters = [env.counter(f'{i:06d}' + 'c' * 44) for i in range(6000)]\n"
+                   "    def touch(x):\n"
+                   "        for counter in counters:\n"
+                   "            counter.add(1)\n"
+                   "        return x\n"
+                   "    env.from_collection([1]).map(touch).collect()\n")
+    result = wait_result(client, client.submit(
+        job, (), restart_strategy={"restart-strategy.type": "none"}), 240)
+    assert result.status == "FAILED"
+    assert result.root_cause is not None
+    assert result.root_cause["exception_type"] == "FrameTooLargeError"
+    assert "rpc.framesize" in result.root_cause["message"]
+
+
 def test_submit_prints_progress_and_the_scripts_output_and_exits_0(cluster) -> None:
     done = clusterdeck(cluster, "submit", str(EXAMPLES / "pi.py"), "--", "2", "5000")
     assert done.returncode == 0, done.stderr

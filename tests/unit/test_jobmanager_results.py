@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from clusterdeck.core.client.jobclient import collected_rows, result_files
-from clusterdeck.core.jobmanager.results import FILES_KEPT, PRINTED_KEPT, bare, fitted
+from clusterdeck.core.jobmanager.results import FILES_KEPT, bare, fitted
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.messages import PRINTED_KEPT
 from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.rpc import Envelope, FrameTooLargeError, encode
 
@@ -56,7 +57,7 @@ def test_long_output_keeps_its_end_and_says_where_the_rest_is(tmp_path: Path) ->
     result = fitted(p.JobResult("j", "chatty", JobStatus.FINISHED, stdout=printed), tmp_path)
     assert len(result.stdout) < PRINTED_KEPT + 200
     assert result.stdout.endswith("line 19999\n")
-    assert "attempt log" in result.stdout.splitlines()[0]
+    assert "output files" in result.stdout.splitlines()[0]
 
 
 def test_a_bare_result_keeps_status_and_counts_and_says_why(tmp_path: Path) -> None:
