@@ -6,9 +6,9 @@ Used by the CLI and, through the bridge, by the desktop app.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -99,8 +99,12 @@ class JobClient(ClusterClient):
 
     def wait(self, job_id: str, on_progress: Callable[[p.JobSnapshot], None] | None = None,
              poll: float = 5.0) -> p.JobResult:
-        """Block until the job ends. Keeps waiting while the JobManager is away (it
-        recovers its jobs); progress arrives as the job's retained snapshots."""
+        """Block until the job ends; progress arrives as the job's retained snapshots.
+
+        Keeps waiting while the JobManager is away for less than
+        ``client.unreachable-timeout`` (a restarted one recovers its jobs); past that it
+        raises ClusterUnreachableError instead of waiting for ever on a cluster that is
+        gone."""
         ended: list[p.JobResult] = []
         done = threading.Event()
 
@@ -113,11 +117,22 @@ class JobClient(ClusterClient):
         if on_progress is not None:
             self.service.subscribe(topics.job_state(job_id), lambda _t, snapshot: isinstance(
                 snapshot, p.JobSnapshot) and on_progress(snapshot))
+        patience = self.config["client.unreachable-timeout"]
+        answered = time.monotonic()
         while not done.wait(poll):
-            with contextlib.suppress(RpcError):
+            try:
                 result = self.dispatcher(poll).request_job_result(job_id, poll).result()
-                if result.is_terminal:
-                    return result
+            except RpcError:
+                if time.monotonic() - answered > patience:
+                    raise ClusterUnreachableError(
+                        f"the JobManager of cluster {self.config['cluster.id']!r} has not "
+                        f"answered for {patience:g} s (client.unreachable-timeout); job "
+                        f"{job_id} may go on when the cluster is back: clusterdeck result "
+                        f"{job_id}") from None
+                continue
+            answered = time.monotonic()
+            if result.is_terminal:
+                return result
         return ended[0]
 
     def jobs(self) -> p.JobList:

@@ -125,6 +125,9 @@ OPTIONS: tuple[Option, ...] = (
            "its last heartbeat."),
     Option("heartbeat.threshold", real, 8.0, "Phi above which a silent peer is declared lost."),
     Option("rpc.ask-timeout", duration, 10.0, "Time an ask waits for its answer."),
+    Option("client.unreachable-timeout", duration, 60.0, "How long a client following a "
+           "job waits for a JobManager that stopped answering before it gives up (exit 5); "
+           "a JobManager restart shorter than this goes unnoticed."),
     Option("rpc.framesize", size, 256 * 1024, "Largest message the runtime sends; larger "
            "ones are refused at the sender."),
     Option("registration.initial-backoff", duration, 0.1, "First pause between two "

@@ -134,3 +134,35 @@ def test_the_window_without_a_display_says_how_to_get_one_and_exits_8() -> None:
     assert result.returncode == 8
     assert "no display" in result.stderr and "xvfb-run" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_submit_waiting_when_its_cluster_stops_exits_with_unreachable(tmp_path) -> None:
+    cluster_id = f"gone-{uuid.uuid4().hex[:6]}"
+    up = subprocess.Popen(clusterdeck("up", "--cluster", cluster_id, "--taskmanagers", "1",
+                                      "--slots", "1", "--broker", "amqtt", *NO_SPARK),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    submit = None
+    try:
+        wait_for(lambda: (d := status_json(cluster_id)) and d["taskmanagers"], 60,
+                 "a TaskManager in the status")
+        script = tmp_path / "sleeper.py"
+        script.write_text("import time\nimport pyspark  # a PySpark script, run as one task\n"
+                          "time.sleep(600)\n")
+        submit = subprocess.Popen(
+            clusterdeck("submit", str(script), "--cluster", cluster_id,
+                        "-D", "client.unreachable-timeout=3"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: "RUNNING" in subprocess.run(
+            clusterdeck("list", "--cluster", cluster_id), capture_output=True, text=True,
+            timeout=30).stdout, 60, "the job RUNNING")
+        up.send_signal(signal.SIGINT)
+        assert up.wait(30) == 0
+        _, stderr = submit.communicate(timeout=60)
+        assert submit.returncode == 5, stderr
+        assert "cluster unreachable" in stderr and "client.unreachable-timeout" in stderr
+        assert "Traceback" not in stderr
+    finally:
+        for process in (submit, up):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait(10)
