@@ -159,6 +159,8 @@ OPTIONS: tuple[Option, ...] = (
            "lazy: at its first task."),
     Option("job.split-size", size, 64 * 1024 * 1024, "Files larger than this are read as "
            "byte-range input splits of this size, cut at line boundaries."),
+    Option("jobmanager.max-parallelism", positive_int, 10_000, "Widest vertex a job may "
+           "have; a submission with a wider one is refused."),
     Option("jobmanager.execution.failover-strategy", one_of("region", "full"), "region",
            "region: re-run the failed subtasks and what lost data they need; full: cancel "
            "every running subtask and re-run all unfinished ones."),

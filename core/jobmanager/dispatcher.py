@@ -15,6 +15,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from clusterdeck.core.config.settings import Config
+from clusterdeck.core.jobmanager.admission import check_submission
 from clusterdeck.core.jobmanager.jobmaster import JobMaster, restart_strategy
 from clusterdeck.core.jobmanager.jobstore import JobRecord, JobStore
 from clusterdeck.core.jobmanager.results import bare
@@ -82,6 +83,7 @@ class Dispatcher(FencedRpcEndpoint):
 
     @handler(p.SubmitJob)
     def submit_job(self, request: p.SubmitJob) -> p.JobSubmitted:
+        check_submission(request, self.config["jobmanager.max-parallelism"])
         artifact = self._assemble(request.upload_id, request.artifact_sha256)
         # Refused here, not found failing later: the job's own restart settings.
         restart_strategy(self.config.with_overrides(request.restart_strategy or {}))

@@ -20,10 +20,13 @@ import pytest
 
 from clusterdeck.broker.client import connect_and_wait, make_client
 from clusterdeck.core.client.jobclient import JobClient, collected_rows
+from clusterdeck.core.config import paths
 from clusterdeck.core.jobapi.errors import JobLoadError
+from clusterdeck.core.jobapi.loader import load_job
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.core.rpc import RemoteError
 from tests.integration.clusters import running_cluster, wait_result
 from tests.waiting import wait_for
 
@@ -256,6 +259,22 @@ MALFORMED = [
     b'{"v":1,"kind":"event","type":"ClusterOverview","body":{"bogus":1}}',
     b"",
 ]
+
+
+def test_a_submission_with_a_path_for_a_job_id_is_refused_and_leaves_nothing(client,
+                                                                            cluster) -> None:
+    """Sent as a raw SubmitJob, as a client of another make could: the Dispatcher checks
+    the id, not only our client."""
+    local_cluster, _ = cluster
+    job = load_job(EXAMPLES / "wordcount.py", [str(EXAMPLES / "data" / "words"), "2"])
+    store = paths.cluster_dir(local_cluster.cluster_id) / "jobs"
+    stored = sorted(entry.name for entry in store.iterdir())
+    request = p.SubmitJob("../../escape", job.graph, "no-upload", "0" * 64)
+    with pytest.raises(RemoteError) as refused:
+        client.dispatcher().submit_job(request).result()
+    assert "job id" in refused.value.remote_message
+    assert sorted(entry.name for entry in store.iterdir()) == stored
+    assert not list(paths.data_dir().parent.rglob("escape*"))
 
 
 def test_malformed_payloads_on_every_topic_leave_the_cluster_serving(client, cluster,

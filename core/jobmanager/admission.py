@@ -1,0 +1,70 @@
+"""What the Dispatcher checks before a submitted job touches the disk.
+
+A SubmitJob is data from the network: its job id becomes a folder name, its graph is
+expanded into one ExecutionVertex per subtask, its restart options configure the
+JobMaster. So the id must be a plain name (``../../x`` would write outside the job store),
+the graph must be one the scheduler can run (every vertex between 1 and
+``jobmanager.max-parallelism`` subtasks wide, edges between known vertices, no cycle),
+and the per-job options may only be restart options with finite values. A job refused
+here leaves nothing behind, and the client hears why.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.jobgraph import JobGraph
+from clusterdeck.core.protocol.wiring import check_edge
+
+JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+RESTART_PREFIX = "restart-strategy."
+
+
+class SubmissionRefused(ValueError):
+    """The submission is not a job this cluster can store and run; nothing was kept."""
+
+
+def check_submission(request: p.SubmitJob, max_parallelism: int) -> None:
+    """Raise SubmissionRefused saying what is wrong with ``request``."""
+    if not JOB_ID.fullmatch(request.job_id):
+        raise SubmissionRefused(f"job id {request.job_id[:80]!r} is not 1-64 letters, "
+                                f"digits, '_' or '-' starting with a letter or digit")
+    _check_graph(request.graph, max_parallelism)
+    for key, value in (request.restart_strategy or {}).items():
+        if not key.startswith(RESTART_PREFIX):
+            raise SubmissionRefused(f"a job may set only {RESTART_PREFIX}* options, not "
+                                    f"{key[:80]!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise SubmissionRefused(f"{key} must be a finite number")
+    if not (math.isfinite(request.task_timeout) and request.task_timeout >= 0):
+        raise SubmissionRefused("the task timeout must be a finite number of seconds >= 0")
+
+
+def _check_graph(graph: JobGraph, max_parallelism: int) -> None:
+    if not graph.vertices:
+        raise SubmissionRefused(f"job graph {graph.name!r} has no vertices")
+    vertices = {vertex.id: vertex for vertex in graph.vertices}
+    if len(vertices) != len(graph.vertices):
+        raise SubmissionRefused(f"job graph {graph.name!r} repeats a vertex id")
+    for vertex in graph.vertices:
+        if not vertex.operators:
+            raise SubmissionRefused(f"vertex {vertex.id!r} has no operators")
+        if not 1 <= vertex.parallelism <= max_parallelism:
+            raise SubmissionRefused(
+                f"vertex {vertex.id!r} has parallelism {vertex.parallelism}: it must be "
+                f"from 1 to {max_parallelism} (jobmanager.max-parallelism)")
+    for edge in graph.edges:
+        if edge.source not in vertices or edge.target not in vertices:
+            raise SubmissionRefused(f"an edge {edge.source!r} -> {edge.target!r} names a "
+                                    f"vertex the graph does not have")
+        try:
+            check_edge(edge, vertices[edge.source].parallelism,
+                       vertices[edge.target].parallelism)
+        except ValueError as error:
+            raise SubmissionRefused(str(error)) from None
+    try:
+        graph.topological_order()
+    except ValueError as error:
+        raise SubmissionRefused(str(error)) from None
