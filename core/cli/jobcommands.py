@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from clusterdeck.core.config.settings import Config, ConfigError, parse_override
+from clusterdeck.core.node import exitcodes
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.states import JobStatus
 
-EXIT_OK, EXIT_FAILED, EXIT_CANCELED, EXIT_REJECTED, EXIT_UNREACHABLE = 0, 1, 3, 4, 5
+EXIT_OK, EXIT_FAILED, EXIT_CANCELED = exitcodes.OK, exitcodes.FAILED, exitcodes.CANCELED
+EXIT_REJECTED, EXIT_UNREACHABLE = exitcodes.REJECTED, exitcodes.UNREACHABLE
 STATUS_EXIT = {JobStatus.FINISHED: EXIT_OK, JobStatus.FAILED: EXIT_FAILED,
                JobStatus.CANCELED: EXIT_CANCELED}
 ROWS_SHOWN = 1000
@@ -183,8 +185,8 @@ def print_result(result: p.JobResult) -> None:
               f"in {result.files_manifest}", file=out)
     if result.root_cause:
         print_failure(result.root_cause)
-    print_printed(result.stdout_paths, result.stdout, sys.stdout)
-    print_printed(result.stderr_paths, result.stderr, sys.stderr)
+    print_output(result.stdout_paths, result.stdout, sys.stdout)
+    print_output(result.stderr_paths, result.stderr, sys.stderr)
     if result.collected_paths:
         rows = collected_rows(result)
         for row in rows[:ROWS_SHOWN]:
@@ -193,21 +195,19 @@ def print_result(result: p.JobResult) -> None:
             print(f"  ... {len(rows) - ROWS_SHOWN} more rows", file=out)
 
 
-def print_printed(paths: tuple[str, ...], tail: str, out: TextIO) -> None:
+def print_output(paths: tuple[str, ...], tail: str, out: TextIO) -> None:
     """All of what the job's tasks printed, from their output files, as spark-submit
-    shows it; the end the result carries when a file cannot be read here (another
-    machine's TaskManager wrote it)."""
-    for path in paths:
-        try:
+    shows it; the end the result carries when there are no files or one cannot be read
+    here (another machine's TaskManager wrote it)."""
+    try:
+        for path in paths:
             with open(path, encoding="utf-8", errors="replace") as printed:
                 shutil.copyfileobj(printed, out)
-        except OSError as error:
-            print(f"clusterdeck: cannot read the output file {path} ({error.strerror}); "
-                  f"its end follows", file=sys.stderr)
-            break
-    else:
         if paths:
             return
+    except OSError as error:
+        print(f"clusterdeck: cannot read the output file {error.filename} "
+              f"({error.strerror}); its end follows", file=sys.stderr)
     if tail:
         print(tail, end="" if tail.endswith("\n") else "\n", file=out)
 
