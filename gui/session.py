@@ -15,6 +15,7 @@ host, to watch failover happen.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -31,6 +32,7 @@ from clusterdeck.core.client.jobclient import JobClient
 from clusterdeck.core.client.localcluster import LocalCluster, taskmanager_name
 from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config, load
+from clusterdeck.core.node.clusterlock import ClusterLockedError
 from clusterdeck.core.node.service import run_dir
 from clusterdeck.gui.bridge import ClusterBridge
 
@@ -84,7 +86,8 @@ class ClusterSession(QObject):
     # -- lifecycle (GUI thread) ---------------------------------------------------------------
 
     def start(self, config: Config) -> None:
-        """Start a local cluster from ``config`` and follow it."""
+        """Start a local cluster from ``config`` and follow it; attach to it when it runs
+        already (its lock is held)."""
         if self.state.active:
             self.notice.emit(f"cluster {self.state.cluster_id} is {self.state.mode}: stop it "
                              "first")
@@ -92,6 +95,14 @@ class ClusterSession(QObject):
         self.bridge.reset()
         try:
             cluster = LocalCluster(config)
+        except ClusterLockedError as error:
+            # Somebody runs this cluster already (`clusterdeck up`, another window): watch
+            # it instead of starting a second one, with the configuration it runs with.
+            self.notice.emit(f"{error}: attaching to it instead")
+            with contextlib.suppress(ValueError):  # its run config unreadable: keep ours
+                config = attach_config(config["cluster.id"])
+            self.attach(config)
+            return
         except (ValueError, OSError) as error:
             self._set(SessionState(error=f"cannot start cluster {config['cluster.id']}: "
                                    f"{error}"))

@@ -27,6 +27,7 @@ from clusterdeck.core.client.jobclient import ClusterUnreachableError
 from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config, ConfigError, load, parse_override
 from clusterdeck.core.node import exitcodes
+from clusterdeck.core.node.clusterlock import ClusterLockedError
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.rpc import AskTimeoutError, RemoteError
 from clusterdeck.core.rpc.mqtt import BrokerUnreachableError
@@ -156,6 +157,10 @@ def _run(arguments: list[str]) -> int:
     except RemoteError as error:
         print(f"clusterdeck: {error.remote_message}", file=sys.stderr)
         return EXIT_FAILED
+    except ClusterLockedError as error:  # up, run, jobmanager: the cluster already runs
+        print(f"clusterdeck: {error}; stop it first, or choose another cluster id "
+              "(--cluster)", file=sys.stderr)
+        return exitcodes.LOCKED
 
 
 def cmd_config(config: Config, args: argparse.Namespace) -> int:

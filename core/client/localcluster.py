@@ -1,8 +1,10 @@
 """A local cluster: the broker, one JobManager and N TaskManagers under one Supervisor.
 
-Used by ``clusterdeck up`` and by the desktop app. Every child is started with this
-interpreter and the effective configuration written to the cluster's run directory, so a
-restarted child comes back exactly as it was.
+Used by ``clusterdeck up`` and ``run`` and by the desktop app. Every child is started with
+this interpreter and the effective configuration written to the cluster's run directory, so
+a restarted child comes back exactly as it was. It holds the cluster's lock
+(``core/node/clusterlock.py``) from its construction until ``stop``: one cluster id runs
+one cluster at a time.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from clusterdeck.broker.server import choose_port, resolve_kind, wait_ready
 from clusterdeck.core.client.jobclient import ClusterClient
 from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config
+from clusterdeck.core.node import clusterlock
 from clusterdeck.core.node.frozen import cli_argv
 from clusterdeck.core.node.service import run_dir
 from clusterdeck.core.protocol import messages as p
@@ -36,12 +39,20 @@ class LocalCluster:
     def __init__(self, config: Config) -> None:
         self.cluster_id: str = config["cluster.id"]
         self.cluster_dir = paths.cluster_dir(self.cluster_id)
-        self.broker_kind = resolve_kind(config["broker.kind"])
-        if self.broker_kind != "external":
-            config = config.with_overrides({"broker.port": choose_port(config, self.cluster_dir)})
-        self.config = config
-        self.supervisor = Supervisor(config, paths.cluster_log_dir(self.cluster_id))
-        self.config_path = self._write_config()
+        # First of all: a second start of a running cluster fails here (ClusterLockedError)
+        # and leaves its port, broker.json, credentials and run config alone.
+        self.lock = clusterlock.acquire(self.cluster_dir, self.cluster_id, "supervisor")
+        try:
+            self.broker_kind = resolve_kind(config["broker.kind"])
+            if self.broker_kind != "external":
+                config = config.with_overrides(
+                    {"broker.port": choose_port(config, self.cluster_dir)})
+            self.config = config
+            self.supervisor = Supervisor(config, paths.cluster_log_dir(self.cluster_id))
+            self.config_path = self._write_config()
+        except BaseException:
+            self.lock.release()
+            raise
 
     def _write_config(self) -> Path:
         directory = ensure_private_dir(run_dir(self.cluster_id))
@@ -55,6 +66,10 @@ class LocalCluster:
         env = {"PYTHONUNBUFFERED": "1"}
         if paths.HOME_ENV in os.environ:
             env[paths.HOME_ENV] = os.environ[paths.HOME_ENV]
+        if role == "jobmanager":
+            # The JobManager takes the cluster's lock too; ours, handed on, lets it (and
+            # every restart of it) run while we hold it.
+            env.update(self.lock.handover_env())
         return ProcessSpec(name, role, self._argv(*command), env=env)
 
     def _argv(self, *command: str) -> tuple[str, ...]:
@@ -113,7 +128,12 @@ class LocalCluster:
         return latest[0]
 
     def stop(self) -> None:
-        self.supervisor.stop()
+        """Stop every process, then let the cluster's lock go: only once its JobManager is
+        down may another one start."""
+        try:
+            self.supervisor.stop()
+        finally:
+            self.lock.release()
 
     def __enter__(self) -> LocalCluster:
         return self

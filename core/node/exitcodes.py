@@ -9,4 +9,5 @@ UNREACHABLE = 5      # no broker or no JobManager answered
 REFUSED = 6          # a TaskManager's registration was refused (wrong cluster, version)
 UNHEALTHY = 7        # a TaskManager could not stop a stuck task and exits to be restarted
 NO_DISPLAY = 8       # `gui`: no display, or Qt's platform plugin lacks a library
+LOCKED = 9           # the cluster already runs: another supervisor or JobManager holds its lock
 CLOSED_PIPE = 141    # stdout was closed early (`| head`): quiet, as a shell's SIGPIPE exit
