@@ -47,6 +47,8 @@ def add_job_commands(commands: Any, common: argparse.ArgumentParser) -> None:
             command.add_argument("--broker", choices=["auto", "mosquitto", "amqtt"])
     listing = commands.add_parser("list", parents=[common], help="the cluster's jobs")
     listing.add_argument("--json", action="store_true")
+    listing.add_argument("--limit", "-n", type=int, default=0, metavar="N",
+                         help="only the newest N jobs (default: all of them)")
     cancel = commands.add_parser("cancel", parents=[common], help="cancel a job")
     cancel.add_argument("job_id")
     result = commands.add_parser("result", parents=[common], help="a job's result")
@@ -121,11 +123,15 @@ def submit_and_follow(client: Any, job_file: Path, job_args: list[str],
                       parallelism: int | None, detached: bool = False,
                       restart_strategy: dict[str, Any] | None = None,
                       task_timeout: float = 0.0) -> int:
+    from clusterdeck.core.client.jobclient import SubmitUnconfirmedError
     from clusterdeck.core.jobapi.errors import JobLoadError
     from clusterdeck.core.rpc import RemoteError
     try:
         job_id = client.submit(job_file, job_args, parallelism=parallelism,
                                restart_strategy=restart_strategy, task_timeout=task_timeout)
+    except SubmitUnconfirmedError as error:
+        print(f"clusterdeck: job not confirmed: {error}", file=sys.stderr)
+        return EXIT_UNREACHABLE
     except JobLoadError as error:
         print(f"clusterdeck: job rejected: {error.describe()}", file=sys.stderr, end="")
         return EXIT_REJECTED
@@ -226,9 +232,17 @@ def print_failure(root_cause: dict[str, Any]) -> None:
 
 
 def cmd_list(config: Config, args: argparse.Namespace) -> int:
+    """Every job (or the newest ``--limit``), oldest first so the newest end up next to
+    the prompt; the Dispatcher sends them in pages that fit a message."""
     from clusterdeck.core.client.jobclient import JobClient
+    if args.limit < 0:
+        print("clusterdeck: --limit must be 0 (all) or more", file=sys.stderr)
+        return EXIT_REJECTED
     with JobClient(config, connect_timeout=5.0) as client:
-        jobs = client.jobs().jobs
+        listing = client.all_jobs(args.limit)
+    jobs = listing.jobs[::-1]
+    if len(jobs) < listing.total:
+        print(f"the newest {len(jobs)} of {listing.total} jobs", file=sys.stderr)
     if args.json:
         print(json.dumps([asdict(job) for job in jobs], indent=2))
         return EXIT_OK

@@ -21,12 +21,27 @@ from clusterdeck.core.node.service import broker_address, connect_service
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.gateways import DispatcherGateway
-from clusterdeck.core.rpc import AskTimeoutError, RpcError
+from clusterdeck.core.rpc import AskTimeoutError, RemoteError, RpcError
 from clusterdeck.core.rpc.mqtt import MqttRpcService
+
+SUBMIT_TRIES = 3  # upload and SubmitJob, each try waiting rpc.ask-timeout per ask
+SUBMIT_RETRY_DELAY = 1.0  # seconds before the second try, twice that before the third
+# A JobManager that restarted (new fencing token) or was stopping while the job went in:
+# the next try goes to the leader as it is then.
+LEADER_CHANGED = frozenset({"FencingTokenMismatchError", "EndpointStoppedError"})
 
 
 class ClusterUnreachableError(RpcError):
     """No JobManager answered: the cluster is down, or still starting."""
+
+
+class SubmitUnconfirmedError(ClusterUnreachableError):
+    """Every try to submit a job went unanswered. The job may still have been stored (a
+    lost answer): ``job_id`` says which job to look for."""
+
+    def __init__(self, message: str, job_id: str) -> None:
+        super().__init__(message)
+        self.job_id = job_id
 
 
 class ClusterClient:
@@ -82,20 +97,40 @@ class JobClient(ClusterClient):
                parallelism: int | None = None, restart_strategy: dict[str, Any] | None = None,
                task_timeout: float = 0.0) -> str:
         """Load the job here (a broken file raises JobLoadError before anything is sent),
-        upload its artifact in chunks, submit it; returns the job id."""
+        upload its artifact in chunks, submit it; returns the job id.
+
+        The job id is chosen here, so a try that timed out is sent again, under the same
+        id, up to SUBMIT_TRIES times: the Dispatcher answers a repeated submission with the
+        job it stored, so the job runs once however many answers were lost. Every try
+        unanswered raises SubmitUnconfirmedError naming the job id."""
         job = load_job(job_file, args, parallelism=parallelism)
         artifact = pack_artifact(job_file)
-        dispatcher = self.dispatcher()
-        upload_id = uuid.uuid4().hex
         pieces = list(artifact.chunks(max(1024, self.config["rpc.framesize"] // 2)))
-        for index, piece in enumerate(pieces):
-            dispatcher.upload_artifact_chunk(p.UploadArtifactChunk(
-                upload_id, index, len(pieces), base64.b64encode(piece).decode(),
-                artifact.sha256)).result()
         job_id = uuid.uuid4().hex[:16]
-        dispatcher.submit_job(p.SubmitJob(job_id, job.graph, upload_id, artifact.sha256,
-                                          tuple(args), restart_strategy, task_timeout)).result()
-        return job_id
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                dispatcher = self.dispatcher()
+                upload_id = uuid.uuid4().hex  # a fresh upload: the last one may be half there
+                for index, piece in enumerate(pieces):
+                    dispatcher.upload_artifact_chunk(p.UploadArtifactChunk(
+                        upload_id, index, len(pieces), base64.b64encode(piece).decode(),
+                        artifact.sha256)).result()
+                dispatcher.submit_job(p.SubmitJob(
+                    job_id, job.graph, upload_id, artifact.sha256, tuple(args),
+                    restart_strategy, task_timeout)).result()
+                return job_id
+            except (AskTimeoutError, RemoteError) as error:
+                if isinstance(error, RemoteError) and error.type_name not in LEADER_CHANGED:
+                    raise  # the JobManager refused the job: trying again changes nothing
+                if attempt == SUBMIT_TRIES:
+                    raise SubmitUnconfirmedError(
+                        f"the JobManager of cluster {self.config['cluster.id']!r} did not "
+                        f"confirm job {job_id} after {SUBMIT_TRIES} tries ({error}); it may "
+                        f"still have been accepted: clusterdeck result {job_id}",
+                        job_id) from None
+                time.sleep(SUBMIT_RETRY_DELAY * attempt)
 
     def wait(self, job_id: str, on_progress: Callable[[p.JobSnapshot], None] | None = None,
              poll: float = 5.0) -> p.JobResult:
@@ -135,8 +170,25 @@ class JobClient(ClusterClient):
                 return result
         return ended[0]
 
-    def jobs(self) -> p.JobList:
-        return self.dispatcher().request_job_list().result()
+    def jobs(self, offset: int = 0, limit: int = 0) -> p.JobList:
+        """One page of the job list, newest first, from ``offset`` on: at most ``limit``
+        jobs (0: as many as one message holds); its ``total`` counts every job."""
+        return self.dispatcher().request_job_list(offset, limit).result()
+
+    def all_jobs(self, limit: int = 0) -> p.JobList:
+        """Every job, or the newest ``limit``, newest first, asked for page by page. A job
+        submitted meanwhile moves the later pages on by one: each job is listed once."""
+        found: dict[str, p.JobSummary] = {}
+        offset = total = 0
+        while not limit or len(found) < limit:
+            page = self.jobs(offset, limit - len(found) if limit else 0)
+            total = page.total
+            for summary in page.jobs:
+                found.setdefault(summary.job_id, summary)
+            offset += len(page.jobs)
+            if not page.jobs or offset >= page.total:
+                break
+        return p.JobList(tuple(found.values())[:limit or None], total, 0)
 
     def cancel(self, job_id: str) -> p.JobSummary:
         return self.dispatcher().cancel_job(job_id).result()

@@ -23,7 +23,7 @@ class ConfigError(ValueError):
     """A configuration value or key is wrong; the message names the key."""
 
 
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 _SIZE_UNITS = {"b": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": 1024**2, "gb": 1000**3,
                "gib": 1024**3}
 
@@ -161,6 +161,34 @@ OPTIONS: tuple[Option, ...] = (
            "byte-range input splits of this size, cut at line boundaries."),
     Option("jobmanager.max-parallelism", positive_int, 10_000, "Widest vertex a job may "
            "have; a submission with a wider one is refused."),
+    Option("jobmanager.job-list.retained", positive_int, 100, "Jobs the retained "
+           "state/joblist carries (what the desktop app lists): every running job first, "
+           "then the newest ended ones, fewer when they would not fit rpc.framesize; "
+           "`clusterdeck list` pages through all of them."),
+    Option("jobmanager.upload-timeout", duration, 600.0, "An artifact upload not submitted "
+           "within this time of its first chunk is dropped."),
+    Option("jobmanager.max-artifact-size", size, 256 * 1024 * 1024, "Largest job artifact "
+           "the Dispatcher accepts; an upload that grows past it is refused and dropped."),
+    Option("jobmanager.max-uploads", positive_int, 16, "Artifact uploads in progress at "
+           "once; a new one beyond it is refused until one is submitted or times out."),
+    Option("jobstore.retention.max-jobs", positive_int, 1000, "Ended jobs kept in the job "
+           "store; beyond it the oldest are deleted with their work dir (partitions, "
+           "collected rows) and attempt logs."),
+    Option("jobstore.retention.max-age", duration, 7 * 86400.0, "Ended jobs older than "
+           "this (since they ended) are deleted like those beyond max-jobs."),
+    Option("resourcemanager.max-taskmanagers", positive_int, 256, "Registered TaskManagers "
+           "at once; a registration beyond it is refused, so the cluster overview fits "
+           "rpc.framesize."),
+    Option("resourcemanager.max-lost-taskmanagers", positive_int, 64, "Lost TaskManagers "
+           "the cluster overview keeps (with their cause); the longest lost are forgotten "
+           "first."),
+    Option("resourcemanager.lost-taskmanager-retention", duration, 300.0, "How long a lost "
+           "TaskManager stays in the cluster overview before it is forgotten."),
+    Option("taskmanager.attempt-log.max-size", size, 2 * 1024 * 1024, "Largest attempt "
+           "log: its first part is kept, then only its latest lines (in <attempt>.log.end "
+           "and .end.1)."),
+    Option("taskmanager.attempt-log.max-files", positive_int, 1000, "Attempt logs kept per "
+           "cluster log folder; the oldest are deleted when a new attempt starts."),
     Option("jobmanager.execution.failover-strategy", one_of("region", "full"), "region",
            "region: re-run the failed subtasks and what lost data they need; full: cancel "
            "every running subtask and re-run all unfinished ones."),

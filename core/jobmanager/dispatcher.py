@@ -9,16 +9,29 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import logging
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import replace
 from pathlib import Path
 
+from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config
-from clusterdeck.core.jobmanager.admission import check_submission
+from clusterdeck.core.jobmanager.admission import SubmissionRefused, check_submission
 from clusterdeck.core.jobmanager.jobmaster import JobMaster, restart_strategy
-from clusterdeck.core.jobmanager.jobstore import JobRecord, JobStore
+from clusterdeck.core.jobmanager.jobstore import (
+    BROKEN_RECORD,
+    STORE_WRITE_FAILED,
+    BrokenRecordError,
+    JobRecord,
+    JobStore,
+    failure_cause,
+)
+from clusterdeck.core.jobmanager.listings import budget, fitting, listed
 from clusterdeck.core.jobmanager.results import bare
+from clusterdeck.core.jobmanager.retention import JobFiles, RetentionPolicy, delete_jobs, expired
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.gateways import ResourceManagerGateway
@@ -45,26 +58,56 @@ class Dispatcher(FencedRpcEndpoint):
         self.jobmasters: dict[str, JobMaster] = {}
         self._progress: dict[str, tuple[int, int]] = {}
         self._uploads: dict[str, dict[int, bytes]] = {}
-        self._artifacts: dict[str, bytes] = {}
+        self._upload_bytes: dict[str, int] = {}  # artifact bytes received per upload so far
+        self._artifacts: dict[str, bytes] = {}  # of running jobs only: dropped when one ends
+        self.retention = RetentionPolicy.from_config(config)
         self.chunk_size = max(1024, config["rpc.framesize"] // 2)
 
     def on_start(self) -> None:
-        """Main thread: load the job store so earlier jobs are listed."""
-        for record in self.store.load_all():
+        """Main thread: load the job store so earlier jobs are listed, and run on every job
+        that had not ended. Folders that are no job were logged and set aside by the store;
+        a job that cannot be run on is failed with its cause, and the others still run."""
+        stored = self.store.load_all()
+        for record in stored.records:
             self.jobs[record.job_id] = record
         self._publish_job_list()
-        for record in list(self.jobs.values()):
-            if not record.is_terminal:
+        for record in stored.records:
+            if record.is_terminal:
+                continue
+            try:
                 self._recover(record)
+            except Exception as error:  # one broken job must not keep the later ones from running
+                self._recovery_failed(record, error)
+        self._start_retention()
 
     def _recover(self, record: JobRecord) -> None:
         """A job an earlier JobManager accepted and did not end: run it on, in a new epoch,
-        reusing every subtask result it had recorded."""
+        reusing every subtask result it had recorded. Its artifact and graph are checked
+        first: a record an older version stored unchecked, or a damaged one, fails here."""
+        self.store.check_artifact(record)
+        check_submission(record.submission(), self.config["jobmanager.max-parallelism"])
         record = self.store.update(record, epoch=record.epoch + 1, status=JobStatus.RESTARTING)
         self.jobs[record.job_id] = record
         log.info("recovering job %s (%s), epoch %d", record.job_id, record.graph.name,
                  record.epoch)
         self._start_jobmaster(record)
+
+    def _recovery_failed(self, record: JobRecord, error: Exception) -> None:
+        """The job ends FAILED with why it could not be run on; it stays listed, and as it
+        is stored as ended it is not tried again on the next start."""
+        broken = isinstance(error, BrokenRecordError | SubmissionRefused)
+        log.error("job %s cannot be recovered: %s", record.job_id, error,
+                  exc_info=None if broken else error)
+        self.jobmasters.pop(record.job_id, None)  # never started, or failed starting
+        cause = (failure_cause(BROKEN_RECORD, f"the stored record is broken: {error}")
+                 if broken else failure_cause(type(error).__name__,
+                                              f"the job could not be recovered: {error}"))
+        # It ends now: timed from its submission, so retention keeps it listed as long as
+        # any job that ended now, however long ago the broken record was written.
+        self._job_ended(record.job_id, p.JobResult(
+            record.job_id, record.graph.name, JobStatus.FAILED,
+            duration=max(0.0, time.time() - record.submitted_at), root_cause=cause,
+            failures=1))
 
     @handler(p.RequestClusterOverview, fenced=False)
     def request_cluster_overview(self, _request: p.RequestClusterOverview
@@ -75,23 +118,55 @@ class Dispatcher(FencedRpcEndpoint):
 
     @handler(p.UploadArtifactChunk)
     def upload_artifact_chunk(self, chunk: p.UploadArtifactChunk) -> p.ArtifactChunkReceived:
+        """Uploads are held in memory until SubmitJob names them, so each is bounded: in
+        bytes (``jobmanager.max-artifact-size``), in time (``jobmanager.upload-timeout``
+        from its first chunk) and in number (``jobmanager.max-uploads`` at once)."""
         if not 0 <= chunk.index < chunk.total:
             raise ValueError(f"chunk {chunk.index} of {chunk.total} is out of range")
-        self._uploads.setdefault(chunk.upload_id, {})[chunk.index] = base64.b64decode(
-            chunk.data, validate=True)
+        piece = base64.b64decode(chunk.data, validate=True)
+        chunks = self._uploads.get(chunk.upload_id)
+        if chunks is None:
+            if len(self._uploads) >= self.config["jobmanager.max-uploads"]:
+                raise ValueError(
+                    f"{len(self._uploads)} artifact uploads are in progress, the most "
+                    f"jobmanager.max-uploads allows; try again when one is submitted or "
+                    f"after jobmanager.upload-timeout "
+                    f"({self.config['jobmanager.upload-timeout']:g} s)")
+            chunks = self._uploads[chunk.upload_id] = {}
+            self.schedule(self.config["jobmanager.upload-timeout"], self._expire_upload,
+                          chunk.upload_id, chunks)
+        replaced = len(chunks.get(chunk.index, b""))
+        size = self._upload_bytes.get(chunk.upload_id, 0) - replaced + len(piece)
+        limit = self.config["jobmanager.max-artifact-size"]
+        if size > limit:
+            self._drop_upload(chunk.upload_id)
+            raise ValueError(f"the artifact is larger than jobmanager.max-artifact-size = "
+                             f"{limit} bytes (upload {chunk.upload_id} has {size} bytes at "
+                             f"chunk {chunk.index} of {chunk.total}); the upload is dropped")
+        chunks[chunk.index] = piece
+        self._upload_bytes[chunk.upload_id] = size
         return p.ArtifactChunkReceived(chunk.upload_id, chunk.index)
 
     @handler(p.SubmitJob)
     def submit_job(self, request: p.SubmitJob) -> p.JobSubmitted:
+        """Idempotent: the client chose the job id, so the same submission sent again (its
+        answer was lost, or the JobManager restarted in between) is answered as the first
+        was, and the job runs once. Another job under a known id is refused."""
         check_submission(request, self.config["jobmanager.max-parallelism"])
+        existing = self.jobs.get(request.job_id)
+        if existing is not None:
+            self._drop_upload(request.upload_id)  # the stored job has its artifact
+            if not existing.matches(request):
+                raise ValueError(f"job {request.job_id} was already submitted, with another "
+                                 f"graph, artifact or options")
+            log.info("job %s submitted again: it is the stored one", request.job_id)
+            return p.JobSubmitted(existing.job_id)
         artifact = self._assemble(request.upload_id, request.artifact_sha256)
         # Refused here, not found failing later: the job's own restart settings.
         restart_strategy(self.config.with_overrides(request.restart_strategy or {}))
-        if request.job_id in self.jobs:
-            raise ValueError(f"job {request.job_id} was already submitted")
         record = JobRecord(request.job_id, request.graph, request.artifact_sha256,
                            request.args, request.restart_strategy, request.task_timeout)
-        self.store.add(record, artifact)
+        self.store.add(record, artifact)  # on OSError nothing is kept and the client hears it
         self.jobs[record.job_id] = record
         self._artifacts[record.job_id] = artifact
         log.info("job %s (%s) submitted", record.job_id, record.graph.name)
@@ -130,19 +205,24 @@ class Dispatcher(FencedRpcEndpoint):
                             total: int) -> None:
         self._progress[job_id] = (finished, total)
         if self.jobs[job_id].status != status:
-            self.jobs[job_id] = self.store.update(self.jobs[job_id], status=status)
+            try:
+                self.jobs[job_id] = self.store.update(self.jobs[job_id], status=status)
+            except OSError as error:
+                # A running status on disk only tells recovery the job had not ended, and
+                # it still says so; the end is what must be stored (see _record_end).
+                log.warning("job %s: the job store cannot record status %s: %s", job_id,
+                            status, error)
+                self.jobs[job_id] = replace(self.jobs[job_id], status=status)
         self._publish_job_list()
 
     def _job_ended(self, job_id: str, result: p.JobResult) -> None:
-        self.jobs[job_id] = self.store.update(self.jobs[job_id], status=result.status,
-                                              result=result)
+        result = self._record_end(job_id, result)
         try:  # publish encodes first: a result too large is refused before sending
             self.rpc_service.publish(topics.job_result(job_id), result, retained=True)
         except FrameTooLargeError as error:
             log.error("job %s: its result is too large to send, keeping it bare: %s",
                       job_id, error)
-            result = bare(result)
-            self.jobs[job_id] = self.store.update(self.jobs[job_id], result=result)
+            result = self._record_end(job_id, bare(result))
             self.rpc_service.publish(topics.job_result(job_id), result, retained=True)
         self.rpc_service.forget_retained(topics.job_result(job_id))  # the store keeps it
         self._publish_job_list()
@@ -150,6 +230,28 @@ class Dispatcher(FencedRpcEndpoint):
         if jobmaster is not None:
             self.run_in_worker(self.rpc_service.stop_endpoint, jobmaster, name="stop-jm")
         log.info("job %s ended %s", job_id, result.status)
+        self._after_job_ended(job_id)
+
+    def _record_end(self, job_id: str, result: p.JobResult) -> p.JobResult:
+        """Store the job's end; the result to publish. When the store cannot be written
+        (a full disk) the job fails with that cause, so the client hears it instead of
+        waiting for ever, and the result is kept in memory for later asks. The store
+        still holds the job as unfinished: a restarted JobManager runs it on."""
+        try:
+            self.jobs[job_id] = self.store.update(self.jobs[job_id], status=result.status,
+                                                  result=result)
+            return result
+        except OSError as error:
+            log.error("job %s ended %s, but the job store cannot record it; failing it: %s",
+                      job_id, result.status, error)
+            if (result.root_cause or {}).get("exception_type") != STORE_WRITE_FAILED:
+                result = replace(result, status=JobStatus.FAILED, root_cause=failure_cause(
+                    STORE_WRITE_FAILED, f"the job ended {result.status}, but the job store "
+                    f"could not record it ({error}); a restarted JobManager would run it "
+                    f"on"), failures=result.failures + 1)
+            self.jobs[job_id] = replace(self.jobs[job_id], status=result.status,
+                                        result=result)
+            return result
 
     # -- artifacts for TaskManagers -------------------------------------------------------------
 
@@ -159,7 +261,8 @@ class Dispatcher(FencedRpcEndpoint):
         artifact = self._artifacts.get(request.job_id)
         if artifact is None:
             artifact = self.store.artifact_path(request.job_id).read_bytes()
-            self._artifacts[request.job_id] = artifact
+            if not record.is_terminal:  # an ended job's is read once more at most
+                self._artifacts[request.job_id] = artifact
         total = max(1, -(-len(artifact) // self.chunk_size))
         if not 0 <= request.index < total:
             raise ValueError(f"chunk {request.index} of {total} is out of range")
@@ -170,8 +273,17 @@ class Dispatcher(FencedRpcEndpoint):
     # -- jobs for clients -----------------------------------------------------------------------
 
     @handler(p.RequestJobList, fenced=False)
-    def request_job_list(self, _request: p.RequestJobList) -> p.JobList:
-        return self._job_list()
+    def request_job_list(self, request: p.RequestJobList) -> p.JobList:
+        """One page, newest first, as long as ``limit`` asks (0: no limit) and one
+        message holds; only the page's summaries are built."""
+        if request.offset < 0 or request.limit < 0:
+            raise ValueError(f"offset {request.offset} and limit {request.limit} must not "
+                             f"be negative")
+        # self.jobs is in submission order
+        newest_first = itertools.islice(reversed(self.jobs.values()), request.offset, None)
+        page = fitting((listed(self._summary(r)) for r in newest_first),
+                       budget(self.config["rpc.framesize"]), request.limit or len(self.jobs))
+        return p.JobList(tuple(page), len(self.jobs), request.offset)
 
     @handler(p.CancelJob)
     def cancel_job(self, request: p.CancelJob) -> p.JobSummary:
@@ -200,8 +312,75 @@ class Dispatcher(FencedRpcEndpoint):
         finished, total = self._progress.get(record.job_id, (0, 0))
         return record.summary(finished, total)
 
-    def _job_list(self) -> p.JobList:
-        return p.JobList(tuple(self._summary(r) for r in self.jobs.values()))
+    def _job_list(self, most: int | None = None) -> p.JobList:
+        """The retained window: every running job, then the newest ended ones, at most
+        ``jobmanager.job-list.retained`` (or ``most``) and as many as fit one message;
+        newest first, ``total`` counting every job of the store."""
+        most = self.config["jobmanager.job-list.retained"] if most is None else most
+        newest_first = list(reversed(self.jobs.values()))
+        running = [r for r in newest_first if not r.is_terminal]
+        ended = (r for r in newest_first if r.is_terminal)
+        window = fitting((listed(self._summary(r)) for r in (*running, *ended)),
+                         budget(self.config["rpc.framesize"]), most)
+        window.sort(key=lambda s: s.submitted_at, reverse=True)
+        return p.JobList(tuple(window), len(self.jobs), 0)
 
     def _publish_job_list(self) -> None:
-        self.rpc_service.publish(topics.JOB_LIST, self._job_list(), retained=True)
+        most = self.config["jobmanager.job-list.retained"]
+        while True:
+            try:  # publish encodes first; the window is fitted already, this is the backstop
+                self.rpc_service.publish(topics.JOB_LIST, self._job_list(most), retained=True)
+                return
+            except FrameTooLargeError:
+                if most == 0:
+                    raise
+                most //= 2
+
+    # -- bounds: uploads, cached artifacts, retention --------------------------------------
+
+    def _expire_upload(self, upload_id: str, chunks: dict[int, bytes]) -> None:
+        """Timer: an upload still unsubmitted ``jobmanager.upload-timeout`` after its first
+        chunk is dropped (``chunks`` tells it from a later upload under the same id)."""
+        if self._uploads.get(upload_id) is chunks:
+            log.warning("artifact upload %s not submitted within %g s: dropped", upload_id,
+                        self.config["jobmanager.upload-timeout"])
+            self._drop_upload(upload_id)
+        elif upload_id not in self._uploads:
+            self._upload_bytes.pop(upload_id, None)  # submitted: its count outlived it
+
+    def _drop_upload(self, upload_id: str) -> None:
+        self._uploads.pop(upload_id, None)
+        self._upload_bytes.pop(upload_id, None)
+
+    def _after_job_ended(self, job_id: str) -> None:
+        """Main thread, once a job ended: its artifact leaves the cache (a TaskManager
+        that still needs it reads it from the store), and retention may delete old jobs."""
+        self._artifacts.pop(job_id, None)
+        self._apply_retention()
+
+    def _start_retention(self) -> None:
+        """Main thread, at start: trim what earlier runs left, then check again now and
+        then, since an ended job grows older without any event."""
+        self._apply_retention()
+        self.schedule(min(600.0, max(1.0, self.retention.max_age / 4)), self._start_retention)
+
+    def _apply_retention(self) -> None:
+        """Drop the jobs retention chooses from the job list now; delete their files on a
+        worker thread (thousands of folders must not stall the main thread)."""
+        doomed = expired(self.jobs.values(), time.time(), self.retention)
+        if not doomed:
+            return
+        underscored = [j for j in self.jobs if "_" in j]  # only these can be a longer id
+        batch = [JobFiles(job_id, self.store.folder(job_id), self.work_root / job_id,
+                          tuple(j for j in underscored if j.startswith(f"{job_id}_")))
+                 for job_id in doomed]
+        for job_id in doomed:
+            del self.jobs[job_id]
+            self._progress.pop(job_id, None)
+            self._artifacts.pop(job_id, None)
+            self.rpc_service.clear_retained(topics.job_state(job_id))  # observers' copy
+            self.rpc_service.clear_retained(topics.job_result(job_id))
+        self._publish_job_list()
+        attempt_logs = paths.cluster_log_dir(self.config["cluster.id"]) / "attempts"
+        self.run_in_worker(delete_jobs, batch, attempt_logs, name="retention")
+

@@ -1,13 +1,19 @@
 """The job store: every submitted job's graph, artifact, status and result, on disk.
 
-One folder per job under the cluster's data dir, written atomically, so a restarted
-JobManager finds every job it had accepted (recovery builds on this).
+One folder per job under the cluster's data dir, written atomically and synced (the
+file, then its folder), so a restarted JobManager finds every job it had accepted, even
+after a power cut (recovery builds on this). A folder that cannot be read back as a job is
+reported and set aside as ``<name>.broken``: it never stops the other jobs from loading,
+and it is not read again on every start.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -15,14 +21,23 @@ from pathlib import Path
 from typing import Any
 
 from clusterdeck.core.executiongraph.recovery import FinishedSubtask
+from clusterdeck.core.jobmanager.admission import JOB_ID
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.jobgraph import JobGraph
 from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.rpc import from_data, to_data
 
+log = logging.getLogger(__name__)
 ARTIFACT = "artifact.zip"
 RECORD = "job.json"
 PROGRESS = "progress.jsonl"
+SET_ASIDE = ".broken"  # never part of a job id (admission.JOB_ID has no dot)
+BROKEN_RECORD = "BrokenJobRecord"  # root cause type of a job whose stored record is broken
+STORE_WRITE_FAILED = "JobStoreWriteError"  # root cause type of a job whose end was not stored
+
+
+class BrokenRecordError(ValueError):
+    """A job folder of the store cannot be run as a job; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +67,40 @@ class JobRecord:
             total=total or sum(v.parallelism for v in self.graph.vertices),
             duration=result.duration if result else None)
 
+    def submission(self) -> p.SubmitJob:
+        """The SubmitJob that stored this job (its upload long gone): a stored job is
+        checked on recovery as a submission is checked, since a record written by an
+        older version never was."""
+        return p.SubmitJob(self.job_id, self.graph, "", self.artifact_sha256, self.args,
+                           self.restart_strategy, self.task_timeout)
+
+    def matches(self, request: p.SubmitJob) -> bool:
+        """Whether ``request`` is this job's own submission sent again, as a client does
+        when the first answer was lost; compared as data, so a record read back from disk
+        matches what the client still holds."""
+        return (request.artifact_sha256 == self.artifact_sha256
+                and to_data(request.graph) == to_data(self.graph)
+                and tuple(request.args) == tuple(self.args)
+                and (request.restart_strategy or None) == (self.restart_strategy or None)
+                and request.task_timeout == self.task_timeout)
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """A job folder that could not be read back as a job, and where it was moved."""
+
+    name: str
+    reason: str
+    moved_to: Path | None  # None: it could not be moved, so it is reported again next start
+
+
+@dataclass(frozen=True)
+class StoredJobs:
+    """What a JobManager finds in the store when it starts, oldest job first."""
+
+    records: list[JobRecord]
+    set_aside: list[SetAside]
+
 
 class JobStore:
     """Used on the Dispatcher's main thread only."""
@@ -70,12 +119,19 @@ class JobStore:
         return ProgressLog(self.folder(job_id) / PROGRESS)
 
     def add(self, record: JobRecord, artifact: bytes) -> None:
+        """Store a new job; on any failure (a full disk) nothing of it is left behind, so
+        the client can submit it again under the same id."""
         folder = self.folder(record.job_id)
         if folder.exists():
             raise ValueError(f"job {record.job_id} was already submitted")
         folder.mkdir(parents=True)
-        write_atomically(self.artifact_path(record.job_id), artifact)
-        self.save(record)
+        try:
+            write_atomically(self.artifact_path(record.job_id), artifact)
+            self.save(record)
+            fsync_directory(self.root)  # the job's folder itself must survive a power cut
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
 
     def save(self, record: JobRecord) -> None:
         data = json.dumps(to_data(record), indent=1).encode()
@@ -86,14 +142,71 @@ class JobStore:
         self.save(updated)
         return updated
 
-    def load_all(self) -> list[JobRecord]:
-        records = []
-        for path in sorted(self.root.glob(f"*/{RECORD}")):
+    def load_all(self) -> StoredJobs:
+        """Every job of the store. A folder that is not a readable job of its own name is
+        logged and set aside, never skipped silently: it may be a job a client waits for."""
+        records: list[JobRecord] = []
+        set_aside: list[SetAside] = []
+        for folder in sorted(self.root.iterdir()):
+            if not folder.is_dir() or folder.name.startswith(".") \
+                    or folder.name.endswith(SET_ASIDE):
+                continue
             try:
-                records.append(from_data(json.loads(path.read_text()), JobRecord))
-            except (ValueError, OSError):
-                continue  # a half-written or foreign folder is not a job
-        return sorted(records, key=lambda r: r.submitted_at)
+                records.append(self._load(folder))
+            except BrokenRecordError as error:
+                set_aside.append(self._set_aside(folder, str(error)))
+        return StoredJobs(sorted(records, key=lambda r: r.submitted_at), set_aside)
+
+    def _load(self, folder: Path) -> JobRecord:
+        if not JOB_ID.fullmatch(folder.name):
+            raise BrokenRecordError(f"{folder.name!r} is not a job id")
+        try:
+            text = (folder / RECORD).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise BrokenRecordError(f"it has no {RECORD}: a submission cut short before it "
+                                    f"was stored") from None
+        except (OSError, ValueError) as error:  # ValueError: not UTF-8
+            raise BrokenRecordError(f"its {RECORD} cannot be read: {error}") from None
+        try:
+            record = from_data(json.loads(text), JobRecord)
+        except (ValueError, RecursionError) as error:  # RecursionError: nested too deep
+            raise BrokenRecordError(f"its {RECORD} is not a job record: "
+                                    f"{type(error).__name__}: {str(error)[:300]}") from None
+        if record.job_id != folder.name:
+            raise BrokenRecordError(f"its {RECORD} names job {record.job_id[:80]!r}")
+        return record
+
+    def _set_aside(self, folder: Path, reason: str) -> SetAside:
+        target = folder.with_name(folder.name + SET_ASIDE)
+        copy = 1
+        while target.exists():
+            copy += 1
+            target = folder.with_name(f"{folder.name}.{copy}{SET_ASIDE}")
+        try:
+            folder.rename(target)
+            fsync_directory(self.root)
+        except OSError as error:
+            log.error("job store: folder %s is broken (%s) and cannot be set aside: %s",
+                      folder, reason, error)
+            return SetAside(folder.name, reason, None)
+        log.error("job store: folder %s is broken (%s); set aside as %s", folder, reason,
+                  target.name)
+        return SetAside(folder.name, reason, target)
+
+    def check_artifact(self, record: JobRecord) -> None:
+        """Raise BrokenRecordError unless the job's artifact is there and is the one that
+        was submitted: a job that cannot be run must fail now, not on every TaskManager."""
+        path = self.artifact_path(record.job_id)
+        try:
+            with open(path, "rb") as artifact:
+                sha256 = hashlib.file_digest(artifact, "sha256").hexdigest()
+        except FileNotFoundError:
+            raise BrokenRecordError(f"its artifact {path} is missing") from None
+        except OSError as error:
+            raise BrokenRecordError(f"its artifact {path} cannot be read: {error}") from None
+        if sha256 != record.artifact_sha256:
+            raise BrokenRecordError(f"its artifact {path} is not the one submitted (SHA-256 "
+                                    f"{sha256}, submitted {record.artifact_sha256[:64]})")
 
 
 class ProgressLog:
@@ -148,7 +261,35 @@ class _Finished:
     input_splits: tuple[int, ...] = ()
 
 
+def failure_cause(exception_type: str, message: str) -> dict[str, Any]:
+    """A job's root cause that is no task's failure, in FailureRecord.to_dict()'s form."""
+    return {"exception_type": exception_type, "message": message, "traceback": "",
+            "vertex_id": "", "subtask": -1}
+
+
 def write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``: readers see the old or the new content, never a
+    torn one, and once this returns the new content survives a crash or power cut (the
+    data is synced before the rename, the folder's entry after it)."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(data)
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    fsync_directory(path.parent)
+
+
+def fsync_directory(folder: Path) -> None:
+    """Sync a folder's entries: a rename or a new file is durable only then (POSIX)."""
+    if os.name == "nt":  # pragma: no cover - Windows cannot open a folder; NTFS journals it
+        return
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

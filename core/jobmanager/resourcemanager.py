@@ -4,6 +4,13 @@ A loss is seen two ways: the TaskManager's last will on its retained presence to
 (the broker publishes it within milliseconds of the process dying), or the phi-accrual
 detector on its heartbeats (the only way to see a hung process, and the only way at all
 on amqtt, which never enforces keepalive).
+
+What it publishes stays bounded however many TaskManagers come and go: registrations
+beyond ``resourcemanager.max-taskmanagers`` are refused, lost TaskManagers are forgotten
+after ``resourcemanager.lost-taskmanager-retention`` or beyond
+``resourcemanager.max-lost-taskmanagers``, and the overview is published at most every
+``SNAPSHOT_DELAY`` (a thousand TaskManagers starting at once would otherwise encode it a
+thousand times).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from typing import Any
 
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.heartbeat import HeartbeatMonitor
+from clusterdeck.core.jobmanager.listings import fitted_overview
 from clusterdeck.core.jobmanager.slotpool import PendingRequest, SlotPool
 from clusterdeck.core.jobmanager.taskmanagers import Registration, TaskManagerRegistry
 from clusterdeck.core.protocol import messages as p
@@ -26,6 +34,7 @@ from clusterdeck.core.rpc import FencedRpcEndpoint, handler
 log = logging.getLogger(__name__)
 ENDPOINT_ID = "resourcemanager"
 LossListener = Callable[[str, str], None]
+SNAPSHOT_DELAY = 0.05  # seconds a change waits for the next ones before the overview goes out
 
 
 class ResourceManager(FencedRpcEndpoint):
@@ -33,7 +42,12 @@ class ResourceManager(FencedRpcEndpoint):
         super().__init__(ENDPOINT_ID, fencing_token)
         self.cluster_id = config["cluster.id"]
         self.interval: float = config["heartbeat.interval"]
-        self.registry = TaskManagerRegistry(self.cluster_id)
+        self.registry = TaskManagerRegistry(self.cluster_id,
+                                            config["resourcemanager.max-taskmanagers"])
+        self.lost_retention: float = config["resourcemanager.lost-taskmanager-retention"]
+        self.max_lost: int = config["resourcemanager.max-lost-taskmanagers"]
+        self.framesize: int = config["rpc.framesize"]
+        self._snapshot_due = False
         self.slots = SlotPool()
         self.heartbeats: HeartbeatMonitor[p.SlotReport] = HeartbeatMonitor.from_config(config)
         self._loss_listeners: list[LossListener] = []
@@ -100,6 +114,7 @@ class ResourceManager(FencedRpcEndpoint):
         for resource_id in self.heartbeats.lost_targets(now):
             age = self.heartbeats.heartbeat_age(resource_id, now) or 0.0
             self._lose(resource_id, f"no heartbeat for {age:.1f} s", "heartbeat timeout")
+        self._forget_lost()
         for registration in self.registry.registered():
             self._gateway(registration).heartbeat_from_resource_manager(
                 p.ResourceManagerHeartbeat(registration.registration_id, self.fencing_token))
@@ -116,7 +131,7 @@ class ResourceManager(FencedRpcEndpoint):
               instance_id: str | None = None) -> None:
         detail = f"{cause} (detected by {detected_by})"
         registration = self.registry.mark_lost(
-            resource_id, f"TaskManager {resource_id} lost: {detail}", instance_id)
+            resource_id, f"TaskManager {resource_id} lost: {detail}", instance_id, time.time())
         if registration is None:
             return
         self.heartbeats.unmonitor(resource_id)
@@ -124,9 +139,16 @@ class ResourceManager(FencedRpcEndpoint):
         log.warning("%s", registration.lost_cause)
         self.rpc_service.publish(topics.CLUSTER_EVENTS, p.TaskManagerLost(
             resource_id, detail, detected_by, time.time()))
+        self._forget_lost()
         self._publish_snapshot()
         for listener in self._loss_listeners:
             listener(resource_id, registration.lost_cause)
+
+    def _forget_lost(self) -> None:
+        gone = self.registry.forget_lost(time.time(), self.lost_retention, self.max_lost)
+        if gone:
+            log.info("forgot %d lost TaskManager(s): %s", len(gone), ", ".join(gone[:10]))
+            self._publish_snapshot()
 
     def _disconnect(self, resource_id: str, reason: str) -> None:
         registration = self.registry.get(resource_id)
@@ -175,13 +197,15 @@ class ResourceManager(FencedRpcEndpoint):
         return self.overview()
 
     def overview(self) -> p.ClusterOverview:
+        """Every TaskManager the registry holds, as one message holds them (the slot
+        counts are of all registered ones, listed or not)."""
         infos = tuple(self._info(r) for r in self.registry.all())
         live = [info for info in infos if info.state is p.TaskManagerState.REGISTERED]
-        return p.ClusterOverview(
+        return fitted_overview(p.ClusterOverview(
             cluster_id=self.cluster_id, taskmanagers=infos,
             slots_total=sum(i.slots_total for i in live),
             slots_free=sum(i.slots_free for i in live), jobmanager_pid=os.getpid(),
-            taken_at=time.time(), fencing_token=self.fencing_token)
+            taken_at=time.time(), fencing_token=self.fencing_token), self.framesize)
 
     def _info(self, registration: Registration) -> p.TaskManagerInfo:
         age = self.heartbeats.heartbeat_age(registration.resource_id, time.monotonic())
@@ -190,5 +214,12 @@ class ResourceManager(FencedRpcEndpoint):
 
     def _publish_snapshot(self) -> None:
         """Retained, so a late observer sees the present at once; every heartbeat round
-        publishes it again so observers see the heartbeat ages move."""
+        publishes it again so observers see the heartbeat ages move. Changes within
+        ``SNAPSHOT_DELAY`` go out as one overview."""
+        if not self._snapshot_due:
+            self._snapshot_due = True
+            self.schedule(SNAPSHOT_DELAY, self._publish_snapshot_now)
+
+    def _publish_snapshot_now(self) -> None:
+        self._snapshot_due = False
         self.rpc_service.publish(topics.CLUSTER_STATE, self.overview(), retained=True)

@@ -2,7 +2,10 @@
 
 Registration follows seed 000: a TaskManager of another cluster or protocol version is
 refused; the same instance registering twice gets AlreadyRegistered; a restarted
-instance (new ``instance_id``) replaces its predecessor.
+instance (new ``instance_id``) replaces its predecessor. The book is bounded, so the
+cluster overview fits one message: at most ``max_registered`` TaskManagers at once (more
+are refused), and lost ones are forgotten after a while or beyond a count (a remote
+TaskManager without ``--id`` gets a new id on every restart, so they only pile up).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ class Registration:
     lost_cause: str = ""
     cpu_percent: float = 0.0
     memory_bytes: int = 0
+    lost_at: float = 0.0
 
     @property
     def resource_id(self) -> str:
@@ -36,8 +40,9 @@ class Registration:
 class TaskManagerRegistry:
     """Owned by the ResourceManager's main thread."""
 
-    def __init__(self, cluster_id: str) -> None:
+    def __init__(self, cluster_id: str, max_registered: int | None = None) -> None:
         self.cluster_id = cluster_id
+        self.max_registered = max_registered
         self._registrations: dict[str, Registration] = {}
 
     def register(self, request: p.RegisterTaskManager,
@@ -58,6 +63,11 @@ class TaskManagerRegistry:
         if request.protocol_version != p.PROTOCOL_VERSION:
             return (f"incompatible protocol version {request.protocol_version}: this "
                     f"JobManager speaks {p.PROTOCOL_VERSION}")
+        current = self._registrations.get(request.resource_id)
+        if self.max_registered is not None and not (current and current.is_registered) \
+                and len(self.registered()) >= self.max_registered:
+            return (f"too many TaskManagers: this cluster has {self.max_registered} "
+                    f"registered, the most resourcemanager.max-taskmanagers allows")
         return None
 
     def get(self, resource_id: str) -> Registration | None:
@@ -77,8 +87,8 @@ class TaskManagerRegistry:
         registration.memory_bytes = heartbeat.memory_bytes
         return True
 
-    def mark_lost(self, resource_id: str, cause: str,
-                  instance_id: str | None = None) -> Registration | None:
+    def mark_lost(self, resource_id: str, cause: str, instance_id: str | None = None,
+                  now: float = 0.0) -> Registration | None:
         """Mark a TaskManager lost (its slots leave the pool); None if it was not live."""
         registration = self._registrations.get(resource_id)
         if registration is None or not registration.is_registered:
@@ -87,7 +97,21 @@ class TaskManagerRegistry:
             return None  # the will of an instance that was already replaced
         registration.state = p.TaskManagerState.LOST
         registration.lost_cause = cause
+        registration.lost_at = now
         return registration
+
+    def forget_lost(self, now: float, retention: float, keep: int) -> list[str]:
+        """Forget lost TaskManagers lost more than ``retention`` seconds ago, and the
+        longest lost beyond the ``keep`` most recent; their ids, longest lost first. A
+        forgotten one that comes back registers as new."""
+        lost = sorted((r for r in self._registrations.values() if not r.is_registered),
+                      key=lambda r: r.lost_at)
+        excess = max(0, len(lost) - keep)
+        gone = [r.resource_id for index, r in enumerate(lost)
+                if index < excess or now - r.lost_at > retention]
+        for resource_id in gone:
+            del self._registrations[resource_id]
+        return gone
 
     def info(self, registration: Registration, heartbeat_age: float | None,
              slots_free: int) -> p.TaskManagerInfo:

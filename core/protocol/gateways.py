@@ -73,8 +73,9 @@ class DispatcherGateway(Gateway):
     def request_artifact_chunk(self, msg: p.RequestArtifactChunk) -> Future[p.ArtifactChunk]:
         return self.ask(msg)
 
-    def request_job_list(self, timeout: float | None = None) -> Future[p.JobList]:
-        return self.ask(p.RequestJobList(), timeout)
+    def request_job_list(self, offset: int = 0, limit: int = 0,
+                         timeout: float | None = None) -> Future[p.JobList]:
+        return self.ask(p.RequestJobList(offset, limit), timeout)
 
     def cancel_job(self, job_id: str) -> Future[p.JobSummary]:
         return self.ask(p.CancelJob(job_id))

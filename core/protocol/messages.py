@@ -201,6 +201,7 @@ class ClusterOverview:
     jobmanager_pid: int
     taken_at: float
     fencing_token: str = ""
+    taskmanagers_left_out: int = 0  # not listed: the overview would not fit rpc.framesize
 
 
 @message
@@ -303,13 +304,25 @@ class JobSummary:
 @message
 @dataclass(frozen=True)
 class RequestJobList:
-    pass
+    """Client -> Dispatcher: one page of the job list, newest first. ``limit`` 0 (or one
+    too large) asks for as many as fit one message; the answer may hold fewer."""
+
+    offset: int = 0
+    limit: int = 0
 
 
 @message
 @dataclass(frozen=True)
 class JobList:
+    """A page of the job list, newest first: ``jobs`` starts at ``offset`` of ``total``.
+
+    The retained ``state/joblist`` holds a window instead (every running job, then the
+    newest ended ones), bounded so it always fits ``rpc.framesize``; ``total`` says how
+    many jobs the store holds in all (0 from a sender that does not say)."""
+
     jobs: tuple[JobSummary, ...]
+    total: int = 0
+    offset: int = 0
 
 
 @message

@@ -47,6 +47,10 @@ class LocalBus:
         for service, callback in receivers:
             callback(topic, service.decode_event(data))
 
+    def clear_retained(self, topic: str) -> None:
+        with self._lock:
+            self._retained.pop(topic, None)
+
     def unsubscribe(self, topic_filter: str, callback: EventCallback) -> None:
         with self._lock:
             self._subscriptions = [s for s in self._subscriptions
@@ -86,6 +90,9 @@ class LocalRpcService(RpcService):
 
     def unsubscribe(self, topic_filter: str, callback: EventCallback) -> None:
         self.bus.unsubscribe(topic_filter, callback)
+
+    def clear_retained(self, topic: str) -> None:
+        self.bus.clear_retained(topic)
 
     def close(self) -> None:
         super().close()

@@ -190,6 +190,10 @@ class RpcService(ABC):
     def forget_retained(self, topic: str) -> None:
         """Stop publishing ``topic`` again after a reconnect; the broker keeps it."""
 
+    @abstractmethod
+    def clear_retained(self, topic: str) -> None:
+        """Delete the retained state of ``topic``, here and on the broker."""
+
     # -- transport ------------------------------------------------------------------------
 
     @abstractmethod

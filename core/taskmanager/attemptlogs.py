@@ -3,17 +3,31 @@
 A task runs on its own slot thread named after its attempt, so every record logged on
 that thread belongs to that attempt. The lines go to the attempt's own file and to a
 small ring buffer, whose tail becomes the log excerpt of a failure record.
+
+Both are bounded, as a TaskManager may run for months: an attempt's log keeps its first
+half of ``taskmanager.attempt-log.max-size`` in ``<attempt>.log``, then only its latest
+lines, in ``<attempt>.log.end`` rotated to ``.end.1`` (the start says what the task set
+out to do, the end why it stopped); at most ``taskmanager.attempt-log.max-files`` attempt
+logs are kept in the folder, the oldest deleted when a new attempt starts; and the ring
+buffers of only the latest ``TAILS_KEPT`` attempts stay in memory.
 """
 
 from __future__ import annotations
 
 import collections
 import logging
+import os
 import threading
 from pathlib import Path
 
+from clusterdeck.core.config.settings import Config
+
 THREAD_PREFIX = "task:"
 EXCERPT_LINES = 40
+TAILS_KEPT = 256  # a TaskManager runs its slots' attempts at once; excerpts are read at once
+DEFAULT_MAX_BYTES = 2 * 1024 * 1024
+DEFAULT_MAX_FILES = 1000
+END = ".end"  # after an attempt's ``.log``: the file of its latest lines once it is long
 
 
 def thread_name(attempt_id: str) -> str:
@@ -25,14 +39,25 @@ def safe_name(attempt_id: str) -> str:
 
 
 class AttemptLogHandler(logging.Handler):
-    """Installed once per TaskManager process on the root logger."""
+    """Installed once per TaskManager process on the root logger. Several TaskManagers of
+    one machine share the folder; each bounds what it writes and prunes what is oldest."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, max_bytes: int = DEFAULT_MAX_BYTES,
+                 max_files: int = DEFAULT_MAX_FILES) -> None:
         super().__init__()
         self.folder = folder
+        self.max_bytes = max_bytes
+        self.max_files = max_files
         self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        self._tails: dict[str, collections.deque[str]] = {}
+        self._tails: collections.OrderedDict[str, collections.deque[str]] = \
+            collections.OrderedDict()
+        self._files: collections.OrderedDict[str, _AttemptFile] = collections.OrderedDict()
         self._guard = threading.Lock()  # records arrive on every slot thread at once
+
+    @classmethod
+    def from_config(cls, folder: Path, config: Config) -> AttemptLogHandler:
+        return cls(folder, config["taskmanager.attempt-log.max-size"],
+                   config["taskmanager.attempt-log.max-files"])
 
     def emit(self, record: logging.LogRecord) -> None:
         if not record.threadName or not record.threadName.startswith(THREAD_PREFIX):
@@ -41,11 +66,13 @@ class AttemptLogHandler(logging.Handler):
 
     def write(self, attempt_id: str, line: str) -> None:
         with self._guard:
-            tail = self._tails.setdefault(attempt_id, collections.deque(maxlen=EXCERPT_LINES))
+            tail = self._tails.get(attempt_id)
+            if tail is None:
+                tail = self._tails[attempt_id] = collections.deque(maxlen=EXCERPT_LINES)
+                while len(self._tails) > TAILS_KEPT:
+                    self._tails.popitem(last=False)
             tail.append(line)
-            self.folder.mkdir(parents=True, exist_ok=True)
-            with open(self.folder / f"{safe_name(attempt_id)}.log", "a", encoding="utf-8") as f:
-                f.write(line + "\n")
+            self._file(attempt_id).write(line + "\n")
 
     def excerpt(self, attempt_id: str) -> tuple[str, ...]:
         with self._guard:
@@ -54,3 +81,79 @@ class AttemptLogHandler(logging.Handler):
     def forget(self, attempt_id: str) -> None:
         with self._guard:
             self._tails.pop(attempt_id, None)
+            self._files.pop(attempt_id, None)
+
+    def _file(self, attempt_id: str) -> _AttemptFile:
+        """The attempt's file; a new attempt first makes room for its log in the folder."""
+        known = self._files.get(attempt_id)
+        if known is not None:
+            self._files.move_to_end(attempt_id)
+            return known
+        self.folder.mkdir(parents=True, exist_ok=True)
+        name = safe_name(attempt_id)
+        if not (self.folder / f"{name}.log").exists():
+            self._prune()
+        opened = self._files[attempt_id] = _AttemptFile(self.folder, name, self.max_bytes)
+        while len(self._files) > TAILS_KEPT:
+            self._files.popitem(last=False)
+        return opened
+
+    def _prune(self) -> None:
+        """Delete the oldest attempt logs (by last write) so that a new one makes at most
+        ``max_files``; never one this process is writing."""
+        active = {safe_name(attempt_id) for attempt_id in self._files}
+        logs = []
+        for entry in os.scandir(self.folder):
+            stem = entry.name[:-len(".log")]
+            if entry.name.endswith(".log") and stem not in active:
+                try:
+                    logs.append((entry.stat().st_mtime, stem))
+                except FileNotFoundError:
+                    continue  # another TaskManager of this machine pruned it meanwhile
+        excess = len(logs) + len(active) + 1 - self.max_files
+        for _, stem in sorted(logs)[:max(0, excess)]:
+            for suffix in (".log", f".log{END}", f".log{END}.1"):
+                (self.folder / f"{stem}{suffix}").unlink(missing_ok=True)
+
+
+class _AttemptFile:
+    """One attempt's log on disk: its head, then its end in two files that take turns."""
+
+    def __init__(self, folder: Path, name: str, max_bytes: int) -> None:
+        self.head = folder / f"{name}.log"
+        self.end = folder / f"{name}.log{END}"
+        self.head_budget = max_bytes // 2
+        self.end_budget = max(1, max_bytes // 4)  # per end file; two of them
+        self.head_bytes = _size(self.head)
+        self.end_bytes = _size(self.end)
+        self.cut = self.end.exists()
+
+    def write(self, text: str) -> None:
+        data = text.encode("utf-8", errors="replace")
+        if not self.cut and self.head_bytes + len(data) <= self.head_budget:
+            self.head_bytes += _append(self.head, data)
+            return
+        if not self.cut:
+            self.cut = True
+            _append(self.head, (f"[... the log goes on past taskmanager.attempt-log.max-size "
+                                f"/ 2: its latest lines are in {self.end.name} and "
+                                f"{self.end.name}.1]\n").encode())
+        if self.end_bytes and self.end_bytes + len(data) > self.end_budget:
+            os.replace(self.end, self.end.with_name(self.end.name + ".1"))
+            self.end_bytes = 0
+        if len(data) > self.end_budget:  # one line longer than the whole end: its end
+            data = b"[...]" + data[-max(1, self.end_budget - 5):]
+        self.end_bytes += _append(self.end, data)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _append(path: Path, data: bytes) -> int:
+    with open(path, "ab") as f:
+        f.write(data)
+    return len(data)

@@ -1,7 +1,9 @@
 """The job list: every job of the cluster, its status, progress and duration.
 
-Rows come from the retained ``JobList`` the Dispatcher publishes (every job it knows,
-also those that ended before the window opened); a running job's snapshot and its result
+Rows come from the retained ``JobList`` the Dispatcher publishes: every running job and
+the newest ended ones (``jobmanager.job-list.retained``; also those that ended before the
+window opened), with the number of all jobs, which the dock shows as "N of M jobs"; an
+ended job the list no longer holds leaves the table. A running job's snapshot and its result
 refresh its row in between (snapshots arrive up to ten times a second, the list only on a
 status change or a finished subtask). Newest jobs are on top. A one-second timer moves
 the duration of running jobs on. The Progress column draws a progress bar (a delegate)
@@ -88,10 +90,13 @@ class JobListModel(FixedColumnsModel):
     """One row per job, newest first. GUI thread only."""
 
     column_titles = COLUMNS
+    counted = Signal(int, int)
+    """(rows shown, jobs the cluster has) after each job list."""
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
         self._rows: list[JobRow] = []
+        self.total = 0  # jobs the cluster has, as its latest job list said
         self._timer = QTimer(self)
         self._timer.timeout.connect(self._tick)
         self._timer.start(1000)
@@ -99,10 +104,21 @@ class JobListModel(FixedColumnsModel):
     # -- what the bridge says -----------------------------------------------------------------
 
     def set_job_list(self, jobs: p.JobList) -> None:
+        """The list is the cluster's window of jobs: an ended job it does not hold (deleted
+        by retention, or pushed out by newer ones) leaves the table; a running one stays,
+        as its snapshot may come before the list names it."""
         for summary in sorted(jobs.jobs, key=lambda s: s.submitted_at):
             self._put(JobRow(summary.job_id, summary.name, summary.kind, summary.status,
                              summary.submitted_at, summary.finished, summary.total,
                              summary.duration), prefer_known_progress=True)
+        listed = {summary.job_id for summary in jobs.jobs}
+        for index in reversed(range(len(self._rows))):
+            if self._rows[index].ended and self._rows[index].job_id not in listed:
+                self.beginRemoveRows(QModelIndex(), index, index)
+                del self._rows[index]
+                self.endRemoveRows()
+        self.total = max(jobs.total, len(self._rows))
+        self.counted.emit(len(self._rows), self.total)
 
     def set_snapshot(self, job_id: str, snapshot: JobGraphSnapshot) -> None:
         known = self.row(job_id)
@@ -123,7 +139,9 @@ class JobListModel(FixedColumnsModel):
     def clear(self) -> None:
         self.beginResetModel()
         self._rows = []
+        self.total = 0
         self.endResetModel()
+        self.counted.emit(0, 0)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -257,6 +275,9 @@ class JobListView(QWidget):
             button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
             buttons.addWidget(button)
         buttons.addStretch(1)
+        self.count = QLabel()
+        self.count.setStyleSheet("QLabel { color: #5b6470; }")
+        buttons.addWidget(self.count)
         self._stack = QStackedLayout()
         self._stack.addWidget(self.hint)
         self._stack.addWidget(self.table)
@@ -266,6 +287,7 @@ class JobListView(QWidget):
         layout.addLayout(self._stack, 1)
         model.rowsInserted.connect(self._show_table)
         model.modelReset.connect(self._show_table)
+        model.counted.connect(self._show_count)
         self.table.selectionModel().currentRowChanged.connect(self._on_current)
 
     @property
@@ -278,6 +300,14 @@ class JobListView(QWidget):
         row = self.model.row_of(job_id)
         if row >= 0 and self.selected_job != job_id:
             self.table.selectRow(row)
+
+    def _show_count(self, shown: int, total: int) -> None:
+        if not total:
+            self.count.clear()
+        elif shown < total:
+            self.count.setText(f"{shown} of {total} jobs")
+        else:
+            self.count.setText(f"{total} job{'s' if total != 1 else ''}")
 
     def _show_table(self, *_: Any) -> None:
         self._stack.setCurrentIndex(1 if self.model.rowCount() else 0)

@@ -1,0 +1,60 @@
+"""Attempt logs stay bounded: each keeps its start and its latest lines; few files are kept."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from clusterdeck.core.taskmanager.attemptlogs import TAILS_KEPT, AttemptLogHandler
+
+
+def size_of_attempt(folder: Path, stem: str) -> int:
+    return sum(path.stat().st_size for path in folder.glob(f"{stem}.log*"))
+
+
+def test_a_short_log_is_one_whole_file(tmp_path: Path) -> None:
+    logs = AttemptLogHandler(tmp_path, max_bytes=10_000)
+    for i in range(10):
+        logs.write("job/v#0/a0", f"line {i}")
+    assert (tmp_path / "job_v-0_a0.log").read_text().splitlines() == \
+        [f"line {i}" for i in range(10)]
+    assert not (tmp_path / "job_v-0_a0.log.end").exists()
+
+
+def test_a_long_log_keeps_its_start_and_its_latest_lines_within_max_size(tmp_path: Path) -> None:
+    logs = AttemptLogHandler(tmp_path, max_bytes=4000)
+    for i in range(5000):
+        logs.write("job/v#0/a0", f"line {i:05d}")
+    head = (tmp_path / "job_v-0_a0.log").read_text().splitlines()
+    end = (tmp_path / "job_v-0_a0.log.end").read_text().splitlines()
+    assert head[0] == "line 00000"
+    assert "job_v-0_a0.log.end" in head[-1]
+    assert end[-1] == "line 04999"
+    assert (tmp_path / "job_v-0_a0.log.end.1").exists()
+    assert size_of_attempt(tmp_path, "job_v-0_a0") <= 4000 + len(head[-1]) + 1
+
+
+def test_one_huge_line_is_cut_to_its_end(tmp_path: Path) -> None:
+    logs = AttemptLogHandler(tmp_path, max_bytes=4000)
+    logs.write("job/v#0/a0", "x" * 100_000 + "THE END")
+    assert size_of_attempt(tmp_path, "job_v-0_a0") < 4000
+    assert (tmp_path / "job_v-0_a0.log.end").read_text().endswith("THE END\n")
+
+
+def test_the_oldest_attempt_logs_are_deleted_beyond_max_files(tmp_path: Path) -> None:
+    logs = AttemptLogHandler(tmp_path, max_files=5)
+    for i in range(20):
+        logs.write(f"job/v#{i}/a0", "started")
+        logs.forget(f"job/v#{i}/a0")
+        os.utime(tmp_path / f"job_v-{i}_a0.log", (1000.0 + i, 1000.0 + i))
+    assert sorted(p.name for p in tmp_path.iterdir()) == \
+        sorted(f"job_v-{i}_a0.log" for i in range(15, 20))
+
+
+def test_only_the_latest_attempts_excerpts_stay_in_memory(tmp_path: Path) -> None:
+    logs = AttemptLogHandler(tmp_path)
+    for i in range(TAILS_KEPT + 50):
+        logs.write(f"job/v#{i}/a0", "line")
+    assert logs.excerpt("job/v#0/a0") == ()
+    assert logs.excerpt(f"job/v#{TAILS_KEPT + 49}/a0") == ("line",)
+    assert len(logs._tails) == TAILS_KEPT and len(logs._files) == TAILS_KEPT
