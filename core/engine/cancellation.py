@@ -7,8 +7,10 @@ attempt, so it starts no further Spark job: ``cancelJobGroup`` alone only stops 
 jobs that are active at that moment.
 
 The job group is a thread-local property of the SparkContext (PySpark pins each Python
-thread to a JVM thread), so ``attempt_scope`` is entered on the attempt's slot thread;
-``cancel_subtask`` is called from any thread (the TaskExecutor's main thread).
+thread to a JVM thread), so ``attempt_scope`` is entered on the attempt's slot thread.
+``cancel_subtask`` may be called from any thread but an endpoint's main thread: it is a
+Py4J call, which blocks for as long as the JVM does not answer (a TaskManager's task
+calls it on a thread of its own).
 """
 
 from __future__ import annotations

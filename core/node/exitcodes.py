@@ -10,4 +10,5 @@ REFUSED = 6          # a TaskManager's registration was refused (wrong cluster, 
 UNHEALTHY = 7        # a TaskManager could not stop a stuck task and exits to be restarted
 NO_DISPLAY = 8       # `gui`: no display, or Qt's platform plugin lacks a library
 LOCKED = 9           # the cluster already runs: another supervisor or JobManager holds its lock
+SPARK_LOST = 10      # a TaskManager's Spark JVM died and Spark could not start again
 CLOSED_PIPE = 141    # stdout was closed early (`| head`): quiet, as a shell's SIGPIPE exit

@@ -1,4 +1,5 @@
-"""The TaskManager's one SparkSession: started once, shared by every slot thread."""
+"""The TaskManager's one SparkSession: started once, shared by every slot thread, and
+started again in the same process when its JVM dies (``sparkhealth``)."""
 
 from __future__ import annotations
 
@@ -39,3 +40,33 @@ def start_spark(config: Config, resource_id: str, scratch: Path) -> Any:
     session.sparkContext.setLogLevel("WARN")
     log.info("SparkSession started (master %s, Spark %s)", master, session.version)
     return session
+
+
+def restart_spark(dead: Any, config: Config, resource_id: str, scratch: Path) -> Any:
+    """Blocking (seconds), on a worker thread: a new SparkSession in place of ``dead``, whose
+    JVM has died. PySpark keeps its gateway, JVM view, active context and sessions in class
+    attributes and would hand the dead ones back, so they are forgotten first; the dead
+    session's own threads (its accumulator server, Py4J's callback server) are stopped."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession, SQLContext
+
+    context = dead.sparkContext
+    server = getattr(context, "_accumulatorServer", None)
+    if server is not None:
+        server.shutdown()
+        server.server_close()
+    with SparkContext._lock:
+        gateway = SparkContext._gateway
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        SparkContext._active_spark_context = None
+        context._jsc = None  # SparkContext.stop() would call the dead JVM through it
+    if gateway is not None:
+        # Its shutdown command meets closed sockets at once (logged, not raised); what
+        # it frees is this process's: the connections and the callback server's thread.
+        gateway.shutdown()
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+    SQLContext._instantiatedContext = None
+    log.info("forgot the dead SparkSession; starting a new one")
+    return start_spark(config, resource_id, scratch)

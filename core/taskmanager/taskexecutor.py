@@ -44,7 +44,8 @@ from clusterdeck.core.taskmanager.artifacts import load_artifact
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
 from clusterdeck.core.taskmanager.runner import run_task
 from clusterdeck.core.taskmanager.slots import SlotTable
-from clusterdeck.core.taskmanager.spark import start_spark
+from clusterdeck.core.taskmanager.spark import restart_spark, start_spark
+from clusterdeck.core.taskmanager.sparkhealth import SparkJvm
 from clusterdeck.core.taskmanager.tasks import Task, TaskOutcome
 
 STUCK_GRACE = 10.0  # seconds from cancel to interrupt to giving up on the process
@@ -78,6 +79,7 @@ class TaskExecutor(RpcEndpoint):
         self.tasks: dict[str, Task] = {}
         self._jobs: dict[str, Future[LoadedJob]] = {}
         self._spark: Future[Any] | None = None
+        self._spark_jvm: SparkJvm | None = None  # the JVM of the started session, watched
         cluster_id = config["cluster.id"]
         self.scratch = paths.cluster_dir(cluster_id) / "taskmanagers" / resource_id
         self.attempt_logs = AttemptLogHandler(paths.cluster_log_dir(cluster_id) / "attempts")
@@ -105,13 +107,70 @@ class TaskExecutor(RpcEndpoint):
         logging.getLogger().removeHandler(self.attempt_logs)
 
     def _slot_report(self) -> p.SlotReport:
-        return self.slots.report(spark_ready=self._spark is not None and self._spark.done())
+        """Spark is ready once started without error; while it starts again after its JVM
+        died it is not, so the ResourceManager prefers other TaskManagers' slots."""
+        spark = self._spark
+        return self.slots.report(spark_ready=spark is not None and spark.done()
+                                 and spark.exception() is None)
 
     def spark(self) -> Future[Any]:
+        """Main thread: the SparkSession, started on a worker at the first call. A JVM that
+        died is noticed here too, so a deployment never gets the dead session."""
+        self._check_spark()
         if self._spark is None:
-            self._spark = self.run_in_worker(start_spark, self.config, self.resource_id,
-                                             self.scratch, name="spark-start")
+            self._spark = self._start_spark()
         return self._spark
+
+    def _start_spark(self, dead: Any = None) -> Future[Any]:
+        """A SparkSession started on a worker; in place of the ``dead`` one if given."""
+        if dead is None:
+            future = self.run_in_worker(start_spark, self.config, self.resource_id,
+                                        self.scratch, name="spark-start")
+        else:
+            future = self.run_in_worker(restart_spark, dead, self.config, self.resource_id,
+                                        self.scratch, name="spark-restart")
+        restart = dead is not None
+        self.on_main_thread(future, lambda session, error: self._spark_started(
+            future, restart, session, error))
+        return future
+
+    def _spark_started(self, future: Future[Any], restart: bool, session: Any,
+                       error: BaseException | None) -> None:
+        """Main thread: watch the new session's JVM. The attempts waiting for a Spark that
+        failed to start fail with its error; a first start that failed is tried again at the
+        next deployment, so one bad start does not fail every later attempt. A Spark that
+        cannot start again after its JVM died leaves this process in doubt: it exits, and
+        its supervisor starts a fresh TaskManager."""
+        if future is not self._spark:
+            return
+        if error is None:
+            self._spark_jvm = SparkJvm.of(session)
+            if self._spark_jvm is None:
+                log.warning("Spark's JVM is not a child of this process: its health is not "
+                            "watched")
+        elif not restart:
+            log.error("Spark did not start (%s); trying again at the next deployment", error)
+            self._spark = None
+        else:
+            log.critical("Spark could not start again after its JVM died (%s): this "
+                         "TaskManager exits so that its supervisor restarts it", error)
+            self.schedule(1.0, os._exit, exitcodes.SPARK_LOST)
+
+    def _check_spark(self) -> None:
+        """Main thread, each heartbeat round and deployment: a Spark JVM that died fails the
+        running attempts with that cause, and a new SparkSession starts on a worker. One
+        non-blocking waitpid, no Py4J call."""
+        jvm = self._spark_jvm
+        ended = jvm.exit() if jvm is not None else None
+        if ended is None:
+            return
+        self._spark_jvm = None
+        log.error("%s; failing %d running attempt(s) and starting Spark again", ended,
+                  len(self.tasks))
+        for task in self.tasks.values():
+            task.fail(ended.failure(log_excerpt=self.attempt_logs.excerpt(task.attempt_id)))
+        assert self._spark is not None  # a JVM is watched only once its session started
+        self._spark = self._start_spark(dead=self._spark.result())
 
     @property
     def is_registered(self) -> bool:
@@ -213,6 +272,7 @@ class TaskExecutor(RpcEndpoint):
         self._register()
 
     def _heartbeat_round(self) -> None:
+        self._check_spark()
         now = time.monotonic()
         if self._leader_heartbeats.lost_targets(now):
             log.warning("the ResourceManager stopped answering heartbeats; registering again")
@@ -345,10 +405,9 @@ class TaskExecutor(RpcEndpoint):
         timeout = task.deployment.task_timeout
         log.warning("attempt %s exceeded its timeout of %g s: cancelling", task.attempt_id,
                     timeout)
-        task.failure = TaskFailure("TaskTimeoutError",
-                                   f"the task ran longer than its timeout of {timeout:g} s",
-                                   log_excerpt=self.attempt_logs.excerpt(task.attempt_id))
-        task.cancel()
+        task.fail(TaskFailure("TaskTimeoutError",
+                              f"the task ran longer than its timeout of {timeout:g} s",
+                              log_excerpt=self.attempt_logs.excerpt(task.attempt_id)))
         self.schedule(STUCK_GRACE / 2, self._task_still_stuck, task, "interrupt")
 
     def _task_still_stuck(self, task: Task, step: str) -> None:

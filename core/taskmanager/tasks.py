@@ -24,6 +24,11 @@ from clusterdeck.core.protocol.failures import TaskFailure
 from clusterdeck.core.protocol.jobgraph import InputSplit
 from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler, thread_name
+from clusterdeck.core.taskmanager.sparkhealth import (
+    LOST_JVM_GRACE,
+    SparkJvm,
+    looks_like_lost_jvm,
+)
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +61,9 @@ class Task:
         self._logs = logs
         self._on_done = on_done
         self.canceled = threading.Event()
-        self.failure: TaskFailure | None = None  # set when the TaskExecutor fails it (timeout)
+        # Set when the TaskExecutor fails it (a timeout, a dead Spark JVM): the cause to
+        # report, whatever the slot thread then raises.
+        self.failure: TaskFailure | None = None
         self._thread = threading.Thread(target=self._run, name=thread_name(self.attempt_id),
                                         daemon=True)
 
@@ -64,13 +71,30 @@ class Task:
         self._thread.start()
 
     def cancel(self) -> None:
-        """Called on the TaskExecutor's main thread: stop the Spark work of this attempt."""
+        """Called on the TaskExecutor's main thread: stop the Spark work of this attempt.
+
+        Cancelling Spark jobs is a Py4J call, which blocks for as long as the JVM does not
+        answer, so it runs on a thread of its own and the main thread never waits."""
         self.canceled.set()
         if self._spark.done() and self._spark.exception() is None:
-            try:  # also keeps the attempt from starting new Spark jobs
-                cancel_subtask(self._spark.result(), self.attempt_id)
-            except Exception:  # a stopping JVM: the task thread ends anyway
-                log.exception("cancelling the Spark jobs of %s", self.attempt_id)
+            threading.Thread(target=self._cancel_spark_jobs, args=(self._spark.result(),),
+                             name=f"cancel:{self.attempt_id}", daemon=True).start()
+
+    def fail(self, failure: TaskFailure) -> None:
+        """Main thread: end the attempt with ``failure`` as its cause, whatever its thread
+        raises once its Spark work stops; a cause given earlier stays."""
+        if self.failure is None:
+            self.failure = failure
+        self.cancel()
+
+    def _cancel_spark_jobs(self, spark: Any) -> None:
+        jvm = SparkJvm.of(spark)
+        if jvm is not None and jvm.exit() is not None:
+            return  # the attempt's Spark jobs died with the JVM; there is nothing to ask
+        try:  # also keeps the attempt from starting new Spark jobs
+            cancel_subtask(spark, self.attempt_id)
+        except Exception:  # a stopping JVM: the task thread ends anyway
+            log.exception("cancelling the Spark jobs of %s", self.attempt_id)
 
     def splits(self) -> Iterator[InputSplit]:
         """The source's input splits, pulled one at a time from the JobMaster."""
@@ -112,15 +136,35 @@ class Task:
         return self._thread.is_alive()
 
     def _failed(self, error: BaseException) -> TaskOutcome:
-        if self.failure is not None:
-            return TaskOutcome(ExecutionState.FAILED, failure=self.failure)
+        text = getattr(error, "traceback_text", "") or "".join(
+            traceback.format_exception(error))
+        jvm_died = self._spark_died(error, text)
+        # Read after the JVM check: the TaskExecutor may have failed this attempt meanwhile,
+        # and its cause is the first one given.
+        failure = self.failure or jvm_died
+        if failure is not None:
+            return TaskOutcome(ExecutionState.FAILED, failure=failure)
         if self.canceled.is_set():
             log.info("attempt %s canceled", self.attempt_id)
             return TaskOutcome(ExecutionState.CANCELED)
-        text = getattr(error, "traceback_text", "") or "".join(
-            traceback.format_exception(error))
         log.error("attempt %s failed: %s: %s", self.attempt_id, type(error).__name__, error)
         user_type = getattr(error, "exception_type", type(error).__name__)
         return TaskOutcome(ExecutionState.FAILED, failure=TaskFailure(
             user_type, getattr(error, "user_message", str(error)), text,
             self._logs.excerpt(self.attempt_id)))
+
+    def _spark_died(self, error: BaseException, text: str) -> TaskFailure | None:
+        """Slot thread: the failure "the Spark JVM died" when the attempt failed because it
+        did, so the cause reported is the JVM and not only a Py4J connection error. The
+        JVM's sockets close a moment before it can be seen dead: after a lost connection
+        the thread waits for that up to ``LOST_JVM_GRACE``."""
+        if not self._spark.done() or self._spark.exception() is not None:
+            return None
+        jvm = SparkJvm.of(self._spark.result())
+        if jvm is None:
+            return None
+        ended = jvm.wait_for_exit(LOST_JVM_GRACE if looks_like_lost_jvm(error) else 0.0)
+        if ended is None:
+            return None
+        log.error("attempt %s failed: %s", self.attempt_id, ended)
+        return ended.failure(text, self._logs.excerpt(self.attempt_id))
