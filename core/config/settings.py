@@ -138,6 +138,9 @@ OPTIONS: tuple[Option, ...] = (
            "auto: Mosquitto when installed, amqtt otherwise; external: broker.url."),
     Option("broker.host", text, "127.0.0.1", "Address the cluster's broker listens on."),
     Option("broker.port", port, 0, "Port of the cluster's broker; 0 picks a free one."),
+    Option("broker.reconnect-timeout", duration, 60.0, "A JobManager or TaskManager "
+           "whose broker connection stays broken this long exits (code 11), so that its "
+           "supervisor starts it again instead of it serving no one; 0 waits for ever."),
     Option("broker.url", text, "", "mqtt://[user:password@]host:port of an external broker."),
     Option("broker.max-queued-messages", positive_int, 100_000, "Per-client queue of QoS 1 "
            "messages in Mosquitto, set high on purpose: past it, messages are dropped."),

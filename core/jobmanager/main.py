@@ -14,7 +14,7 @@ from clusterdeck.core.config.settings import Config
 from clusterdeck.core.jobmanager.dispatcher import Dispatcher
 from clusterdeck.core.jobmanager.jobstore import JobStore
 from clusterdeck.core.jobmanager.resourcemanager import ResourceManager
-from clusterdeck.core.node import clusterlock
+from clusterdeck.core.node import clusterlock, exitcodes
 from clusterdeck.core.node.service import (
     broker_address,
     connect_service,
@@ -59,7 +59,7 @@ def _lead(config: Config, broker_url: str | None, cluster_dir: Path) -> int:
         host=socket.gethostname(), started_at=time.time()), retained=True)
     log.info("JobManager of cluster %s is leading (pid %d)", config["cluster.id"], os.getpid())
     try:
-        wait_for_termination()
+        disconnected = wait_for_termination(service, config["broker.reconnect-timeout"])
     finally:
         service.close()
-    return 0
+    return exitcodes.DISCONNECTED if disconnected else 0

@@ -11,4 +11,5 @@ UNHEALTHY = 7        # a TaskManager could not stop a stuck task and exits to be
 NO_DISPLAY = 8       # `gui`: no display, or Qt's platform plugin lacks a library
 LOCKED = 9           # the cluster already runs: another supervisor or JobManager holds its lock
 SPARK_LOST = 10      # a TaskManager's Spark JVM died and Spark could not start again
+DISCONNECTED = 11    # the broker connection stayed broken past broker.reconnect-timeout
 CLOSED_PIPE = 141    # stdout was closed early (`| head`): quiet, as a shell's SIGPIPE exit

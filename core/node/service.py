@@ -68,13 +68,27 @@ def connect_service(config: Config, role: str, service_id: str, address: BrokerA
             time.sleep(0.2)
 
 
-def wait_for_termination() -> None:
-    """Block the main thread until SIGTERM or SIGINT."""
+def wait_for_termination(service: MqttRpcService | None = None,
+                         reconnect_timeout: float = 0.0) -> bool:
+    """Block the main thread until SIGTERM or SIGINT, or until ``service``'s broker
+    connection has stayed broken for ``reconnect_timeout`` seconds (0: never); True then.
+    A process that serves no one would otherwise look alive to its supervisor."""
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    while not stop.wait(1.0):
-        pass
+    broken_since: float | None = None
+    while not stop.wait(0.5):
+        if service is None or reconnect_timeout <= 0 or service.is_serving:
+            broken_since = None
+            continue
+        now = time.monotonic()
+        broken_since = broken_since or now
+        if now - broken_since >= reconnect_timeout:
+            log.critical("the broker connection stayed broken for %.0f s "
+                         "(broker.reconnect-timeout): exiting to be started again",
+                         now - broken_since)
+            return True
+    return False
 
 
 def run_dir(cluster_id: str) -> Path:

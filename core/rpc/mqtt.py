@@ -98,6 +98,13 @@ class MqttRpcService(RpcService):
     def is_connected(self) -> bool:
         return self._client.is_connected()
 
+    @property
+    def is_serving(self) -> bool:
+        """Connected, with paho's network thread alive: that thread ends for good if
+        anything escapes a callback, and the process would then hear nothing."""
+        thread = getattr(self._client, "_thread", None)
+        return self._client.is_connected() and thread is not None and thread.is_alive()
+
     def _on_connect(self, client: mqtt.Client, userdata: Any, flags: Any,
                     reason: Any, properties: Any = None) -> None:
         """paho's network thread; guarded like ``_on_message``."""

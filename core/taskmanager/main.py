@@ -40,9 +40,11 @@ def run_taskmanager(config: Config, resource_id: str | None = None,
     service.start_endpoint(executor)
     log.info("TaskManager %s started with %d slots", resource_id, config["taskmanager.slots"])
     try:
-        wait_for_termination()
+        disconnected = wait_for_termination(service, config["broker.reconnect-timeout"])
     finally:
         service.close()
+    if disconnected:
+        return exitcodes.DISCONNECTED
     if refusal:
         log.error("the JobManager refused this TaskManager: %s", refusal[0])
         return exitcodes.REFUSED
