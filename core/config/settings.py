@@ -162,6 +162,9 @@ OPTIONS: tuple[Option, ...] = (
            "lazy: at its first task."),
     Option("job.split-size", size, 64 * 1024 * 1024, "Files larger than this are read as "
            "byte-range input splits of this size, cut at line boundaries."),
+    Option("jobmanager.cancel-timeout", duration, 30.0, "A cancelled attempt whose "
+           "TaskManager has not confirmed the cancel within this long is taken as CANCELED, "
+           "so a cancel always ends."),
     Option("jobmanager.max-parallelism", positive_int, 10_000, "Widest vertex a job may "
            "have; a submission with a wider one is refused."),
     Option("jobmanager.job-list.retained", positive_int, 100, "Jobs the retained "

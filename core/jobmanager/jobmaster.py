@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import socket
 import time
+import traceback
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -21,7 +22,7 @@ from clusterdeck.core.config.settings import Config
 from clusterdeck.core.engine.inputsplits import plan_splits
 from clusterdeck.core.engine.sinks import initialize_sinks
 from clusterdeck.core.executiongraph import instructions as ins
-from clusterdeck.core.executiongraph.execution import SlotRef
+from clusterdeck.core.executiongraph.execution import Execution, SlotRef
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.executiongraph.recovery import FinishedSubtask
 from clusterdeck.core.executiongraph.restart import (
@@ -34,6 +35,7 @@ from clusterdeck.core.executiongraph.restart import (
 from clusterdeck.core.executiongraph.scheduler import Scheduler
 from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
+from clusterdeck.core.jobmanager.reconciliation import DeploymentReconciler
 from clusterdeck.core.jobmanager.reductions import reductions
 from clusterdeck.core.jobmanager.results import fitted
 from clusterdeck.core.protocol import messages as p
@@ -42,6 +44,7 @@ from clusterdeck.core.protocol.failures import TaskFailure
 from clusterdeck.core.protocol.gateways import ResourceManagerGateway, TaskExecutorGateway
 from clusterdeck.core.protocol.jobgraph import InputSplit, JobKind
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.core.protocol.wiring import EdgeInput
 from clusterdeck.core.rpc import AskTimeoutError, FencedRpcEndpoint, FrameTooLargeError, handler
 
 log = logging.getLogger(__name__)
@@ -49,6 +52,7 @@ SNAPSHOT_INTERVAL = 0.1  # at most ten snapshots a second, however busy the job
 SUBTASKS_PER_SNAPSHOT_SECOND = 2000  # a 1,000-subtask job: two snapshots a second
 DEPLOY_TRIES = 3
 MAX_HISTORY = 20  # failures kept in a JobResult; the snapshot has them all
+PARTITION_REF_BYTES = 512  # generous encoded size of one ResultPartitionRef: pages fit
 
 
 def _located(splits: list[InputSplit]) -> list[InputSplit]:
@@ -106,7 +110,11 @@ class JobMaster(FencedRpcEndpoint):
         self._snapshot_level = 0  # the first of reductions() that fitted
         self._ended = False
         self._split_answers: dict[str, tuple[int, p.NextInputSplit]] = {}
-        self._failed_before_start = False
+        self._failed_outside_graph = False
+        self._offloaded_inputs: dict[str, tuple[EdgeInput, ...]] = {}
+        self._confirmed: set[str] = set()  # deployments their TaskExecutor acknowledged
+        self._reconciler = DeploymentReconciler()
+        self._reports_pending: set[str] = set()  # TaskManagers asked, not yet answered
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -134,6 +142,7 @@ class JobMaster(FencedRpcEndpoint):
         self._restore()
         self._execute(self.scheduler.start(time.time()))
         self._publish_snapshot()
+        self._reconcile_round()
 
     def _restore(self) -> None:
         """Put back the subtasks an earlier JobManager run had finished."""
@@ -158,12 +167,34 @@ class JobMaster(FencedRpcEndpoint):
         log.warning("job %s cannot start: %s", self.job_id, error)
         self.rpc_service.publish(topics.job_events(self.job_id), p.JobStatusEvent(
             self.job_id, self.graph.status, JobStatus.FAILED, time.time()))
-        self._failed_before_start = True
+        self._failed_outside_graph = True
         root = {"exception_type": type(error).__name__, "message": str(error),
                 "traceback": "", "vertex_id": "", "subtask": -1}
         self._end(p.JobResult(self.job_id, self.record.graph.name, JobStatus.FAILED,
                               duration=0.0,
                               root_cause=root, failures=1))
+
+    def on_unhandled_error(self, error: Exception, context: str) -> None:
+        """Main thread: an error no asker hears of would leave the job waiting for ever;
+        the job fails with it instead (Flink's JobMaster fails its job on an error of
+        its own), after a cancel to every attempt still on a TaskManager."""
+        super().on_unhandled_error(error, context)
+        if self._ended:
+            return
+        for execution in self._live_executions():
+            if execution.taskmanager_id in self._executors:
+                self._executor(execution.taskmanager_id).cancel_task(
+                    p.CancelTask(self.job_id, execution.attempt_id))
+        root = {"exception_type": type(error).__name__, "vertex_id": "", "subtask": -1,
+                "message": f"the JobMaster failed in {context}: {error}",
+                "traceback": "".join(traceback.format_exception(error))[-6000:]}
+        self.rpc_service.publish(topics.job_events(self.job_id), p.JobStatusEvent(
+            self.job_id, self.graph.status, JobStatus.FAILED, time.time()))
+        self._failed_outside_graph = True
+        finished, total = self.progress
+        self._end(p.JobResult(self.job_id, self.record.graph.name, JobStatus.FAILED,
+                              duration=0.0, root_cause=root, failures=1, finished=finished,
+                              total=total))
 
     @property
     def progress(self) -> tuple[int, int]:
@@ -249,6 +280,10 @@ class JobMaster(FencedRpcEndpoint):
             change.old, change.new, change.timestamp,
             slot.taskmanager_id if slot else None, slot.slot_index if slot else None,
             change.failure))
+        if change.new.is_terminal:
+            self._offloaded_inputs.pop(change.attempt_id, None)
+            self._confirmed.discard(change.attempt_id)
+            self._reconciler.forget(change.attempt_id)
         if change.new is ExecutionState.FINISHED and execution is not None:
             self.progress_log.append(FinishedSubtask(
                 execution.vertex_id, execution.subtask, execution.attempt_id, execution.attempt,
@@ -282,13 +317,46 @@ class JobMaster(FencedRpcEndpoint):
 
     def _send_task(self, task: p.SubmitTask, taskmanager_id: str, tries: int = 0) -> None:
         gateway = self._executor(taskmanager_id)
-        self.on_main_thread(gateway.submit_task(task), lambda answer, error: self._deployed(
+        try:  # the ask encodes first: a deployment too large is refused before sending
+            try:
+                sent = gateway.submit_task(task)
+            except FrameTooLargeError:
+                if not task.inputs:
+                    raise
+                sent = gateway.submit_task(self._offloaded(task))
+        except FrameTooLargeError as error:
+            self._deployment_failed(task.attempt_id, f"the deployment is too large: {error}")
+            return
+        self.on_main_thread(sent, lambda answer, error: self._deployed(
             task, taskmanager_id, tries, answer, error))
+
+    def _offloaded(self, task: p.SubmitTask) -> p.SubmitTask:
+        """The deployment without its input partitions, which the task then asks for page
+        by page; kept here until the attempt ends."""
+        self._offloaded_inputs[task.attempt_id] = task.inputs
+        return replace(task, inputs_offloaded=True, inputs=tuple(
+            replace(edge, partitions=()) for edge in task.inputs))
+
+    @handler(p.RequestInputPartitions)
+    def request_input_partitions(self, request: p.RequestInputPartitions
+                                 ) -> p.InputPartitions:
+        inputs = self._offloaded_inputs.get(request.attempt_id)
+        if inputs is None:
+            raise LookupError(f"attempt {request.attempt_id} has no offloaded inputs here")
+        edge = next((e for e in inputs if e.input_index == request.input_index), None)
+        if edge is None:
+            raise LookupError(f"attempt {request.attempt_id} has no input {request.input_index}")
+        page = max(1, self.config["rpc.framesize"] // PARTITION_REF_BYTES)
+        return p.InputPartitions(edge.partitions[request.offset:request.offset + page],
+                                 len(edge.partitions))
 
     def _deployed(self, task: p.SubmitTask, taskmanager_id: str, tries: int, answer: Any,
                   error: BaseException | None) -> None:
         attempt_id = task.attempt_id
         if error is None and isinstance(answer, p.TaskOperationResult) and answer.success:
+            execution = self.graph.execution(attempt_id)
+            if execution is not None and not execution.state.is_terminal:
+                self._confirmed.add(attempt_id)
             return
         execution = self.graph.execution(attempt_id)
         still_deploying = execution is not None and execution.state is ExecutionState.DEPLOYING
@@ -297,16 +365,96 @@ class JobMaster(FencedRpcEndpoint):
             # treats a repeated SubmitTask of a running attempt as already done.
             self._send_task(task, taskmanager_id, tries + 1)
             return
-        reason = str(error) if error else getattr(answer, "message", "refused")
+        self._deployment_failed(attempt_id, str(error) if error
+                                else getattr(answer, "message", "refused"))
+
+    def _deployment_failed(self, attempt_id: str, reason: str) -> None:
         if self.scheduler is not None and not self._ended:
             self._execute(self.scheduler.task_state_changed(
                 attempt_id, ExecutionState.FAILED, time.time(),
                 failure=TaskFailure("DeploymentFailed", f"could not deploy: {reason}")))
 
     def _cancel_task(self, cancel: ins.CancelAttempt) -> None:
+        """A cancel always ends: at once when the TaskExecutor does not run the attempt
+        (its final update was lost), else with its CANCELED update, else after
+        ``jobmanager.cancel-timeout`` even if the TaskManager never answers."""
         gateway = self._executor(cancel.taskmanager_id)
         self.on_main_thread(gateway.cancel_task(p.CancelTask(self.job_id, cancel.attempt_id)),
-                            lambda answer, error: None)
+                            lambda answer, _error: self._cancel_answered(cancel, answer))
+        self.schedule(self.config["jobmanager.cancel-timeout"], self._cancel_overdue, cancel)
+
+    def _cancel_answered(self, cancel: ins.CancelAttempt, answer: Any) -> None:
+        if isinstance(answer, p.TaskOperationResult) and not answer.known:
+            self._cancel_confirmed(cancel.attempt_id, f"TaskManager {cancel.taskmanager_id} "
+                                   "no longer runs it")
+
+    def _cancel_overdue(self, cancel: ins.CancelAttempt) -> None:
+        self._cancel_confirmed(cancel.attempt_id, f"TaskManager {cancel.taskmanager_id} did "
+                               "not confirm the cancel within jobmanager.cancel-timeout")
+
+    def _cancel_confirmed(self, attempt_id: str, why: str) -> None:
+        execution = self.graph.execution(attempt_id)
+        if (self.scheduler is None or self._ended or execution is None
+                or execution.state is not ExecutionState.CANCELING):
+            return
+        log.warning("job %s: %s taken as CANCELED: %s", self.job_id, attempt_id, why)
+        self._execute(self.scheduler.task_state_changed(attempt_id, ExecutionState.CANCELED,
+                                                        time.time()))
+
+    # -- reconciliation: the JobMaster's heartbeat to the TaskExecutors of its attempts -----
+
+    def _reconcile_round(self) -> None:
+        if self._ended or self.scheduler is None:
+            return
+        for taskmanager_id in self._taskmanagers_in_use():
+            if taskmanager_id in self._reports_pending:
+                continue  # no answer yet: a lost TaskManager is the ResourceManager's call
+            self._reports_pending.add(taskmanager_id)
+            asked = self._executor(taskmanager_id).request_execution_report(
+                p.RequestExecutionReport(self.job_id), self.config["heartbeat.timeout"])
+            self.on_main_thread(asked, lambda report, _error, tm=taskmanager_id:
+                                self._reported(tm, report))
+        self.schedule(self.config["heartbeat.interval"], self._reconcile_round)
+
+    def _taskmanagers_in_use(self) -> set[str]:
+        in_use = {e.taskmanager_id for e in self._live_executions() if e.taskmanager_id}
+        in_use.update(slot.taskmanager_id for slot in self._allocations)
+        return {tm for tm in in_use if tm in self._executors}
+
+    def _live_executions(self) -> list[Execution]:
+        return [e for e in self.graph.current_executions()
+                if e.state in (ExecutionState.DEPLOYING, ExecutionState.RUNNING,
+                               ExecutionState.CANCELING)]
+
+    def _reported(self, taskmanager_id: str, report: Any) -> None:
+        self._reports_pending.discard(taskmanager_id)
+        if not isinstance(report, p.ExecutionReport) or self._ended or self.scheduler is None:
+            return
+        there = [e for e in self._live_executions() if e.taskmanager_id == taskmanager_id]
+        expected = {e.attempt_id for e in there if e.state is not ExecutionState.DEPLOYING
+                    or e.attempt_id in self._confirmed}
+        outcome = self._reconciler.reconcile(report, expected, {e.attempt_id for e in there})
+        for attempt_id in outcome.lost:
+            self._update_lost(attempt_id, taskmanager_id)
+        for attempt_id in outcome.unknown:
+            log.warning("job %s: TaskManager %s runs %s, which this JobMaster does not run "
+                        "there: cancelling it", self.job_id, taskmanager_id, attempt_id)
+            self._executor(taskmanager_id).cancel_task(p.CancelTask(self.job_id, attempt_id))
+
+    def _update_lost(self, attempt_id: str, taskmanager_id: str) -> None:
+        execution = self.graph.execution(attempt_id)
+        if execution is None or self.scheduler is None:
+            return
+        if execution.state is ExecutionState.CANCELING:
+            self._cancel_confirmed(attempt_id, f"TaskManager {taskmanager_id} no longer runs it")
+            return
+        log.error("job %s: TaskManager %s no longer runs %s (%s here): its last update was "
+                  "lost", self.job_id, taskmanager_id, attempt_id, execution.state)
+        self._execute(self.scheduler.task_state_changed(
+            attempt_id, ExecutionState.FAILED, time.time(), failure=TaskFailure(
+                "UpdateLost", f"TaskManager {taskmanager_id} no longer runs this attempt and "
+                f"its final update never arrived (last known state {execution.state}, "
+                f"found by deployment reconciliation)")))
 
     def _executor(self, taskmanager_id: str) -> TaskExecutorGateway:
         return self.rpc_service.gateway(TaskExecutorGateway, self._executors[taskmanager_id])
@@ -406,7 +554,7 @@ class JobMaster(FencedRpcEndpoint):
     def _publish_snapshot(self) -> None:
         self._snapshot_due = False
         snapshot = replace(self.graph.snapshot(), hosts=dict(self._hosts))
-        if self._failed_before_start:  # the graph never ran: it is still CREATED
+        if self._failed_outside_graph:  # the graph never ran, or its JobMaster failed
             snapshot = replace(snapshot, status=JobStatus.FAILED)
         # A job's snapshot only grows: start from the reduction that fitted last time
         # rather than encode a megabyte that is bound to be refused again.

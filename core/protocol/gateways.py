@@ -43,6 +43,10 @@ class TaskExecutorGateway(Gateway):
     def cancel_task(self, msg: p.CancelTask) -> Future[p.TaskOperationResult]:
         return self.ask(msg)
 
+    def request_execution_report(self, msg: p.RequestExecutionReport,
+                                 timeout: float | None = None) -> Future[p.ExecutionReport]:
+        return self.ask(msg, timeout)
+
 
 class JobMasterGateway(Gateway):
     def offer_slot(self, msg: p.OfferSlot) -> None:
@@ -55,6 +59,10 @@ class JobMasterGateway(Gateway):
 
     def request_next_input_split(self, msg: p.RequestNextInputSplit,
                                  timeout: float | None = None) -> Future[p.NextInputSplit]:
+        return self.ask(msg, timeout)
+
+    def request_input_partitions(self, msg: p.RequestInputPartitions,
+                                 timeout: float | None = None) -> Future[p.InputPartitions]:
         return self.ask(msg, timeout)
 
 

@@ -15,10 +15,12 @@ from clusterdeck.core.protocol.failures import FailureRecord, TaskFailure
 from clusterdeck.core.protocol.jobgraph import InputSplit, JobGraph
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
-from clusterdeck.core.protocol.wiring import EdgeInput, EdgeOutput
+from clusterdeck.core.protocol.wiring import EdgeInput, EdgeOutput, ResultPartitionRef
 from clusterdeck.core.rpc import message
 
-PROTOCOL_VERSION = 2  # 2: JobSnapshot.graph and ExecutionStateEvent.failure are typed
+# 2: JobSnapshot.graph and ExecutionStateEvent.failure are typed; 3: offloaded deployment
+# inputs, execution reports for reconciliation, a paged job list
+PROTOCOL_VERSION = 3
 
 # -- presence and leadership (retained) -------------------------------------------------
 
@@ -426,7 +428,12 @@ class ReleaseJobSlots:
 @message
 @dataclass(frozen=True)
 class SubmitTask:
-    """JobMaster -> TaskExecutor (ask): run one attempt of one subtask in a slot."""
+    """JobMaster -> TaskExecutor (ask): run one attempt of one subtask in a slot.
+
+    ``inputs_offloaded``: a consumer of thousands of producers would not fit in one frame;
+    its ``inputs`` then name the edges with no partitions, and the task asks its JobMaster
+    for them page by page (RequestInputPartitions), as Flink offloads a large deployment
+    descriptor's shuffle descriptors."""
 
     job_id: str
     graph: JobGraph
@@ -445,14 +452,19 @@ class SubmitTask:
     inputs: tuple[EdgeInput, ...] = ()
     outputs: tuple[EdgeOutput, ...] = ()
     task_timeout: float = 0.0
+    inputs_offloaded: bool = False
 
 
 @message
 @dataclass(frozen=True)
 class TaskOperationResult:
+    """``known`` False: the TaskExecutor does not run that attempt (it ended, or its
+    deployment never arrived); a cancel of it is then done."""
+
     attempt_id: str
     success: bool
     message: str = ""
+    known: bool = True
 
 
 @message
@@ -538,6 +550,51 @@ class NextInputSplit:
     """None when the source's input is exhausted."""
 
     split: InputSplit | None
+
+
+@message
+@dataclass(frozen=True)
+class RequestInputPartitions:
+    """A task of an offloaded deployment -> its JobMaster (ask, fenced): the partitions
+    of input edge ``input_index`` from ``offset`` on."""
+
+    job_id: str
+    attempt_id: str
+    input_index: int
+    offset: int = 0
+
+
+@message
+@dataclass(frozen=True)
+class InputPartitions:
+    """One page of an edge's partitions; ``total`` is how many the edge has in all."""
+
+    partitions: tuple[ResultPartitionRef, ...]
+    total: int
+
+
+# -- deployment reconciliation (the JobMaster's heartbeat to its TaskExecutors) -----------
+
+
+@message
+@dataclass(frozen=True)
+class RequestExecutionReport:
+    """JobMaster -> TaskExecutor (ask), every heartbeat interval while the job has attempts
+    there: which of this job's attempts do you run? An update that was lost shows up as an
+    attempt the JobMaster believes deployed that its TaskManager no longer reports."""
+
+    job_id: str
+
+
+@message
+@dataclass(frozen=True)
+class ExecutionReport:
+    """The job's attempts the TaskExecutor runs (at most its slots), and those it ended
+    whose final update it is still sending (so they are not taken for lost)."""
+
+    resource_id: str
+    running: tuple[str, ...] = ()
+    reporting: tuple[str, ...] = ()
 
 
 # -- job events and snapshots for observers ---------------------------------------------------

@@ -195,8 +195,22 @@ class RpcEndpoint:
     def _safely(self, fn: Callable[..., Any], *args: Any) -> None:
         try:
             fn(*args)
-        except Exception:
-            log.exception("%s: unhandled error on the main thread", self.endpoint_id)
+        except Exception as error:
+            self._unhandled(error, getattr(fn, "__name__", "a callback"))
+
+    def on_unhandled_error(self, error: Exception, context: str) -> None:
+        """Main thread: an exception escaped a tell's handler or a callback, so no asker
+        hears of it. An endpoint overrides this to fail what it concerned (a JobMaster
+        fails its job); the default can only log it."""
+        log.error("%s: unhandled error in %s", self.endpoint_id, context, exc_info=error)
+
+    def _unhandled(self, error: Exception, context: str) -> None:
+        try:
+            self.on_unhandled_error(error, context)
+        except Exception:  # the mailbox loop must outlive a failing error handler too
+            log.exception("%s: handling an unhandled error failed", self.endpoint_id)
+            log.error("%s: the unhandled error was in %s", self.endpoint_id, context,
+                      exc_info=error)
 
     def _handle(self, invocation: Invocation) -> None:
         try:
@@ -209,8 +223,7 @@ class RpcEndpoint:
             return
         except Exception as error:
             if invocation.reply is None:
-                log.exception("%s: handling %s failed", self.endpoint_id,
-                              type(invocation.message).__name__)
+                self._unhandled(error, f"handling {type(invocation.message).__name__}")
             else:
                 invocation.reply(None, _as_remote(error))
             return

@@ -42,6 +42,7 @@ from clusterdeck.core.rpc import (
 from clusterdeck.core.supervisor import RESTARTS_ENV
 from clusterdeck.core.taskmanager.artifacts import load_artifact
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
+from clusterdeck.core.taskmanager.deployment import with_inputs
 from clusterdeck.core.taskmanager.runner import run_task
 from clusterdeck.core.taskmanager.slots import SlotTable
 from clusterdeck.core.taskmanager.spark import restart_spark, start_spark
@@ -77,12 +78,14 @@ class TaskExecutor(RpcEndpoint):
         self._os_process = psutil.Process()
         self.host = socket.gethostname()
         self.tasks: dict[str, Task] = {}
+        self._reporting: dict[str, str] = {}  # attempt -> job, final update not yet answered
         self._jobs: dict[str, Future[LoadedJob]] = {}
         self._spark: Future[Any] | None = None
         self._spark_jvm: SparkJvm | None = None  # the JVM of the started session, watched
         cluster_id = config["cluster.id"]
         self.scratch = paths.cluster_dir(cluster_id) / "taskmanagers" / resource_id
-        self.attempt_logs = AttemptLogHandler(paths.cluster_log_dir(cluster_id) / "attempts")
+        self.attempt_logs = AttemptLogHandler.from_config(
+            paths.cluster_log_dir(cluster_id) / "attempts", config)
         logging.getLogger().addHandler(self.attempt_logs)
 
     def on_start(self) -> None:
@@ -300,8 +303,10 @@ class TaskExecutor(RpcEndpoint):
             return p.TaskOperationResult(task.attempt_id, False, str(error))
         jobmaster = self.rpc_service.gateway(JobMasterGateway, task.jobmaster,
                                              task.fencing_token)
+        def run(spark: Any, job: LoadedJob, deployment: p.SubmitTask, t: Task) -> p.TaskResult:
+            return run_task(spark, job, with_inputs(deployment, jobmaster), t)
         running = Task(task, self.spark(), self._job(task), self._split_source(task,
-                       jobmaster), run_task, self.attempt_logs,
+                       jobmaster), run, self.attempt_logs,
                        lambda t, outcome: self.run_async(self._task_done, t, outcome))
         self.tasks[task.attempt_id] = running
         running.start()
@@ -315,9 +320,21 @@ class TaskExecutor(RpcEndpoint):
     def cancel_task(self, request: p.CancelTask) -> p.TaskOperationResult:
         task = self.tasks.get(request.attempt_id)
         if task is None:
-            return p.TaskOperationResult(request.attempt_id, True, "not running here")
+            return p.TaskOperationResult(request.attempt_id, True, "not running here",
+                                         known=False)
         task.cancel()
         return p.TaskOperationResult(request.attempt_id, True)
+
+    @handler(p.RequestExecutionReport)
+    def request_execution_report(self, request: p.RequestExecutionReport
+                                 ) -> p.ExecutionReport:
+        """The JobMaster's half of deployment reconciliation: what of its job runs here."""
+        return p.ExecutionReport(
+            self.resource_id,
+            running=tuple(a for a, t in self.tasks.items()
+                          if t.deployment.job_id == request.job_id),
+            reporting=tuple(a for a, job_id in self._reporting.items()
+                            if job_id == request.job_id))
 
     def _job(self, task: p.SubmitTask) -> Future[LoadedJob]:
         """One download and one load of a job's artifact per TaskManager, on a worker."""
@@ -361,15 +378,22 @@ class TaskExecutor(RpcEndpoint):
 
     def _report(self, jobmaster: JobMasterGateway, update: p.UpdateTaskExecutionState,
                 tries: int = 0) -> None:
-        """Send until acknowledged: a lost update would leave the job waiting forever."""
+        """Send until acknowledged. Until then the attempt is listed as still reporting in
+        execution reports; one given up on is not, and the JobMaster's reconciliation then
+        fails it as lost instead of waiting for ever."""
+        if update.state.is_terminal:
+            self._reporting[update.attempt_id] = update.job_id
+
         def answered(answer: Any, error: BaseException | None) -> None:
             if error is None or (isinstance(error, RemoteError)
                                  and error.type_name == "FencingTokenMismatchError"):
+                self._reporting.pop(update.attempt_id, None)
                 if isinstance(answer, p.UpdateAcknowledged) and not answer.accepted:
                     log.info("update %s of %s not accepted: %s", update.state,
                              update.attempt_id, answer.reason)
                 return
             if tries >= 20:
+                self._reporting.pop(update.attempt_id, None)
                 log.error("giving up on reporting %s of %s: %s", update.state,
                           update.attempt_id, error)
                 return

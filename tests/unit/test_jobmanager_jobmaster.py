@@ -1,0 +1,165 @@
+"""A real JobMaster on the in-process transport, with a scripted ResourceManager and
+TaskExecutor: lost updates, cancels that are never confirmed, zombies and the JobMaster's
+own errors all end the job with a cause instead of leaving it waiting for ever."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.jobapi.loader import script_graph
+from clusterdeck.core.jobmanager.jobmaster import JobMaster
+from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.gateways import JobMasterGateway, ResourceManagerGateway
+from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.core.rpc import FencedRpcEndpoint, LocalRpcService, RpcEndpoint, handler
+from tests.waiting import wait_for
+
+TOKEN = "token-1"
+TM = "tm-1"
+
+
+class ScriptedResourceManager(FencedRpcEndpoint):
+    """Offers one slot of ``TM`` for every request."""
+
+    def __init__(self) -> None:
+        super().__init__("resourcemanager", TOKEN)
+
+    @handler(p.RequestSlot)
+    def request_slot(self, request: p.RequestSlot) -> None:
+        self.rpc_service.gateway(JobMasterGateway, request.jobmaster, TOKEN).offer_slot(
+            p.OfferSlot(request.allocation_id, TM, f"taskexecutor.{TM}", "host", 0))
+
+    @handler(p.FreeSlot)
+    def free_slot(self, _request: p.FreeSlot) -> None:
+        pass
+
+    @handler(p.ReleaseJobSlots)
+    def release_job_slots(self, _request: p.ReleaseJobSlots) -> None:
+        pass
+
+
+class ScriptedTaskExecutor(RpcEndpoint):
+    """Runs nothing: reports RUNNING for what it is given, and answers reports and
+    cancels as a test tells it to."""
+
+    def __init__(self, answer_cancels: bool = True) -> None:
+        super().__init__(f"taskexecutor.{TM}")
+        self.running: list[str] = []
+        self.cancelled: list[str] = []
+        self.answer_cancels = answer_cancels
+
+    @handler(p.SubmitTask)
+    def submit_task(self, task: p.SubmitTask) -> p.TaskOperationResult:
+        self.running.append(task.attempt_id)
+        self.rpc_service.gateway(JobMasterGateway, task.jobmaster, TOKEN) \
+            .update_task_execution_state(p.UpdateTaskExecutionState(
+                task.job_id, task.attempt_id, ExecutionState.RUNNING))
+        return p.TaskOperationResult(task.attempt_id, True)
+
+    @handler(p.RequestExecutionReport)
+    def request_execution_report(self, _request: p.RequestExecutionReport
+                                 ) -> p.ExecutionReport:
+        return p.ExecutionReport(TM, tuple(self.running))
+
+    @handler(p.CancelTask)
+    def cancel_task(self, request: p.CancelTask) -> Future[p.TaskOperationResult] | \
+            p.TaskOperationResult:
+        self.cancelled.append(request.attempt_id)
+        if not self.answer_cancels:
+            return Future()  # a TaskManager that never answers
+        known = request.attempt_id in self.running
+        return p.TaskOperationResult(request.attempt_id, True, known=known)
+
+
+class Outcome:
+    def __init__(self) -> None:
+        self.result: p.JobResult | None = None
+
+    def ended(self, result: p.JobResult) -> None:
+        self.result = result
+
+
+@pytest.fixture
+def service():
+    svc = LocalRpcService(ask_timeout=2.0, framesize=256 * 1024)
+    yield svc
+    svc.close()
+
+
+def start_job(service: LocalRpcService, tmp_path: Path, taskexecutor: ScriptedTaskExecutor,
+              **settings: object) -> tuple[JobMaster, Outcome]:
+    service.start_endpoint(ScriptedResourceManager())
+    service.start_endpoint(taskexecutor)
+    config = Config({"heartbeat.interval": 0.1, "heartbeat.timeout": 1.0,
+                     "restart-strategy.type": "none", **settings})
+    record = JobRecord("job-1", script_graph(Path("script.py"), ()), "sha")
+    outcome = Outcome()
+    jobmaster = JobMaster(config, record, service.gateway(ResourceManagerGateway,
+                          "resourcemanager", TOKEN), TOKEN, tmp_path / "work",
+                          ProgressLog(tmp_path / "progress.jsonl"),
+                          on_status=lambda *_: None, on_terminal=outcome.ended)
+    service.start_endpoint(jobmaster)
+    wait_for(lambda: taskexecutor.running, 10, "the task to be deployed")
+    wait_for(lambda: jobmaster.call_async(lambda: jobmaster.graph.status).result(5)
+             is JobStatus.RUNNING, 10, "the job to run")
+    return jobmaster, outcome
+
+
+def test_an_attempt_whose_final_update_was_lost_fails_with_that_cause(service,
+                                                                      tmp_path) -> None:
+    taskexecutor = ScriptedTaskExecutor()
+    _, outcome = start_job(service, tmp_path, taskexecutor)
+    taskexecutor.running.clear()  # it ended, and its update never arrived
+    result = wait_for(lambda: outcome.result, 10, "the job to end")
+    assert result.status is JobStatus.FAILED
+    assert result.root_cause["exception_type"] == "UpdateLost"
+    assert f"TaskManager {TM} no longer runs this attempt" in result.root_cause["message"]
+
+
+def test_a_cancel_the_taskmanager_never_answers_ends_canceled_after_the_timeout(
+        service, tmp_path) -> None:
+    taskexecutor = ScriptedTaskExecutor(answer_cancels=False)
+    jobmaster, outcome = start_job(service, tmp_path, taskexecutor,
+                                   **{"jobmanager.cancel-timeout": 0.5})
+    jobmaster.run_async(jobmaster.cancel)
+    result = wait_for(lambda: outcome.result, 10, "the job to end")
+    assert result.status is JobStatus.CANCELED
+    assert taskexecutor.cancelled
+
+
+def test_a_cancel_of_an_attempt_no_longer_running_ends_canceled_at_once(service,
+                                                                         tmp_path) -> None:
+    taskexecutor = ScriptedTaskExecutor()
+    jobmaster, outcome = start_job(service, tmp_path, taskexecutor,
+                                   **{"jobmanager.cancel-timeout": 600})
+    taskexecutor.running.clear()
+    jobmaster.run_async(jobmaster.cancel)
+    assert wait_for(lambda: outcome.result, 10, "the job to end").status is JobStatus.CANCELED
+
+
+def test_an_attempt_the_jobmaster_does_not_know_is_cancelled_on_its_taskmanager(
+        service, tmp_path) -> None:
+    taskexecutor = ScriptedTaskExecutor()
+    start_job(service, tmp_path, taskexecutor)
+    taskexecutor.running.append("job-1/zombie")
+    wait_for(lambda: "job-1/zombie" in taskexecutor.cancelled, 10, "the zombie's cancel")
+
+
+def test_an_error_of_the_jobmaster_itself_fails_its_job_with_that_error(service,
+                                                                       tmp_path) -> None:
+    taskexecutor = ScriptedTaskExecutor()
+    jobmaster, outcome = start_job(service, tmp_path, taskexecutor)
+
+    def broken_handler() -> None:
+        raise KeyError("no such slot")
+    jobmaster.run_async(broken_handler)
+    result = wait_for(lambda: outcome.result, 10, "the job to end")
+    assert result.status is JobStatus.FAILED
+    assert "the JobMaster failed in broken_handler" in result.root_cause["message"]
+    assert "no such slot" in result.root_cause["message"]
+    wait_for(lambda: taskexecutor.cancelled, 10, "its running attempt to be cancelled")
