@@ -20,6 +20,7 @@ from PySide6.QtCore import QCoreApplication, QTimer
 from PySide6.QtWidgets import QApplication
 
 from clusterdeck.core.config.settings import ConfigError, load, parse_override
+from clusterdeck.gui.collector import MainThreadCollector
 from clusterdeck.gui.models.profiles import ProfileError
 from clusterdeck.gui.session import attach_config
 from clusterdeck.gui.views.mainwindow import APPLICATION, HEADLESS, ORGANISATION, MainWindow
@@ -47,6 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "clusterdeck"])
     assert isinstance(app, QApplication)
     app.setQuitOnLastWindowClosed(False)
+    MainThreadCollector(app)  # no Qt object may be collected on an MQTT thread
     window = MainWindow()
     try:
         _begin(window, args)
