@@ -312,7 +312,9 @@ def test_malformed_payloads_on_every_topic_leave_the_cluster_serving(client, clu
     try:
         for topic in topics_hit:
             for payload in MALFORMED:
-                hostile.publish(topic, payload, qos=1).wait_for_publish(10)
+                sent = hostile.publish(topic, payload, qos=1)
+                sent.wait_for_publish(10)
+                assert sent.is_published(), f"the broker took no payload on {topic}"
     finally:
         hostile.disconnect()
         hostile.loop_stop()
