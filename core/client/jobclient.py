@@ -148,10 +148,24 @@ class JobClient(ClusterClient):
                 ended.append(result)
                 done.set()
 
+        def on_snapshot(_topic: str, snapshot: Any) -> None:
+            if isinstance(snapshot, p.JobSnapshot) and on_progress is not None:
+                on_progress(snapshot)
+
+        # A long-lived client (the desktop app, a benchmark) waits for thousands of jobs:
+        # each wait lets go of its subscriptions when it ends.
         self.service.subscribe(topics.job_result(job_id), on_result)
         if on_progress is not None:
-            self.service.subscribe(topics.job_state(job_id), lambda _t, snapshot: isinstance(
-                snapshot, p.JobSnapshot) and on_progress(snapshot))
+            self.service.subscribe(topics.job_state(job_id), on_snapshot)
+        try:
+            return self._wait_for(job_id, done, ended, poll)
+        finally:
+            self.service.unsubscribe(topics.job_result(job_id), on_result)
+            if on_progress is not None:
+                self.service.unsubscribe(topics.job_state(job_id), on_snapshot)
+
+    def _wait_for(self, job_id: str, done: threading.Event, ended: list[p.JobResult],
+                  poll: float) -> p.JobResult:
         patience = self.config["client.unreachable-timeout"]
         answered = time.monotonic()
         while not done.wait(poll):

@@ -175,12 +175,16 @@ class Dispatcher(FencedRpcEndpoint):
 
     def _assemble(self, upload_id: str, sha256: str) -> bytes:
         chunks = self._uploads.pop(upload_id, None)
+        self._upload_bytes.pop(upload_id, None)
         if not chunks:
             raise ValueError(f"no artifact was uploaded as {upload_id}")
-        missing = [i for i in range(max(chunks) + 1) if i not in chunks]
-        if missing:
-            raise ValueError(f"artifact upload {upload_id} is missing chunks {missing}")
-        artifact = b"".join(chunks[i] for i in sorted(chunks))
+        try:
+            missing = [i for i in range(max(chunks) + 1) if i not in chunks]
+            if missing:
+                raise ValueError(f"artifact upload {upload_id} is missing chunks {missing}")
+            artifact = b"".join(chunks[i] for i in sorted(chunks))
+        finally:  # the expiry timer holds this dict for its whole timeout: not the bytes
+            chunks.clear()
         if hashlib.sha256(artifact).hexdigest() != sha256:
             raise ValueError("the artifact's checksum does not match: upload corrupted")
         return artifact

@@ -180,6 +180,17 @@ def test_a_consumer_of_two_thousand_producers_gets_its_inputs_and_finishes(
     assert sorted(written) == [3 * x for x in range(2000)]
 
 
+def test_waiting_for_a_job_lets_go_of_its_subscriptions(client, tmp_path) -> None:
+    """A long-lived client waits for thousands of jobs; each wait once left two
+    subscriptions behind for good (found by benchmarks/soak.py)."""
+    job = tmp_path / "tiny.py"
+    job.write_text("def build(env):\n    env.from_range(0, 3).collect()\n")
+    job_id = client.submit(job, [])
+    result = client.wait(job_id, on_progress=lambda _snapshot: None)
+    assert result.status == JobStatus.FINISHED, result.root_cause
+    assert [f for f, _ in client.service._subscriptions if job_id in f] == []
+
+
 def test_a_pyspark_script_with_arguments_prints_the_right_answer(client) -> None:
     result = run(client, EXAMPLES / "pi.py", "2", "20000")
     assert result.status == JobStatus.FINISHED, result.root_cause
