@@ -44,9 +44,9 @@ PROBES = 1000  # raw registrations, sent once a third of the soak's jobs have en
 JOB_TIMEOUT = 120.0  # one tiny job, waiting behind the others for a slot
 LIST_TIMEOUT = 60.0  # the CLI itself gives up after 5 s to connect plus one ask per page
 # What the JobManager's RSS may grow from the warm-up to the end. Measured here: 2-5 MiB:
-# the registrations, the store filling up to KEPT (8-12 KiB per kept job) and each
-# upload's timer holding its chunks for jobmanager.upload-timeout (~2 KiB a job; see
-# docs/benchmarks.md, the soak). The bound leaves room for the
+# the registrations and the store filling up to KEPT (8-12 KiB per kept job; an upload's
+# timer no longer holds its bytes, see docs/benchmarks.md, the soak). The bound leaves
+# room for the
 # allocator's arenas, which CPython seldom returns, under a loaded CI machine; a leak of
 # whole jobs (a JobMaster, its ExecutionGraph, the artifact) at 100 KiB or more a job
 # crosses it. Smaller leaks show in the thread and file counts below or not at all:
