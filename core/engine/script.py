@@ -165,10 +165,12 @@ def _unpatch() -> None:
     SparkSession.stop = _originals["session_stop"]
     SparkContext.stop = _originals["context_stop"]
     SparkContext.__init__ = _originals["context_init"]
-    if _originals["context_new"] is None:
-        del SparkContext.__new__
-    else:
+    if _originals["context_new"] is not None:
         SparkContext.__new__ = _originals["context_new"]
+    # Else ours stays: outside a script it is object.__new__. Deleting an assigned
+    # __new__ leaves CPython calling object.__new__ with the constructor's arguments,
+    # which raises, so the next SparkContext (a TaskManager restarting Spark after its
+    # JVM died) could not be made.
     _originals.clear()
 
 
