@@ -148,23 +148,28 @@ class RunningBroker:
     process: subprocess.Popen[bytes]
     startup_s: float
 
-    def address(self, role: str = "client") -> BrokerAddress:
+    def address(self, role: str = "jobmanager") -> BrokerAddress:
+        """The jobmanager login by default: the benchmarks' own topics (``bench/...``) and
+        endpoints are granted to no other role (broker/acl.py)."""
         return client_address(paths.cluster_dir(self.cluster_id), self.cluster_id, role)
 
 
 def start_broker(children: Children, kind: str, cluster_id: str,
-                 timeout: float = 30.0) -> RunningBroker:
-    """``clusterdeck broker`` for a new cluster; returns once a login is accepted."""
+                 timeout: float = 30.0, settings: Sequence[str] = ()) -> RunningBroker:
+    """``clusterdeck broker`` for a new cluster; returns once a login is accepted.
+
+    ``settings`` are more ``key=value`` overrides, e.g. ``broker.tls=on``."""
     started = time.monotonic()
-    process = children.start(f"broker-{kind}", python_module(
+    overrides = [arg for setting in settings for arg in ("-D", setting)]
+    process = children.start(f"broker-{kind}-{cluster_id}", python_module(
         "clusterdeck.core.cli", "broker", "-D", f"cluster.id={cluster_id}",
-        "-D", f"broker.kind={kind}"))
+        "-D", f"broker.kind={kind}", *overrides))
     cluster_dir = paths.cluster_dir(cluster_id)
     deadline = started + timeout
     while read_connection(cluster_dir) is None:
         if process.poll() is not None:
             raise RuntimeError(f"the {kind} broker exited with {process.returncode}; see "
-                               f"{children.log_dir}/broker-{kind}.log")
+                               f"{children.log_dir}/broker-{kind}-{cluster_id}.log")
         if time.monotonic() > deadline:
             raise TimeoutError(f"the {kind} broker wrote no connection file in {timeout:g} s")
         time.sleep(0.01)

@@ -97,7 +97,7 @@ def bare_topics(cluster_id: str) -> dict[str, str]:
 
 def run_paho_peer(cluster_id: str) -> None:
     topics = bare_topics(cluster_id)
-    address = client_address(paths.cluster_dir(cluster_id), cluster_id, "taskmanager")
+    address = client_address(paths.cluster_dir(cluster_id), cluster_id, "jobmanager")
     client = make_client(address, f"{cluster_id}.bench-paho-peer")
     counter = FloodCounter()
     subscribed = threading.Event()
@@ -187,7 +187,7 @@ class ThreadProfiles:
 
 
 def run_rpc_peer(cluster_id: str, profile: Path | None) -> None:
-    address = client_address(paths.cluster_dir(cluster_id), cluster_id, "taskmanager")
+    address = client_address(paths.cluster_dir(cluster_id), cluster_id, "jobmanager")
     service = connect_service(Config({"cluster.id": cluster_id}), "taskmanager",
                               RPC_PEER_SERVICE, address)
     profiles = ThreadProfiles() if profile else None

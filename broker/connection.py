@@ -3,7 +3,10 @@
 ``clusterdeck broker`` writes it when it starts (the port may have been picked at
 random); JobManager, TaskManagers, clients and the GUI read it. It holds no secret,
 only the kind and where the broker listens; the login comes from the credentials
-file of the same cluster, chosen by role.
+file of the same cluster, chosen by role. When the broker speaks TLS it also names the
+CA certificate to trust (a public file, in the cluster's ``tls/`` folder); readers get
+an ``mqtts://`` address carrying that CA. Files of older versions have no ``tls`` key
+and mean plain TCP.
 """
 
 from __future__ import annotations
@@ -28,11 +31,19 @@ def connection_file(cluster_dir: Path) -> Path:
     return Path(cluster_dir) / FILE_NAME
 
 
-def write_connection(cluster_dir: Path, kind: str, address: BrokerAddress) -> Path:
-    """Record where the broker of this cluster listens; atomic, so readers never see half."""
+def write_connection(cluster_dir: Path, kind: str, address: BrokerAddress,
+                     ca_file: Path | None = None) -> Path:
+    """Record where the broker of this cluster listens; atomic, so readers never see half.
+
+    ``ca_file`` is the CA a TLS client trusts; None with a TLS address means the
+    system's CAs (an external broker with a public certificate).
+    """
     path = connection_file(cluster_dir)
-    data = {"version": _FORMAT_VERSION, "kind": kind, "host": address.host,
-            "port": address.port}
+    data: dict[str, object] = {"version": _FORMAT_VERSION, "kind": kind,
+                               "host": address.host, "port": address.port}
+    if address.tls:
+        data["tls"] = True
+        data["ca_file"] = str(ca_file) if ca_file is not None else None
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     os.replace(temporary, path)
@@ -52,9 +63,19 @@ def read_connection(cluster_dir: Path) -> tuple[str, BrokerAddress] | None:
         if data["version"] != _FORMAT_VERSION:
             raise NoBrokerError(f"broker connection file version {data['version']!r} is "
                                 f"not {_FORMAT_VERSION}")
-        return str(data["kind"]), BrokerAddress(str(data["host"]), int(data["port"]))
-    except (KeyError, TypeError, ValueError):
+        address = BrokerAddress(str(data["host"]), int(data["port"]))
+        kind = str(data["kind"])
+        tls, ca_name = bool(data.get("tls", False)), data.get("ca_file")
+    except (KeyError, TypeError, ValueError, AttributeError):
         raise NoBrokerError("the broker connection file is malformed") from None
+    if not tls:
+        return kind, address
+    if ca_name is None:
+        return kind, address.with_tls(None)
+    try:
+        return kind, address.with_tls(Path(ca_name).read_text(encoding="ascii"))
+    except (OSError, ValueError) as error:
+        raise NoBrokerError(f"the broker's CA certificate is unreadable: {error}") from None
 
 
 def client_address(cluster_dir: Path, cluster_id: str, role: str) -> BrokerAddress:

@@ -2,12 +2,16 @@
 
 Its config is always built here: amqtt's default is a 0.0.0.0 listener open to
 anonymous clients. Logins are checked against an argon2 password file generated
-from the cluster's credentials; topics are confined per user with
-``TopicAccessControlListPlugin`` using ``acl`` (subscribe) and ``publish_acl``. The
-documented ``subscribe_acl`` key is not used: in 0.12.1 it stops the broker from
-starting. Known holes of amqtt 0.12.1 (retained messages and last wills skip the ACL)
-do not cross clusters because every cluster runs its own broker with only its own
-users in it.
+from the cluster's credentials; each role's topics come from broker/acl.py's table,
+enforced with ``TopicAccessControlListPlugin`` using ``acl`` (subscribe) and
+``publish_acl``. The documented ``subscribe_acl`` key is not used: in 0.12.1 it stops
+the broker from starting.
+
+amqtt enforces less of the table than Mosquitto (docs/security.md lists it): it has no
+per-client patterns, so a rule on a client's own topics holds for every client of the
+role; retained messages matching anyone's subscription reach every new client without
+an ACL check; last wills skip ``publish_acl``. None of it crosses clusters, because
+every cluster runs its own broker with only its own users in it.
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ from amqtt.broker import Broker
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
 
-from clusterdeck.broker.acl import cluster_topic_filter
-from clusterdeck.broker.credentials import Credentials
+from clusterdeck.broker.acl import amqtt_acl
+from clusterdeck.broker.credentials import ROLES, Credentials
+from clusterdeck.broker.tls import TlsFiles
 
 PASSWORD_NAME = "amqtt.passwd"
 
@@ -53,20 +58,32 @@ def write_password_file(path: Path, credentials: Credentials) -> None:
 
 
 def broker_config(*, host: str, port: int, password_file: Path,
-                  credentials: Credentials) -> dict[str, Any]:
-    """The amqtt 0.12 config: one TCP listener, file logins, per-user topic ACLs."""
+                  credentials: Credentials, tls: TlsFiles | None = None) -> dict[str, Any]:
+    """The amqtt 0.12 config: one TCP listener, file logins, per-user topic ACLs.
+
+    With ``tls`` the listener speaks TLS only (amqtt's ``ssl`` listener keys). amqtt
+    builds the server context with ``ssl.create_default_context``, whose minimum is
+    TLS 1.2; no client certificate is asked for, logins are still passwords.
+    """
     if not host:
         raise ValueError("the embedded broker needs an explicit host to listen on")
     bind_host = f"[{host}]" if ":" in host else host
-    topics = [cluster_topic_filter(credentials.cluster_id)]
-    acl = {username: list(topics) for username in credentials.usernames()}
+    subscribe_acl, publish_acl = amqtt_acl(
+        credentials.cluster_id, {role: credentials.for_role(role)[0] for role in ROLES})
     return {
-        "listeners": {"default": {"type": "tcp", "bind": f"{bind_host}:{port}"}},
+        "listeners": {"default": _listener(f"{bind_host}:{port}", tls)},
         "plugins": {
             _AUTH_PLUGIN: {"password_file": str(password_file)},
-            _ACL_PLUGIN: {"acl": acl, "publish_acl": {u: list(t) for u, t in acl.items()}},
+            _ACL_PLUGIN: {"acl": subscribe_acl, "publish_acl": publish_acl},
         },
     }
+
+
+def _listener(bind: str, tls: TlsFiles | None) -> dict[str, Any]:
+    listener: dict[str, Any] = {"type": "tcp", "bind": bind}
+    if tls is not None:
+        listener.update(ssl=True, certfile=str(tls.cert_file), keyfile=str(tls.key_file))
+    return listener
 
 
 async def serve(config: dict[str, Any], stop: asyncio.Event) -> None:

@@ -10,17 +10,20 @@ user. Either way it runs as whoever wrote its files, so 0600 files are readable.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import pwd
+import secrets
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import NoReturn
 
-from clusterdeck.broker.acl import cluster_topic_filter
-from clusterdeck.broker.credentials import Credentials
+from clusterdeck.broker.acl import mosquitto_acl
+from clusterdeck.broker.credentials import ROLES, Credentials
 from clusterdeck.broker.limits import BrokerLimits
+from clusterdeck.broker.tls import TlsFiles
 
 CONF_NAME = "mosquitto.conf"
 PASSWORD_NAME = "mosquitto.passwd"
@@ -47,7 +50,9 @@ def find_binary(name: str = "mosquitto") -> Path | None:
 
 
 def is_installed() -> bool:
-    return find_binary("mosquitto") is not None and find_binary("mosquitto_passwd") is not None
+    """Only the broker is needed: its password file is written here, not by
+    mosquitto_passwd (which would put every password on a command line)."""
+    return find_binary("mosquitto") is not None
 
 
 _MOSQUITTO_HINTS = {
@@ -69,8 +74,9 @@ def check_mosquitto(installed: bool | None = None) -> str | None:
 
 
 def config_text(*, host: str, port: int, password_file: Path, acl_file: Path,
-                limits: BrokerLimits, as_root: bool | None = None) -> str:
-    """The mosquitto.conf of one cluster broker."""
+                limits: BrokerLimits, as_root: bool | None = None,
+                tls: TlsFiles | None = None) -> str:
+    """The mosquitto.conf of one cluster broker; with ``tls`` its listener speaks TLS only."""
     as_root = os.geteuid() == 0 if as_root is None else as_root
     lines = [
         "# Written by clusterdeck for this cluster; rewritten at every broker start.",
@@ -81,6 +87,17 @@ def config_text(*, host: str, port: int, password_file: Path, acl_file: Path,
         lines.append(f"user {pwd.getpwuid(0).pw_name}")
     lines += [
         f"listener {port} {host}",
+    ]
+    if tls is not None:
+        # These follow the listener line: they configure that listener. TLS 1.2 is the
+        # oldest version still considered safe; no client certificate is asked for.
+        lines += [
+            f"cafile {tls.ca_file}",
+            f"certfile {tls.cert_file}",
+            f"keyfile {tls.key_file}",
+            "tls_version tlsv1.2",
+        ]
+    lines += [
         "allow_anonymous false",
         f"password_file {password_file}",
         f"acl_file {acl_file}",
@@ -97,33 +114,39 @@ def config_text(*, host: str, port: int, password_file: Path, acl_file: Path,
 
 
 def acl_text(credentials: Credentials) -> str:
-    """Each user of the cluster may read and write under its cluster's topics only."""
-    topics = cluster_topic_filter(credentials.cluster_id)
-    blocks = [f"user {username}\ntopic readwrite {topics}\n"
-              for username in credentials.usernames()]
-    return "\n".join(blocks)
+    """Each role's login gets what broker/acl.py's table grants it, and nothing else."""
+    return mosquitto_acl(credentials.cluster_id,
+                         {role: credentials.for_role(role)[0] for role in ROLES})
 
 
-def write_password_file(path: Path, credentials: Credentials,
-                        passwd_binary: Path | None = None) -> None:
-    """Hash every login into ``path`` with mosquitto_passwd, replacing the file whole."""
-    binary = passwd_binary or find_binary("mosquitto_passwd")
-    if binary is None:
-        raise MosquittoError("mosquitto_passwd is not installed")
-    temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    temporary.unlink(missing_ok=True)
-    os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    try:
-        for username, password in credentials.items():
-            result = subprocess.run([str(binary), "-b", str(temporary), username, password],
-                                    capture_output=True, text=True, check=False)
-            if result.returncode != 0:
-                raise MosquittoError(f"mosquitto_passwd failed for {username}: "
-                                     f"{(result.stderr or result.stdout).strip()}")
-        temporary.chmod(0o600)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+# Mosquitto 2.0's own password hash ($7$): PBKDF2-HMAC-SHA512 over a 12-byte salt,
+# 64 bytes out, salt and hash in standard base64 with padding; 101 iterations is
+# mosquitto_passwd's default (src/password_mosq.h and security_default.c of 2.0.11,
+# whose parser refuses any other salt or hash length).
+PBKDF2_ITERATIONS = 101
+_SALT_BYTES = 12
+_HASH_BYTES = 64
+
+
+def password_hash(password: str, *, salt: bytes | None = None,
+                  iterations: int = PBKDF2_ITERATIONS) -> str:
+    """``$7$<iterations>$<salt>$<hash>``, the form mosquitto_passwd writes."""
+    salt = secrets.token_bytes(_SALT_BYTES) if salt is None else salt
+    if len(salt) != _SALT_BYTES:
+        raise ValueError(f"a Mosquitto salt has {_SALT_BYTES} bytes, not {len(salt)}")
+    digest = hashlib.pbkdf2_hmac("sha512", password.encode("utf-8"), salt, iterations,
+                                 _HASH_BYTES)
+    return (f"$7${iterations}${base64.b64encode(salt).decode('ascii')}"
+            f"${base64.b64encode(digest).decode('ascii')}")
+
+
+def write_password_file(path: Path, credentials: Credentials) -> None:
+    """``username:$7$...`` for every login, mode 0600, replacing the file whole.
+
+    Hashed here rather than by ``mosquitto_passwd -b``: that puts each password in the
+    tool's command line, readable by every local user in /proc/<pid>/cmdline."""
+    _write_private(path, "".join(f"{username}:{password_hash(password)}\n"
+                                 for username, password in credentials.items()))
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -136,7 +159,7 @@ def _write_private(path: Path, text: str) -> None:
 
 
 def write_files(broker_dir: Path, *, host: str, port: int, credentials: Credentials,
-                limits: BrokerLimits) -> Path:
+                limits: BrokerLimits, tls: TlsFiles | None = None) -> Path:
     """Write the config, password and ACL files into ``broker_dir``; return the config."""
     password_file = broker_dir / PASSWORD_NAME
     acl_file = broker_dir / ACL_NAME
@@ -144,7 +167,7 @@ def write_files(broker_dir: Path, *, host: str, port: int, credentials: Credenti
     write_password_file(password_file, credentials)
     _write_private(acl_file, acl_text(credentials))
     _write_private(conf_file, config_text(host=host, port=port, password_file=password_file,
-                                          acl_file=acl_file, limits=limits))
+                                          acl_file=acl_file, limits=limits, tls=tls))
     return conf_file
 
 

@@ -226,8 +226,12 @@ class ClusterSession(QObject):
         cluster = self.cluster
         if cluster is None:
             return
+        # The jobmanager login: the messages view taps every rpc, reply and heartbeat, which
+        # the client login may not read (broker/acl.py). This app started the cluster and
+        # holds all of its logins anyway; an attached cluster is watched as a client.
         self._background(self._lifecycle,
-                         lambda: JobClient(cluster.config, connect_timeout=_CONNECT_TIMEOUT),
+                         lambda: JobClient(cluster.config, connect_timeout=_CONNECT_TIMEOUT,
+                                           role="jobmanager"),
                          lambda client: self._connected(cluster, client), self._start_failed)
 
     def _connected(self, cluster: LocalCluster, client: JobClient) -> None:

@@ -13,6 +13,12 @@ from pathlib import Path
 
 from clusterdeck.broker.connection import NoBrokerError
 from clusterdeck.core import __version__
+from clusterdeck.core.cli.credentialcommands import (
+    add_credentials_command,
+    cmd_credentials,
+    taskmanager_broker,
+    warn_password_in_argv,
+)
 from clusterdeck.core.cli.jobcommands import (
     add_job_commands,
     cmd_cancel,
@@ -81,7 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "host-pid)")
     taskmanager.add_argument("--slots", type=int, help="task slots")
     taskmanager.add_argument("--broker", dest="broker_url", help="mqtt://user:pw@host:port "
-                             "of a cluster on another machine")
+                             "of a cluster on another machine (the password shows in ps: "
+                             "prefer --credentials)")
+    taskmanager.add_argument("--credentials", metavar="FILE", help="a file from "
+                             "`clusterdeck credentials export` (- for standard input): "
+                             "broker, login and CA of a cluster on another machine")
+    add_credentials_command(commands, common)
 
     add_job_commands(commands, common)
     commands.add_parser("gui", help="open the desktop app (gui --help for its options)",
@@ -140,7 +151,8 @@ def _run(arguments: list[str]) -> int:
         return EXIT_USAGE
     handler = {"up": cmd_up, "status": cmd_status, "broker": cmd_broker,
                "jobmanager": cmd_jobmanager, "taskmanager": cmd_taskmanager,
-               "config": cmd_config, "submit": cmd_submit, "run": cmd_run, "list": cmd_list,
+               "config": cmd_config, "credentials": cmd_credentials, "submit": cmd_submit,
+               "run": cmd_run, "list": cmd_list,
                "cancel": cmd_cancel, "result": cmd_result,
                "failures": cmd_failures}[args.command]
     try:
@@ -177,6 +189,7 @@ def cmd_broker(config: Config, args: argparse.Namespace) -> int:
 
 def cmd_jobmanager(config: Config, args: argparse.Namespace) -> int:
     from clusterdeck.core.jobmanager.main import run_jobmanager
+    warn_password_in_argv(args.broker_url)
     return run_jobmanager(config, args.broker_url)
 
 
@@ -187,16 +200,18 @@ def missing_java(config: Config) -> str | None:
 
 
 def cmd_taskmanager(config: Config, args: argparse.Namespace) -> int:
+    config, broker = taskmanager_broker(config, args)
     if problem := missing_java(config):
         print(f"clusterdeck: {problem}", file=sys.stderr)
         return EXIT_FAILED
     from clusterdeck.core.taskmanager.main import run_taskmanager
-    return run_taskmanager(config, args.resource_id, args.broker_url)
+    return run_taskmanager(config, args.resource_id, broker)
 
 
 def cmd_status(config: Config, args: argparse.Namespace) -> int:
     from clusterdeck.core.client.jobclient import ClusterClient
     from clusterdeck.core.rpc import RpcError
+    warn_password_in_argv(args.broker_url)
     try:
         with ClusterClient(config, args.broker_url, connect_timeout=5.0) as client:
             overview = client.cluster_overview(timeout=5.0)

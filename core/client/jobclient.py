@@ -45,12 +45,16 @@ class SubmitUnconfirmedError(ClusterUnreachableError):
 
 
 class ClusterClient:
+    """``role``: whose login to connect with (broker/acl.py says what each may do). The
+    ``client`` login submits, asks the Dispatcher and reads state and events; watching the
+    whole control plane (``service.tap``) takes the ``jobmanager`` login."""
+
     def __init__(self, config: Config, broker_url: str | None = None,
-                 connect_timeout: float = 10.0) -> None:
+                 connect_timeout: float = 10.0, *, role: str = "client") -> None:
         self.config = config
         self.service: MqttRpcService = connect_service(
-            config, "client", f"client-{uuid.uuid4().hex[:12]}",
-            broker_address(config, "client", broker_url), connect_timeout=connect_timeout,
+            config, role, f"client-{uuid.uuid4().hex[:12]}",
+            broker_address(config, role, broker_url), connect_timeout=connect_timeout,
             with_presence=False)
         self._leader: p.LeaderInfo | None = None
         self._leader_known = threading.Event()

@@ -17,7 +17,13 @@ from pathlib import Path
 from clusterdeck.broker.address import BrokerAddress
 from clusterdeck.broker.connection import write_connection
 from clusterdeck.broker.credentials import ensure_private_dir, load_or_create
-from clusterdeck.broker.server import choose_port, resolve_kind, wait_ready
+from clusterdeck.broker.server import (
+    choose_port,
+    local_address,
+    prepare_tls,
+    resolve_kind,
+    wait_ready,
+)
 from clusterdeck.core.client.jobclient import ClusterClient
 from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config
@@ -47,6 +53,8 @@ class LocalCluster:
             if self.broker_kind != "external":
                 config = config.with_overrides(
                     {"broker.port": choose_port(config, self.cluster_dir)})
+                # Made here, before the broker runs, so the first client trusts its CA.
+                prepare_tls(config, ensure_private_dir(self.cluster_dir))
             self.config = config
             self.supervisor = Supervisor(config, paths.cluster_log_dir(self.cluster_id))
             self.config_path = self._write_config()
@@ -103,8 +111,8 @@ class LocalCluster:
         if self.broker_kind == "external":
             return BrokerAddress.parse(self.config["broker.url"])
         username, password = load_or_create(self.cluster_dir, self.cluster_id).for_role(role)
-        return BrokerAddress(self.config["broker.host"], self.config["broker.port"],
-                             username, password)
+        return local_address(self.config, self.cluster_dir,
+                             self.config["broker.port"]).with_credentials(username, password)
 
     def wait_for_taskmanagers(self, count: int, timeout: float) -> p.ClusterOverview:
         """Wait on the retained cluster snapshot until ``count`` TaskManagers are registered."""

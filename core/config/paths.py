@@ -49,4 +49,9 @@ def cluster_dir(cluster_id: str) -> Path:
 
 
 def cluster_log_dir(cluster_id: str) -> Path:
-    return log_dir() / cluster_id
+    """The cluster's log folder, created readable by its owner only (0700): the logs hold
+    job arguments, file paths and errors that other local users should not read."""
+    path = log_dir() / cluster_id
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path

@@ -136,12 +136,20 @@ OPTIONS: tuple[Option, ...] = (
            "registration attempts."),
     Option("broker.kind", one_of("auto", "mosquitto", "amqtt", "external"), "auto",
            "auto: Mosquitto when installed, amqtt otherwise; external: broker.url."),
-    Option("broker.host", text, "127.0.0.1", "Address the cluster's broker listens on."),
+    Option("broker.bind", text, "127.0.0.1", "Address the cluster's broker listens on: "
+           "127.0.0.1 keeps it on this machine; 0.0.0.0 (every interface) or one of the "
+           "machine's addresses lets TaskManagers on other machines in."),
+    Option("broker.host", text, "127.0.0.1", "Older name of broker.bind, still read when "
+           "broker.bind is left at its default."),
+    Option("broker.tls", one_of("auto", "on", "off"), "auto", "TLS on the broker's "
+           "listener, with a CA made for the cluster: auto turns it on when broker.bind is "
+           "beyond loopback; on/off force it."),
     Option("broker.port", port, 0, "Port of the cluster's broker; 0 picks a free one."),
     Option("broker.reconnect-timeout", duration, 60.0, "A JobManager or TaskManager "
            "whose broker connection stays broken this long exits (code 11), so that its "
            "supervisor starts it again instead of it serving no one; 0 waits for ever."),
-    Option("broker.url", text, "", "mqtt://[user:password@]host:port of an external broker."),
+    Option("broker.url", text, "", "mqtt[s]://[user:password@]host:port of an external "
+           "broker."),
     Option("broker.max-queued-messages", positive_int, 100_000, "Per-client queue of QoS 1 "
            "messages in Mosquitto, set high on purpose: past it, messages are dropped."),
     Option("broker.max-inflight-messages", positive_int, 100, "QoS 1 messages in flight per "

@@ -53,8 +53,8 @@ def bundle_dir() -> Path | None:
 def prepare_environment(environ: MutableMapping[str, str] | None = None) -> None:
     """Call first thing in the bundle's entry point; changes nothing outside a bundle.
 
-    Children inherit the result: programs that are not the bundle (java, mosquitto,
-    mosquitto_passwd, a user's tools) get the environment the user started us with, and
+    Children inherit the result: programs that are not the bundle (java, mosquitto, a
+    user's tools) get the environment the user started us with, and
     Spark runs the bundled Spark with the bundle's executable as its Python.
     """
     if not is_frozen():

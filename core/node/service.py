@@ -29,9 +29,13 @@ def setup_logging(role: str) -> None:
         format=f"%(asctime)s %(levelname)s {role} %(name)s: %(message)s")
 
 
-def broker_address(config: Config, role: str, broker_url: str | None = None) -> BrokerAddress:
+def broker_address(config: Config, role: str,
+                   broker_url: str | BrokerAddress | None = None) -> BrokerAddress:
     """``--broker`` (or ``broker.url``) when given, else the local cluster's broker with the
-    credentials of ``role`` from the data dir."""
+    credentials of ``role`` from the data dir. An address already read (from a
+    ``--credentials`` file, which carries the login and the CA) is used as it is."""
+    if isinstance(broker_url, BrokerAddress):
+        return broker_url
     url = broker_url or (config["broker.url"] if config["broker.kind"] == "external" else "")
     if url:
         return BrokerAddress.parse(url)

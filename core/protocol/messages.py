@@ -19,8 +19,9 @@ from clusterdeck.core.protocol.wiring import EdgeInput, EdgeOutput, ResultPartit
 from clusterdeck.core.rpc import message
 
 # 2: JobSnapshot.graph and ExecutionStateEvent.failure are typed; 3: offloaded deployment
-# inputs, execution reports for reconciliation, a paged job list
-PROTOCOL_VERSION = 3
+# inputs, execution reports for reconciliation, a paged job list; 4: qualified endpoints
+# and replies on client-id topics (rpc/taskexecutor/<cluster>.<id>, reply/<cluster>.<id>)
+PROTOCOL_VERSION = 4
 
 # -- presence and leadership (retained) -------------------------------------------------
 

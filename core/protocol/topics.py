@@ -1,7 +1,9 @@
 """Every MQTT topic of a cluster comes from here.
 
 All topics live under ``clusterdeck/<cluster-id>/``. Services publish and subscribe with
-topics relative to that root (``events/cluster``, ``state/leader``).
+topics relative to that root (``events/cluster``, ``state/leader``); the transport's own
+channels (rpc, heartbeat, reply, presence) are shaped by ``TopicLayout``. Which login may
+publish or read which of them is in broker/acl.py: a new topic needs a rule there.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """MqttRpcService: the real transport, one paho client per process.
 
-Topics (relative to ``clusterdeck/<cluster-id>/``): ``rpc/<endpoint>`` (QoS 1) carries
-tells and asks, ``heartbeat/<endpoint>`` (QoS 0) heartbeats, ``reply/<service>`` (QoS 1)
-answers. Correlation ids and reply addresses travel in the payload, as MQTT 3.1.1 (all
-amqtt speaks) has no response topics. ``presence/<service>`` is retained and doubles as
-the last will, so a dead process is seen within milliseconds.
+Topics (relative to ``clusterdeck/<cluster-id>/``, shaped by TopicLayout):
+``rpc/<endpoint>`` (QoS 1) carries tells and asks, ``heartbeat/<endpoint>`` (QoS 0)
+heartbeats, ``reply/<client-id>`` (QoS 1) answers. Correlation ids and reply addresses
+travel in the payload, as MQTT 3.1.1 (all amqtt speaks) has no response topics.
+``presence/<service>`` is retained and doubles as the last will, so a dead process is
+seen within milliseconds.
 
 paho's callbacks run on its network thread: they decode, validate and enqueue, nothing
 more. Retained state is published again after every reconnect, because a restarted
@@ -28,7 +29,7 @@ from clusterdeck.broker.client import make_client
 from clusterdeck.core.rpc._codec import decode
 from clusterdeck.core.rpc._errors import RpcError
 from clusterdeck.core.rpc._service import EventCallback, RpcService
-from clusterdeck.core.rpc._topics import TopicLayout, topic_matches
+from clusterdeck.core.rpc._topics import TRANSPORT_CHANNELS, TopicLayout, topic_matches
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,6 @@ class Traffic:
 
 
 TrafficCallback = Callable[[Traffic], None]
-_TAPPED = ("rpc", "reply", "heartbeat")
 
 
 class MqttRpcService(RpcService):
@@ -73,7 +73,8 @@ class MqttRpcService(RpcService):
         will = None
         if offline is not None:
             will = (self.topics.presence(self.service_id), self.encode_event(offline), 1, True)
-        self._client = make_client(address, f"{topics.cluster_id}.{self.service_id}", will=will)
+        # The broker's ACL binds this process's own topics to this client id (broker/acl.py).
+        self._client = make_client(address, topics.client_id(self.service_id), will=will)
         self._client.on_connect = self._on_connect
         self._client.on_disconnect = self._on_disconnect
         self._client.on_message = self._on_message
@@ -126,11 +127,12 @@ class MqttRpcService(RpcService):
             topics += [self.topics.rpc(endpoint_id), self.topics.heartbeat(endpoint_id)]
         topics += [self.topics.absolute(f) for f, _ in self._subscriptions]
         if self._taps:
-            topics += [self.topics.absolute(f"{channel}/#") for channel in _TAPPED]
+            topics += [self.topics.absolute(f"{channel}/#") for channel in TRANSPORT_CHANNELS]
         for topic in dict.fromkeys(topics):
             client.subscribe(topic, qos=1)
         if self._online is not None:
-            self.publish(f"presence/{self.service_id}", self._online, retained=True)
+            self.publish(self.topics.relative(self.topics.presence(self.service_id)),
+                         self._online, retained=True)
         for topic, data in list(self._retained.items()):
             client.publish(topic, data, qos=1, retain=True)
         self._connected.set()
@@ -164,25 +166,27 @@ class MqttRpcService(RpcService):
                           self.service_id, msg.topic)
 
     def _route(self, msg: mqtt.MQTTMessage) -> None:
-        relative = self.topics.relative(msg.topic)
-        channel, _, name = relative.partition("/")
-        if channel in _TAPPED:
+        channel, name = self.topics.parse(msg.topic)
+        if channel in TRANSPORT_CHANNELS:
             if self._taps:
-                self._tap(channel, name, msg.payload)
+                self._tap(channel, name or self.topics.relative(msg.topic), msg.payload)
             # Only messages for this process: a tap also receives everybody else's.
+            if name is None:
+                return
             if channel == "reply" and name == self.service_id:
                 self._receive(None, msg.payload)
             elif channel != "reply" and self.endpoint(name) is not None:
                 self._receive(name, msg.payload)
         else:
-            self._deliver_event(relative, msg.payload)
+            self._deliver_event(self.topics.relative(msg.topic), msg.payload)
 
     def tap(self, callback: TrafficCallback) -> None:
         """Watch the whole control plane (every rpc, reply and heartbeat message of the
         cluster) without taking part: for the GUI's messages view. ``callback`` runs on
-        paho's network thread."""
+        paho's network thread. Only the jobmanager login may read all of it (broker/acl.py);
+        with another, the broker delivers just what that login may read."""
         self._taps.append(callback)
-        for channel in _TAPPED:
+        for channel in TRANSPORT_CHANNELS:
             self._client.subscribe(self.topics.absolute(f"{channel}/#"), qos=0)
 
     def _tap(self, channel: str, receiver: str, data: bytes) -> None:

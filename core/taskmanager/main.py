@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 
+from clusterdeck.broker.address import BrokerAddress
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.node import exitcodes
 from clusterdeck.core.node.service import (
@@ -25,7 +26,7 @@ def default_resource_id() -> str:
 
 
 def run_taskmanager(config: Config, resource_id: str | None = None,
-                    broker_url: str | None = None) -> int:
+                    broker_url: str | BrokerAddress | None = None) -> int:
     setup_logging("taskmanager")
     resource_id = resource_id or default_resource_id()
     service = connect_service(config, "taskmanager", resource_id,

@@ -24,6 +24,7 @@ import pytest
 
 from clusterdeck.core.client.jobclient import ClusterClient, JobClient
 from clusterdeck.core.config import paths
+from clusterdeck.core.config.settings import Config
 from clusterdeck.core.jobmanager.jobstore import RECORD, JobRecord
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
@@ -143,13 +144,20 @@ def registration(cluster_id: str, resource_id: str) -> p.RegisterTaskManager:
         slot_report=p.SlotReport((p.SlotStatus(0), p.SlotStatus(1))))
 
 
+def register_probes(config: Config, count: int) -> list[object]:
+    """``count`` RegisterTaskManager asks at once, each answered or refused. Sent with the
+    taskmanager login: registering is what only that login (and the JobManager's) may do."""
+    with ClusterClient(config, connect_timeout=30, role="taskmanager") as prober:
+        leader = prober.leader(10)
+        gateway = prober.service.gateway(ResourceManagerGateway, leader.resource_manager)
+        asks: list[Future] = [gateway.register_task_manager(registration(
+            config["cluster.id"], f"probe-{i:04d}-{uuid.uuid4().hex}")) for i in range(count)]
+        return [ask.result(60) for ask in asks]
+
+
 def test_a_thousand_registrations_are_bounded_and_the_overview_keeps_coming(cluster) -> None:
     local_cluster, watcher = cluster
-    leader = watcher.client.leader(10)
-    gateway = watcher.client.service.gateway(ResourceManagerGateway, leader.resource_manager)
-    asks: list[Future] = [gateway.register_task_manager(registration(
-        local_cluster.cluster_id, f"probe-{i:04d}-{uuid.uuid4().hex}")) for i in range(PROBES)]
-    answers = [ask.result(60) for ask in asks]
+    answers = register_probes(local_cluster.config, PROBES)
     accepted = [a for a in answers if isinstance(a, p.AcknowledgeRegistration)]
     refused = [a for a in answers if isinstance(a, p.RefuseRegistration)]
     assert len(accepted) + len(refused) == PROBES

@@ -178,9 +178,10 @@ def refused(address: BrokerAddress) -> None:
 
 
 def test_publish_with_cluster_credentials_is_delivered(running):
-    topic = f"clusterdeck/{CLUSTER}/rpc/endpoint-1"
-    with subscriber(running.address("taskmanager"), [topic]) as sub, \
-            publisher(running.address("jobmanager")) as pub:
+    """What each login may do is tests/integration/test_acl.py's subject."""
+    topic = f"clusterdeck/{CLUSTER}/rpc/resourcemanager"
+    with subscriber(running.address("jobmanager"), [topic]) as sub, \
+            publisher(running.address("taskmanager")) as pub:
         publish(pub, topic, b"hello")
         assert sub.wait_for(topic) == b"hello"
 
@@ -266,7 +267,7 @@ def test_kill_9_ends_the_broker_and_a_restart_on_the_same_port_takes_the_same_lo
     second = start_broker(kind, home)
     try:
         assert second.address("jobmanager") == address
-        topic = f"clusterdeck/{CLUSTER}/heartbeat/x"
+        topic = f"clusterdeck/{CLUSTER}/events/x"
         with subscriber(second.address("client"), [topic]) as sub, \
                 publisher(address) as pub:
             publish(pub, topic, b"back")

@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 
+from clusterdeck.core.client.jobclient import ClusterClient
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.gateways import ResourceManagerGateway
 from tests.integration.clusters import broker_kinds, running_cluster
@@ -37,9 +38,18 @@ def registration(cluster_id: str, resource_id: str, instance_id: str) -> p.Regis
         slot_report=p.SlotReport((p.SlotStatus(0),)))
 
 
-def resource_manager(watcher) -> ResourceManagerGateway:
-    leader = watcher.client.leader(10)
-    return watcher.client.service.gateway(ResourceManagerGateway, leader.resource_manager)
+@pytest.fixture(scope="module")
+def as_taskmanager(cluster):
+    """A client with the TaskManager login: only it (and the JobManager's) may ask the
+    ResourceManager."""
+    local_cluster, _ = cluster
+    with ClusterClient(local_cluster.config, connect_timeout=30, role="taskmanager") as client:
+        yield client
+
+
+def resource_manager(client: ClusterClient) -> ResourceManagerGateway:
+    leader = client.leader(10)
+    return client.service.gateway(ResourceManagerGateway, leader.resource_manager)
 
 
 def pid_of(local_cluster, name: str) -> int:
@@ -56,11 +66,12 @@ def test_up_with_two_taskmanagers_of_two_slots_reaches_four_free_slots(cluster) 
     assert {t.slots_total for t in overview.taskmanagers if t.id in BOTH} == {2}
 
 
-def test_the_same_taskmanager_registering_twice_gets_already_registered(cluster) -> None:
+def test_the_same_taskmanager_registering_twice_gets_already_registered(
+        cluster, as_taskmanager) -> None:
     local_cluster, watcher = cluster
     probe = f"probe-{uuid.uuid4().hex[:6]}"
     request = registration(local_cluster.cluster_id, probe, "one")
-    gateway = resource_manager(watcher)
+    gateway = resource_manager(as_taskmanager)
     first = gateway.register_task_manager(request).result(10)
     second = gateway.register_task_manager(request).result(10)
     assert isinstance(first, p.AcknowledgeRegistration)
@@ -71,19 +82,18 @@ def test_the_same_taskmanager_registering_twice_gets_already_registered(cluster)
              1.5 + 0.2 + 3, "the silent probe lost")
 
 
-def test_a_wrong_cluster_id_is_refused(cluster) -> None:
-    _, watcher = cluster
-    answer = resource_manager(watcher).register_task_manager(
+def test_a_wrong_cluster_id_is_refused(as_taskmanager) -> None:
+    answer = resource_manager(as_taskmanager).register_task_manager(
         registration("some-other-cluster", "stranger", "x")).result(10)
     assert isinstance(answer, p.RefuseRegistration)
     assert "wrong cluster id" in answer.reason
 
 
-def test_an_incompatible_protocol_version_is_refused(cluster) -> None:
-    local_cluster, watcher = cluster
+def test_an_incompatible_protocol_version_is_refused(cluster, as_taskmanager) -> None:
+    local_cluster, _ = cluster
     request = registration(local_cluster.cluster_id, "from-the-future", "x")
     request = p.RegisterTaskManager(**{**request.__dict__, "protocol_version": 99})
-    answer = resource_manager(watcher).register_task_manager(request).result(10)
+    answer = resource_manager(as_taskmanager).register_task_manager(request).result(10)
     assert isinstance(answer, p.RefuseRegistration)
     assert "protocol version 99" in answer.reason
 
@@ -147,14 +157,24 @@ def test_a_killed_broker_is_restarted_and_everyone_reconnects(cluster) -> None:
 
 
 def test_a_tap_sees_the_control_plane_and_answers_nothing(cluster) -> None:
-    _, watcher = cluster
+    """With the jobmanager login, as the desktop app's messages view: no other may read
+    the whole control plane."""
+    local_cluster, watcher = cluster
     seen = []
-    watcher.client.service.tap(seen.append)
-    wait_for(lambda: any(t.type_name == "TaskManagerHeartbeat" for t in seen), 10,
-             "a heartbeat seen by the tap")
-    heartbeat = next(t for t in seen if t.type_name == "TaskManagerHeartbeat")
-    assert heartbeat.receiver == "resourcemanager" and heartbeat.size > 0
-    overview = watcher.client.cluster_overview(timeout=10)  # asks still reach their endpoint
-    assert overview.cluster_id == watcher.latest.cluster_id
-    asks = [t for t in seen if t.type_name == "RequestClusterOverview"]
-    assert asks and asks[0].receiver == "dispatcher"
+    with ClusterClient(local_cluster.config, connect_timeout=30, role="jobmanager") as tapping:
+        tapping.service.tap(seen.append)
+        wait_for(lambda: any(t.type_name == "TaskManagerHeartbeat" for t in seen), 10,
+                 "a heartbeat seen by the tap")
+        heartbeat = next(t for t in seen if t.type_name == "TaskManagerHeartbeat")
+        assert heartbeat.receiver == "resourcemanager" and heartbeat.size > 0
+        overview = tapping.cluster_overview(timeout=10)  # asks still reach their endpoint
+        assert overview.cluster_id == watcher.latest.cluster_id
+        wait_for(lambda: any(t.type_name == "RequestClusterOverview" for t in seen), 5,
+                 "the ask seen by the tap")
+        asks = [t for t in seen if t.type_name == "RequestClusterOverview"]
+        assert asks[0].receiver == "dispatcher"
+        wait_for(lambda: any(t.channel == "reply" and t.receiver == tapping.service.service_id
+                             for t in seen), 5, "the answer seen by the tap")
+        executor = "taskexecutor.taskmanager-1"
+        wait_for(lambda: any(t.receiver == executor and t.channel == "heartbeat"
+                             for t in seen), 10, f"a heartbeat to {executor}")

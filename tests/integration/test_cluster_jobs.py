@@ -309,29 +309,34 @@ def test_a_submission_with_a_path_for_a_job_id_is_refused_and_leaves_nothing(cli
 
 def test_malformed_payloads_on_every_topic_leave_the_cluster_serving(client, cluster,
                                                                      tmp_path) -> None:
-    """With the TaskManager login (the one handed to other machines): what the protocol
-    never sends, on every topic the JobManager and the TaskManagers listen to."""
+    """What the protocol never sends, on every topic the JobManager and the TaskManagers
+    listen to: with the TaskManager login (the one handed to other machines; the broker
+    drops what it may not send), then with the JobManager's, which reaches every parser."""
     local_cluster, _ = cluster
-    address = local_cluster.broker_address("taskmanager")
-    hostile = make_client(address, f"{local_cluster.cluster_id}.hostile")
-    connect_and_wait(hostile, address, timeout=10)
-    root = f"clusterdeck/{local_cluster.cluster_id}"
-    names = ["dispatcher", "resourcemanager", "jobmanager", "taskmanager-1", "taskmanager-2",
-             "taskexecutor.taskmanager-1", "taskexecutor.taskmanager-2"]
-    topics_hit = [f"{root}/{channel}/{name}" for channel in ("rpc", "heartbeat", "reply")
-                  for name in names]
-    topics_hit += [f"{root}/{t}" for t in (topics.CLUSTER_STATE, topics.CLUSTER_EVENTS,
-                                           topics.LEADER, "events/jobs/x", "state/jobs/x")]
+    layout = topics.layout(local_cluster.cluster_id)
+    endpoints = ["dispatcher", "resourcemanager", "taskexecutor.taskmanager-1",
+                 "taskexecutor.taskmanager-2"]
+    topics_hit = [topic for endpoint in endpoints
+                  for topic in (layout.rpc(endpoint), layout.heartbeat(endpoint))]
+    topics_hit += [layout.reply(service)
+                   for service in ("jobmanager", "taskmanager-1", "taskmanager-2")]
+    topics_hit += [layout.absolute(t) for t in (topics.CLUSTER_STATE, topics.CLUSTER_EVENTS,
+                                                topics.LEADER, "events/jobs/x",
+                                                "state/jobs/x", topics.presence("jobmanager"))]
     restarts = {info.name: info.restarts for info in local_cluster.supervisor.processes()}
-    try:
-        for topic in topics_hit:
-            for payload in MALFORMED:
-                sent = hostile.publish(topic, payload, qos=1)
-                sent.wait_for_publish(10)
-                assert sent.is_published(), f"the broker took no payload on {topic}"
-    finally:
-        hostile.disconnect()
-        hostile.loop_stop()
+    for role in ("taskmanager", "jobmanager"):
+        address = local_cluster.broker_address(role)
+        hostile = make_client(address, layout.client_id(f"hostile-{role}"))
+        connect_and_wait(hostile, address, timeout=10)
+        try:
+            for topic in topics_hit:
+                for payload in MALFORMED:
+                    sent = hostile.publish(topic, payload, qos=1)
+                    sent.wait_for_publish(10)
+                    assert sent.is_published(), f"the broker took no payload on {topic}"
+        finally:
+            hostile.disconnect()
+            hostile.loop_stop()
     assert isinstance(client.jobs(), p.JobList)
     expected = text_files(tmp_path / "words", files=3, lines=20, seed=11)
     result = run(client, EXAMPLES / "wordcount.py", str(tmp_path / "words"), "2")

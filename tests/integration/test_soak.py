@@ -28,10 +28,9 @@ import pytest
 from clusterdeck.core.client.jobclient import JobClient
 from clusterdeck.core.client.localcluster import LocalCluster
 from clusterdeck.core.protocol import messages as p
-from clusterdeck.core.protocol.gateways import ResourceManagerGateway
 from clusterdeck.core.protocol.states import JobStatus
 from tests.integration.clusters import ClusterWatcher, running_cluster, wait_result
-from tests.integration.test_bounded import registration
+from tests.integration.test_bounded import register_probes
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -116,16 +115,6 @@ def ended(futures: list[Future], count: int) -> None:
              JOB_TIMEOUT + count * 2.0, f"{count} of {len(futures)} jobs ended", 0.1)
 
 
-def register_probes(cluster: LocalCluster, watcher: ClusterWatcher) -> list[object]:
-    """A thousand RegisterTaskManager asks at once, each answered or refused; none of the
-    probes ever heartbeats, so each is lost soon after it registered."""
-    leader = watcher.client.leader(10)
-    gateway = watcher.client.service.gateway(ResourceManagerGateway, leader.resource_manager)
-    asks: list[Future] = [gateway.register_task_manager(registration(
-        cluster.cluster_id, f"probe-{i:04d}-{uuid.uuid4().hex}")) for i in range(PROBES)]
-    return [ask.result(60) for ask in asks]
-
-
 @pytest.fixture(scope="module")
 def soak(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Soak]:
     job_file = tmp_path_factory.mktemp("soak") / "tiny.py"
@@ -142,7 +131,8 @@ def soak(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Soak]:
         # The registrations go in while the soak's jobs run and wait for slots.
         with jobs_in_flight(client, job_file, SOAK) as soaked:
             ended(soaked, SOAK // 3)
-            answers = register_probes(cluster, watcher)
+            # None of the probes ever heartbeats: each is lost soon after it registered.
+            answers = register_probes(cluster.config, PROBES)
             ended(soaked, SOAK)
         outcomes = [f.result() for f in soaked]
         yield Soak(cluster, watcher, client, job_file, after_warm_up,

@@ -26,7 +26,7 @@ def test_parse_reads_bracketed_ipv6_hosts():
     "",
     "127.0.0.1:1883",
     "tcp://127.0.0.1:1883",
-    "mqtts://127.0.0.1:8883",
+    "mqtts://127.0.0.1",
     "mqtt://127.0.0.1",
     "mqtt://:1883",
     "mqtt://127.0.0.1:0",
@@ -36,7 +36,7 @@ def test_parse_reads_bracketed_ipv6_hosts():
     "mqtt://127.0.0.1:1883?x=1",
     "mqtt://:pw@127.0.0.1:1883",
 ])
-def test_parse_refuses_anything_but_mqtt_host_port(url):
+def test_parse_refuses_anything_but_mqtt_or_mqtts_host_port(url):
     with pytest.raises(ValueError, match="broker"):
         BrokerAddress.parse(url)
 
@@ -65,3 +65,27 @@ def test_with_credentials_keeps_the_broker_and_changes_the_login():
 def test_a_password_without_a_user_is_refused():
     with pytest.raises(ValueError, match="username"):
         BrokerAddress("h", 1, None, "p")
+
+
+def test_parse_reads_mqtts_as_tls_trusting_the_system_cas():
+    address = BrokerAddress.parse("mqtts://u:p@broker.example:8883")
+    assert address.tls and address.ca_pem is None
+    assert (address.host, address.port, address.username) == ("broker.example", 8883, "u")
+
+
+def test_tls_url_round_trips_and_keeps_the_scheme():
+    address = BrokerAddress("h", 8883, "u", "p", tls=True)
+    assert address.url() == "mqtts://u@h:8883"
+    assert BrokerAddress.parse(address.url(with_password=True)) == address
+
+
+def test_with_tls_carries_the_ca_which_repr_leaves_out():
+    address = BrokerAddress("h", 1).with_tls("-----BEGIN CERTIFICATE-----")
+    assert address.tls and address.ca_pem == "-----BEGIN CERTIFICATE-----"
+    assert "BEGIN" not in repr(address)
+    assert address.without_credentials().ca_pem == address.ca_pem
+
+
+def test_a_ca_without_tls_is_refused():
+    with pytest.raises(ValueError, match="TLS"):
+        BrokerAddress("h", 1, ca_pem="pem")

@@ -1,5 +1,6 @@
 import json
 import stat
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -78,3 +79,40 @@ def test_a_malformed_file_is_reported(tmp_path):
 def test_cluster_ids_unsafe_in_topics_are_refused(tmp_path, cluster_id):
     with pytest.raises(ValueError, match="cluster id"):
         load_or_create(tmp_path, cluster_id)
+
+
+def test_the_roles_include_a_read_only_observer():
+    assert ROLES == ("jobmanager", "taskmanager", "client", "observer")
+
+
+def older_file_without_observer(cluster_dir):
+    load_or_create(cluster_dir, "alpha")
+    path = credentials_file(cluster_dir)
+    data = json.loads(path.read_text())
+    del data["logins"]["observer"]
+    path.write_text(json.dumps(data))
+    return {role: (entry["username"], entry["password"])
+            for role, entry in data["logins"].items()}
+
+
+def test_a_file_from_before_the_observer_gets_its_login_and_keeps_the_others(tmp_path):
+    before = older_file_without_observer(tmp_path)
+    credentials = load_or_create(tmp_path, "alpha")
+    assert credentials.for_role("observer")[0] == "cd-alpha-observer"
+    assert {role: credentials.for_role(role) for role in before} == before
+    assert load(tmp_path, "alpha") == credentials  # written down, not made up each time
+    assert stat.S_IMODE(credentials_file(tmp_path).stat().st_mode) == 0o600
+
+
+def test_a_client_reading_an_older_file_gets_its_login_too(tmp_path):
+    before = older_file_without_observer(tmp_path)
+    assert load(tmp_path, "alpha").for_role("client") == before["client"]
+
+
+def test_processes_adding_the_missing_login_at_once_agree_on_it(tmp_path):
+    older_file_without_observer(tmp_path)
+    with ThreadPoolExecutor(8) as pool:
+        found = list(pool.map(lambda _: load(tmp_path, "alpha").for_role("observer"),
+                              range(16)))
+    assert len(set(found)) == 1
+    assert load(tmp_path, "alpha").for_role("observer") == found[0]

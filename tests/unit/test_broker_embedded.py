@@ -32,11 +32,16 @@ def test_logins_come_from_the_password_file_and_nothing_else(tmp_path):
     assert not any("Anonymous" in name for name in plugins)
 
 
-def test_every_user_is_confined_to_its_cluster_for_subscribe_and_publish(tmp_path):
+def test_every_login_gets_its_roles_topics_for_subscribe_and_publish(tmp_path):
     credentials, config = config_for(tmp_path)
     acl = config["plugins"]["amqtt.plugins.topic_checking.TopicAccessControlListPlugin"]
-    expected = {user: ["clusterdeck/alpha/#"] for user in credentials.usernames()}
-    assert acl == {"acl": expected, "publish_acl": expected}
+    assert set(acl) == {"acl", "publish_acl"}
+    assert set(acl["acl"]) == set(acl["publish_acl"]) == set(credentials.usernames())
+    assert acl["acl"]["cd-alpha-jobmanager"] == ["clusterdeck/alpha/#"]
+    assert acl["publish_acl"]["cd-alpha-observer"] == []
+    assert "clusterdeck/alpha/rpc/dispatcher" not in acl["acl"]["cd-alpha-taskmanager"]
+    assert all(topic.startswith("clusterdeck/alpha/")
+               for table in acl.values() for topics in table.values() for topic in topics)
 
 
 def test_password_file_holds_argon2_hashes_readable_by_its_owner_only(tmp_path):

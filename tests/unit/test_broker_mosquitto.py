@@ -1,3 +1,4 @@
+import base64
 import stat
 
 import pytest
@@ -51,15 +52,35 @@ def test_limits_from_config_sit_well_above_the_frame_size():
     assert limits.max_packet_size > limits.message_size_limit
 
 
-def test_acl_confines_every_cluster_user_to_its_topics(tmp_path):
+def test_acl_gives_each_role_its_rules_from_the_table(tmp_path):
     credentials = load_or_create(tmp_path, "alpha")
     text = mosquitto.acl_text(credentials)
-    for user in credentials.usernames():
-        assert f"user {user}\ntopic readwrite clusterdeck/alpha/#\n" in text
-    assert "pattern" not in text
+    assert "user cd-alpha-jobmanager\ntopic read clusterdeck/alpha/#\n" \
+        "topic write clusterdeck/alpha/#\n" in text
+    assert "pattern read clusterdeck/alpha/reply/%c" in text
+    assert "readwrite" not in text
+    observer = text[text.index("user cd-alpha-observer"):]
+    assert not any(line.startswith("topic write") for line in observer.splitlines())
 
 
-@pytest.mark.skipif(not mosquitto.is_installed(), reason="mosquitto is not installed")
+def test_password_hash_is_mosquitto_2_pbkdf2_sha512():
+    """A line mosquitto_passwd 2.0.11 wrote for password "secret" (salt from it)."""
+    written = ("$7$101$hbJTAweuZ0Gwg/fv$cQAGHl4YriGfkw7Wjp0VJY/3CU2+tn4DJDYKicGBACEYVIv9l/"
+               "kOYYyQwPX9KZnmhZWMFL+tvYgcOz8IPrC6Xg==")
+    salt = base64.b64decode(written.split("$")[3])
+    assert mosquitto.password_hash("secret", salt=salt) == written
+
+
+def test_password_hashes_get_a_fresh_twelve_byte_salt_each():
+    first, second = (mosquitto.password_hash("secret") for _ in range(2))
+    assert first != second
+    _, kind, iterations, salt, digest = first.split("$")
+    assert (kind, iterations) == ("7", "101")
+    assert len(base64.b64decode(salt)) == 12 and len(base64.b64decode(digest)) == 64
+    with pytest.raises(ValueError):
+        mosquitto.password_hash("secret", salt=b"short")
+
+
 def test_password_file_is_private_and_holds_hashes_only(tmp_path):
     credentials = load_or_create(tmp_path, "alpha")
     path = tmp_path / "mosquitto.passwd"
@@ -68,5 +89,13 @@ def test_password_file_is_private_and_holds_hashes_only(tmp_path):
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert sorted(line.split(":")[0] for line in text.splitlines()) == sorted(
         credentials.usernames())
+    assert all(line.split(":", 1)[1].startswith("$7$101$") for line in text.splitlines())
     assert not any(password in text for _, password in credentials.items())
 
+
+def test_mosquitto_passwd_is_not_needed(monkeypatch):
+    """It took each password on its command line; the file is written in Python now."""
+    monkeypatch.setattr(mosquitto, "find_binary",
+                        lambda name="mosquitto": None if name == "mosquitto_passwd"
+                        else mosquitto.Path("/usr/sbin/mosquitto"))
+    assert mosquitto.is_installed()

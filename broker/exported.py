@@ -1,0 +1,170 @@
+"""An exported credentials file: everything a process on another machine needs to join.
+
+``clusterdeck credentials export`` writes one; ``clusterdeck taskmanager --credentials
+FILE`` reads it. It replaces ``--broker mqtt://user:password@host``, which leaves the
+password in the process's command line (``/proc/<pid>/cmdline``, ``ps``) for every user
+of that machine to read. The file holds the broker URL as reached from elsewhere, the
+cluster id, one role's login and, when the broker speaks TLS, the cluster's CA
+certificate inline: a single file to copy, no CA file to keep next to it.
+
+It is JSON, written with mode 0600: it holds a password.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import stat
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from clusterdeck.broker.address import BrokerAddress
+from clusterdeck.broker.connection import NoBrokerError, read_connection
+from clusterdeck.broker.credentials import CredentialsError, load
+from clusterdeck.broker.tls import SERVER_CERT_NAME, certificate_names, covers, tls_dir
+
+FORMAT = "clusterdeck-credentials"
+_FORMAT_VERSION = 1
+STDIO = "-"
+
+
+class ExportedCredentialsError(ValueError):
+    """An exported credentials file is missing, unreadable or not one."""
+
+
+@dataclass(frozen=True)
+class ExportedCredentials:
+    """One role's way into one cluster's broker; ``address`` carries login and CA."""
+
+    cluster_id: str
+    role: str
+    address: BrokerAddress
+
+    def __post_init__(self) -> None:
+        if self.address.username is None or self.address.password is None:
+            raise ExportedCredentialsError("exported credentials need a username and a "
+                                           "password")
+
+    def to_json(self) -> str:
+        data = {
+            "format": FORMAT,
+            "version": _FORMAT_VERSION,
+            "cluster_id": self.cluster_id,
+            "role": self.role,
+            "broker_url": self.address.without_credentials().url(),
+            "username": self.address.username,
+            "password": self.address.password,
+            "ca_certificate": self.address.ca_pem,
+        }
+        return json.dumps(data, indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> ExportedCredentials:
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise ExportedCredentialsError(f"not a credentials file (not JSON: {error})"
+                                           ) from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ExportedCredentialsError("not a clusterdeck credentials file (made by "
+                                           "`clusterdeck credentials export`)")
+        if data.get("version") != _FORMAT_VERSION:
+            raise ExportedCredentialsError(f"credentials file version {data.get('version')!r}"
+                                           f" is not {_FORMAT_VERSION}")
+        try:
+            address = BrokerAddress.parse(str(data["broker_url"]))
+            ca_pem = data.get("ca_certificate")
+            if ca_pem is not None:
+                if not address.tls:
+                    raise ExportedCredentialsError("the credentials file has a CA "
+                                                   "certificate but a plain mqtt:// URL")
+                address = address.with_tls(str(ca_pem))
+            address = address.with_credentials(str(data["username"]), str(data["password"]))
+            return cls(str(data["cluster_id"]), str(data["role"]), address)
+        except KeyError as missing:
+            raise ExportedCredentialsError(f"the credentials file lacks {missing}") from None
+        except ExportedCredentialsError:
+            raise
+        except ValueError as error:
+            raise ExportedCredentialsError(f"the credentials file is malformed: {error}"
+                                           ) from None
+
+
+def export(cluster_dir: Path, cluster_id: str, role: str, host: str) -> ExportedCredentials:
+    """``role``'s login to this cluster's broker, reached as ``host`` from elsewhere.
+
+    The port and TLS come from the running (or last) broker's ``broker.json``. With TLS
+    the broker's certificate must name ``host``, or the other machine's hostname check
+    would refuse it: that is an error here rather than a puzzle there.
+    """
+    found = read_connection(cluster_dir)
+    if found is None:
+        raise NoBrokerError(f"no broker is known for cluster {cluster_id!r}: start the "
+                            "cluster first (clusterdeck up)")
+    kind, local = found
+    if kind == "external":
+        raise ExportedCredentialsError("the cluster uses an external broker "
+                                       "(broker.kind = external): its logins are not "
+                                       "clusterdeck's to export")
+    try:
+        username, password = load(cluster_dir, cluster_id).for_role(role)
+    except CredentialsError as error:
+        raise NoBrokerError(str(error)) from None
+    address = BrokerAddress(host, local.port, username, password)
+    if local.tls:
+        cert_file = tls_dir(cluster_dir) / SERVER_CERT_NAME
+        names = certificate_names(cert_file)
+        if not covers(names, host):
+            raise ExportedCredentialsError(
+                f"the broker's certificate does not name {host!r}, so a TaskManager "
+                f"connecting to it would refuse the broker; use one of its names with "
+                f"--host ({', '.join(names)}), or set broker.bind to that address and "
+                "restart the cluster")
+        address = address.with_tls(local.ca_pem)
+    return ExportedCredentials(cluster_id, role, address)
+
+
+def write(credentials: ExportedCredentials, destination: str | Path,
+          stdout: IO[str] | None = None) -> None:
+    """Write ``credentials`` to ``destination`` (mode 0600, replaced whole), or to
+    standard output when it is ``-``."""
+    text = credentials.to_json()
+    if str(destination) == STDIO:
+        (stdout or sys.stdout).write(text)
+        return
+    path = Path(destination)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    # Created 0600 from the start: a password must never sit in a readable file, even
+    # for the moment between writing and chmod.
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def read(source: str | Path, stdin: IO[str] | None = None) -> ExportedCredentials:
+    """Read an exported file, or standard input when ``source`` is ``-``."""
+    if str(source) == STDIO:
+        return ExportedCredentials.from_json((stdin or sys.stdin).read())
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ExportedCredentialsError(f"cannot read the credentials file: {error}") from None
+    return ExportedCredentials.from_json(text)
+
+
+def readable_by_others(path: str | Path) -> bool:
+    """True when users other than the owner may read ``path`` (its password)."""
+    if str(path) == STDIO:
+        return False
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return bool(mode & (stat.S_IRGRP | stat.S_IROTH))

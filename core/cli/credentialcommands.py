@@ -1,0 +1,110 @@
+"""``clusterdeck credentials export`` and the ways a process is given a login on the command
+line: a credentials file (``--credentials``), or the older ``--broker`` URL with the
+password in it, which still works but is announced as readable by every local user."""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+
+from clusterdeck.broker.address import BrokerAddress
+from clusterdeck.broker.credentials import ROLES
+from clusterdeck.broker.exported import (
+    STDIO,
+    ExportedCredentials,
+    ExportedCredentialsError,
+    export,
+    read,
+    readable_by_others,
+    write,
+)
+from clusterdeck.broker.server import listen_host, tls_enabled
+from clusterdeck.broker.tls import is_loopback
+from clusterdeck.core.config import paths
+from clusterdeck.core.config.settings import Config, ConfigError
+from clusterdeck.core.node import exitcodes
+
+
+def add_credentials_command(commands: argparse._SubParsersAction,
+                            common: argparse.ArgumentParser) -> None:
+    credentials = commands.add_parser("credentials", parents=[common],
+                                      help="logins for processes on other machines")
+    actions = credentials.add_subparsers(dest="credentials_action", required=True)
+    exporting = actions.add_parser("export", parents=[common], help="write one role's "
+                                   "login, the broker's URL and its CA to a file")
+    exporting.add_argument("--role", choices=ROLES, default="taskmanager",
+                           help="whose login (default: taskmanager)")
+    exporting.add_argument("--host", help="name or address the other machine reaches "
+                           "this one by (default: this machine's host name)")
+    exporting.add_argument("-o", "--output", help="file to write, mode 0600; - for "
+                           "standard output (default: <cluster>-<role>.credentials.json)")
+
+
+def cmd_credentials(config: Config, args: argparse.Namespace) -> int:
+    cluster_id = config["cluster.id"]
+    host = args.host or socket.gethostname()
+    try:
+        exported = export(paths.cluster_dir(cluster_id), cluster_id, args.role, host)
+    except ExportedCredentialsError as error:
+        print(f"clusterdeck: {error}", file=sys.stderr)
+        return exitcodes.USAGE
+    if is_loopback(listen_host(config)):
+        print(f"clusterdeck: warning: the broker listens on {listen_host(config)} only; "
+              "set broker.bind (e.g. 0.0.0.0) and restart the cluster so other machines "
+              "can reach it", file=sys.stderr)
+    if not tls_enabled(config):
+        print("clusterdeck: warning: broker.tls is off: this login and the cluster's "
+              "traffic would cross the network in clear", file=sys.stderr)
+    output = args.output or f"{cluster_id}-{args.role}.credentials.json"
+    write(exported, output)
+    if output != STDIO:
+        print(f"clusterdeck: wrote the {args.role} login of cluster {cluster_id!r} for "
+              f"{exported.address.url()} to {output} (mode 0600; it holds a password)",
+              file=sys.stderr)
+    return exitcodes.OK
+
+
+def taskmanager_broker(config: Config, args: argparse.Namespace
+                       ) -> tuple[Config, str | BrokerAddress | None]:
+    """The configuration and broker a ``taskmanager`` command runs with.
+
+    ``--credentials`` sets the cluster id from its file (a machine that only runs a
+    TaskManager has no configuration of its own); a different ``cluster.id`` given
+    here is a mistake and raises ConfigError.
+    """
+    source = getattr(args, "credentials", None)
+    if source is None:
+        warn_password_in_argv(args.broker_url)
+        return config, args.broker_url
+    if args.broker_url:
+        raise ConfigError("give either --credentials or --broker, not both")
+    try:
+        exported: ExportedCredentials = read(source)
+    except ExportedCredentialsError as error:
+        raise ConfigError(f"--credentials {source}: {error}") from None
+    if readable_by_others(source):
+        print(f"clusterdeck: warning: {source} can be read by other users of this "
+              f"machine; chmod 600 {source}", file=sys.stderr)
+    if "cluster.id" in config.changed() and config["cluster.id"] != exported.cluster_id:
+        raise ConfigError(f"--credentials {source} is for cluster {exported.cluster_id!r}, "
+                          f"not {config['cluster.id']!r}")
+    if exported.role != "taskmanager":
+        print(f"clusterdeck: warning: {source} holds the {exported.role} login, not the "
+              "taskmanager one", file=sys.stderr)
+    return config.with_overrides({"cluster.id": exported.cluster_id}), exported.address
+
+
+def warn_password_in_argv(broker_url: str | None) -> None:
+    """Say so when a ``--broker`` URL carries a password: it is in this process's command
+    line, which every user of the machine can read (``ps``, /proc/<pid>/cmdline)."""
+    if not broker_url:
+        return
+    try:
+        has_password = BrokerAddress.parse(broker_url).password is not None
+    except ValueError:
+        return  # reported where the URL is used
+    if has_password:
+        print("clusterdeck: warning: the password in --broker is visible to every user of "
+              "this machine (ps, /proc/<pid>/cmdline); use --credentials FILE from "
+              "`clusterdeck credentials export` instead", file=sys.stderr)
