@@ -19,11 +19,12 @@ from clusterdeck.broker.exported import (
     readable_by_others,
     write,
 )
-from clusterdeck.broker.server import listen_host, tls_enabled
+from clusterdeck.broker.server import listen_host
 from clusterdeck.broker.tls import is_loopback
 from clusterdeck.core.config import paths
-from clusterdeck.core.config.settings import Config, ConfigError
+from clusterdeck.core.config.settings import Config, ConfigError, load
 from clusterdeck.core.node import exitcodes
+from clusterdeck.core.node.service import run_dir
 
 
 def add_credentials_command(commands: argparse._SubParsersAction,
@@ -49,11 +50,12 @@ def cmd_credentials(config: Config, args: argparse.Namespace) -> int:
     except ExportedCredentialsError as error:
         print(f"clusterdeck: {error}", file=sys.stderr)
         return exitcodes.USAGE
-    if is_loopback(listen_host(config)):
-        print(f"clusterdeck: warning: the broker listens on {listen_host(config)} only; "
+    running = _running_config(cluster_id) or config
+    if is_loopback(listen_host(running)):
+        print(f"clusterdeck: warning: the broker listens on {listen_host(running)} only; "
               "set broker.bind (e.g. 0.0.0.0) and restart the cluster so other machines "
               "can reach it", file=sys.stderr)
-    if not tls_enabled(config):
+    if not exported.address.tls:
         print("clusterdeck: warning: broker.tls is off: this login and the cluster's "
               "traffic would cross the network in clear", file=sys.stderr)
     output = args.output or f"{cluster_id}-{args.role}.credentials.json"
@@ -63,6 +65,16 @@ def cmd_credentials(config: Config, args: argparse.Namespace) -> int:
               f"{exported.address.url()} to {output} (mode 0600; it holds a password)",
               file=sys.stderr)
     return exitcodes.OK
+
+
+def _running_config(cluster_id: str) -> Config | None:
+    """The settings the cluster's processes were started with (``up`` writes them to its
+    run folder): the bind address is theirs, not this command's defaults."""
+    path = run_dir(cluster_id) / "config.toml"
+    try:
+        return load(path) if path.is_file() else None
+    except ConfigError:
+        return None
 
 
 def taskmanager_broker(config: Config, args: argparse.Namespace

@@ -45,6 +45,21 @@ def test_export_writes_a_private_file_a_taskmanager_can_use(home, capsys):
     assert "listens on 127.0.0.1 only" in capsys.readouterr().err
 
 
+def test_export_warns_from_the_running_clusters_settings_not_its_own(home, capsys):
+    """A cluster started with broker.bind=0.0.0.0 and TLS: export, run without those -D,
+    once warned that the broker was loopback-only and TLS off, which was false."""
+    a_tls_broker_ran("lab")
+    run = paths.cluster_dir("lab") / "run"
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "config.toml").write_text(Config({"cluster.id": "lab",
+                                             "broker.bind": "0.0.0.0"}).to_toml())
+    status = main(["credentials", "export", "--cluster", "lab", "--host", "node-a",
+                   "-o", str(home / "tm.json")])
+    assert status == 0
+    err = capsys.readouterr().err
+    assert "listens on" not in err and "tls is off" not in err
+
+
 def test_export_to_a_host_the_certificate_does_not_name_fails_with_usage(home, capsys):
     a_tls_broker_ran("lab")
     status = main(["credentials", "export", "--cluster", "lab", "--host", "node-z",
