@@ -85,15 +85,24 @@ def client_address(cluster_dir: Path, cluster_id: str, role: str) -> BrokerAddre
     For an external broker the stored address carries no login: the credentials then
     come from ``broker.url``, not from here.
     """
+    kind, address = known_connection(cluster_dir, cluster_id)
+    if kind == "external":
+        return address
+    return address.with_credentials(*role_login(cluster_dir, cluster_id, role))
+
+
+def known_connection(cluster_dir: Path, cluster_id: str) -> tuple[str, BrokerAddress]:
+    """``read_connection``, or NoBrokerError naming the cluster when there is none."""
     found = read_connection(cluster_dir)
     if found is None:
         raise NoBrokerError(f"no broker is known for cluster {cluster_id!r}: start the "
                             "cluster first (clusterdeck up)")
-    kind, address = found
-    if kind == "external":
-        return address
+    return found
+
+
+def role_login(cluster_dir: Path, cluster_id: str, role: str) -> tuple[str, str]:
+    """The (username, password) of ``role``; NoBrokerError when there are none."""
     try:
-        username, password = load(cluster_dir, cluster_id).for_role(role)
+        return load(cluster_dir, cluster_id).for_role(role)
     except CredentialsError as error:
         raise NoBrokerError(str(error)) from None
-    return address.with_credentials(username, password)

@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from clusterdeck.broker.address import BrokerAddress
-from clusterdeck.broker.connection import NoBrokerError, read_connection
-from clusterdeck.broker.credentials import CredentialsError, load
+from clusterdeck.broker.connection import known_connection, role_login
 from clusterdeck.broker.tls import SERVER_CERT_NAME, certificate_names, covers, tls_dir
 
 FORMAT = "clusterdeck-credentials"
@@ -100,20 +99,12 @@ def export(cluster_dir: Path, cluster_id: str, role: str, host: str) -> Exported
     the broker's certificate must name ``host``, or the other machine's hostname check
     would refuse it: that is an error here rather than a puzzle there.
     """
-    found = read_connection(cluster_dir)
-    if found is None:
-        raise NoBrokerError(f"no broker is known for cluster {cluster_id!r}: start the "
-                            "cluster first (clusterdeck up)")
-    kind, local = found
+    kind, local = known_connection(cluster_dir, cluster_id)
     if kind == "external":
         raise ExportedCredentialsError("the cluster uses an external broker "
                                        "(broker.kind = external): its logins are not "
                                        "clusterdeck's to export")
-    try:
-        username, password = load(cluster_dir, cluster_id).for_role(role)
-    except CredentialsError as error:
-        raise NoBrokerError(str(error)) from None
-    address = BrokerAddress(host, local.port, username, password)
+    address = BrokerAddress(host, local.port, *role_login(cluster_dir, cluster_id, role))
     if local.tls:
         cert_file = tls_dir(cluster_dir) / SERVER_CERT_NAME
         names = certificate_names(cert_file)
