@@ -5,11 +5,9 @@ overwrites nothing, and the running cluster keeps its JobManager and runs jobs."
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,6 +17,7 @@ import pytest
 
 from clusterdeck.core.config import paths
 from clusterdeck.core.node import exitcodes
+from tests.integration.test_up import clusterdeck, status_json
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -26,16 +25,6 @@ FAST = ("-D", "spark.start=lazy", "-D", "heartbeat.interval=0.2",
         "-D", "supervisor.restart-backoff=0.1", "-D", "supervisor.shutdown-grace=3")
 # What a second start must leave as the running cluster wrote it.
 CLUSTER_FILES = ("broker.json", "credentials.json", "run/config.toml", "cluster.lock")
-
-
-def clusterdeck(*args: str) -> list[str]:
-    return [sys.executable, "-m", "clusterdeck.core.cli", *args]
-
-
-def status_json(cluster_id: str) -> dict | None:
-    result = subprocess.run(clusterdeck("status", "--json", "--cluster", cluster_id),
-                            capture_output=True, text=True, timeout=30)
-    return json.loads(result.stdout) if result.returncode == 0 else None
 
 
 def registered(cluster_id: str) -> dict | None:

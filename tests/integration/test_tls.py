@@ -21,23 +21,18 @@ from pathlib import Path
 
 import pytest
 
-from clusterdeck.broker import mosquitto
 from clusterdeck.broker.address import BrokerAddress
 from clusterdeck.broker.client import BrokerConnectError, connect_and_wait, make_client
 from clusterdeck.broker.connection import client_address, read_connection
 from clusterdeck.broker.server import wait_ready
 from clusterdeck.broker.tls import CA_CERT_NAME, TLS_DIR_NAME
 from tests.integration.clusters import FAST_HEARTBEATS, broker_kinds, running_cluster
+from tests.integration.test_broker import KINDS
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 CLUSTER = "tls-alpha"
-KINDS = [
-    pytest.param("mosquitto", marks=pytest.mark.skipif(
-        not mosquitto.is_installed(), reason="mosquitto is not installed")),
-    "amqtt",
-]
 START_TIMEOUT = 20.0
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "clusterdeck.core.cli"]
