@@ -1,17 +1,23 @@
 """The access rules every clusterdeck broker enforces, as one table.
 
-Each role's login (broker/credentials.py) may publish and subscribe only what ``RULES``
-grants it, under ``clusterdeck/<cluster-id>/`` and nowhere else. Both broker kinds build
+Each login (broker/credentials.py) may publish and subscribe only what ``RULES`` grants
+its role, under ``clusterdeck/<cluster-id>/`` and nowhere else. Both broker kinds build
 their ACLs from the table (``mosquitto_acl``, ``amqtt_acl``) so the rules cannot drift
-between them; docs/security.md explains each rule and what amqtt cannot enforce. The
-cluster id becomes a topic level, a user name and a file name, so it is restricted to
-characters that are safe in all three.
+between them; docs/security.md explains each rule. The cluster id becomes a topic level,
+a user name and a file name, so it is restricted to characters that are safe in all
+three.
+
+A rule may name the login's own identity (``{level}``, ``{identity}``): it is written out
+for each login, so a TaskManager reads and writes only its own topics and publishes
+only under its own name, which is how a receiver knows who sent a message
+(core/rpc/_topics.py). The one rule on the connecting client's id (``{clientid}``: a
+client's replies, as every client shares one login) lives under the client identity's
+own level, where no other process's topics are.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -36,11 +42,21 @@ class Access(Enum):
     WRITE = "write"
 
 
-# Placeholders a rule's topic may hold. OWN stands for a whole level that must equal the
-# connecting client's id (``<cluster-id>.<service-id>``): Mosquitto binds it with ``%c``,
-# amqtt (no patterns) can only widen it to ``+``.
-CLUSTER = "{cluster}"
-OWN = "{own}"
+# Placeholders a rule's topic may hold.
+CLUSTER = "{cluster}"      # the cluster id
+LEVEL = "{level}"          # the login's identity as a topic level: <cluster-id>.<identity>
+IDENTITY = "{identity}"    # the login's identity alone (presence/<identity>)
+CLIENT_ID = "{clientid}"   # the connecting client's id: Mosquitto's %c, ours on amqtt
+MQTT_CLIENT_ID = "%c"
+
+
+@dataclass(frozen=True)
+class Login:
+    """A login as the ACL sees it: its username, its role and the identity it speaks as."""
+
+    username: str
+    role: str
+    identity: str
 
 
 @dataclass(frozen=True)
@@ -54,12 +70,15 @@ class Rule:
     why: str = ""
 
     @property
-    def is_own(self) -> bool:
-        return OWN in self.topic.split("/")
+    def on_client_id(self) -> bool:
+        return CLIENT_ID in self.topic
 
-    def topic_filter(self, cluster_id: str, own: str) -> str:
-        """The absolute filter, with ``own`` put in place of the client's own id."""
-        relative = self.topic.replace(CLUSTER, cluster_id).replace(OWN, own)
+    def topic_filter(self, cluster_id: str, identity: str = "+",
+                     client_id: str = MQTT_CLIENT_ID) -> str:
+        """The absolute filter for a login of ``identity`` connected as ``client_id``."""
+        level = identity if identity == "+" else f"{cluster_id}.{identity}"
+        relative = (self.topic.replace(CLUSTER, cluster_id).replace(LEVEL, level)
+                    .replace(IDENTITY, identity).replace(CLIENT_ID, client_id))
         return f"{TOPIC_ROOT}/{cluster_id}/{relative}"
 
 
@@ -72,27 +91,29 @@ RULES: tuple[Rule, ...] = (
     Rule("jobmanager", R, "#", "hosts the ResourceManager, Dispatcher and JobMasters"),
     Rule("jobmanager", W, "#", "publishes the cluster's state and answers everyone"),
 
-    Rule("taskmanager", W, "rpc/resourcemanager", "registers"),
-    Rule("taskmanager", W, "heartbeat/resourcemanager", "heartbeats to the ResourceManager"),
-    Rule("taskmanager", W, "rpc/dispatcher", "fetches job artifacts (a hole: see security.md)"),
-    Rule("taskmanager", W, "rpc/jobmaster/+", "offers slots, reports task states"),
-    Rule("taskmanager", W, f"reply/{CLUSTER}.jobmanager", "answers the JobManager's asks"),
-    Rule("taskmanager", W, "presence/+", "its presence, retained, and its last will"),
+    Rule("taskmanager", W, f"rpc/resourcemanager/{LEVEL}", "registers, as itself"),
+    Rule("taskmanager", W, f"heartbeat/resourcemanager/{LEVEL}", "heartbeats, as itself"),
+    Rule("taskmanager", W, f"rpc/dispatcher/{LEVEL}",
+         "fetches job artifacts; the Dispatcher takes nothing else from a TaskManager"),
+    Rule("taskmanager", W, f"rpc/jobmaster/+/{LEVEL}", "reports its tasks' states"),
+    Rule("taskmanager", W, f"reply/{CLUSTER}.jobmanager/{LEVEL}",
+         "answers the JobManager's asks"),
+    Rule("taskmanager", W, f"presence/{IDENTITY}", "its presence, retained, and its will"),
     Rule("taskmanager", R, "state/leader", "follows the leader"),
     Rule("taskmanager", R, "presence/jobmanager", "sees the JobManager go offline"),
-    Rule("taskmanager", R, f"reply/{OWN}", "answers to its own asks"),
-    Rule("taskmanager", R, f"rpc/taskexecutor/{OWN}", "its own TaskExecutor's messages"),
-    Rule("taskmanager", R, f"heartbeat/taskexecutor/{OWN}", "its own TaskExecutor's heartbeats"),
+    Rule("taskmanager", R, f"reply/{LEVEL}/+", "answers to its own asks"),
+    Rule("taskmanager", R, f"rpc/taskexecutor/{LEVEL}/+", "its own TaskExecutor's messages"),
+    Rule("taskmanager", R, f"heartbeat/taskexecutor/{LEVEL}/+",
+         "its own TaskExecutor's heartbeats"),
 
-    Rule("client", W, "rpc/dispatcher", "submits, lists and cancels jobs"),
+    Rule("client", W, f"rpc/dispatcher/{LEVEL}", "submits, lists and cancels jobs"),
     Rule("client", R, "state/#", "leader, cluster and job snapshots, results"),
     Rule("client", R, "events/#", "cluster and job events"),
     Rule("client", R, "presence/#", "who is online"),
-    Rule("client", R, f"reply/{OWN}", "answers to its own asks"),
+    Rule("client", R, f"reply/{LEVEL}/{CLIENT_ID}/+", "answers to its own asks"),
 
-    Rule("observer", R, "state/#", "leader, cluster and job snapshots, results"),
-    Rule("observer", R, "events/#", "cluster and job events"),
-    Rule("observer", R, "presence/#", "who is online"),
+    Rule("observer", R, "#", "everything, the whole control plane too: a GUI watching "
+         "somebody else's cluster, and the messages view"),
 )
 
 
@@ -124,64 +145,69 @@ def filter_covers(outer: str, inner: str) -> bool:
     return len(o) == len(i)
 
 
-def mosquitto_acl(cluster_id: str, usernames: Mapping[str, str]) -> str:
-    """The acl_file text for one cluster; ``usernames`` maps each role to its login.
+def grants(cluster_id: str, login: Login, client_id: str = MQTT_CLIENT_ID
+           ) -> list[tuple[Access, str]]:
+    """Every (access, absolute filter) ``login`` holds, connected as ``client_id``."""
+    check_cluster_id(cluster_id)
+    return list(dict.fromkeys((rule.access, rule.topic_filter(cluster_id, login.identity,
+                                                              client_id))
+                              for rule in rules_for(login.role)))
 
-    Rules on a client's own id become ``pattern`` lines. Mosquitto applies a pattern to
-    every login, so a login whose role lacks it gets a ``topic deny`` on the same topics
-    (denials are checked before patterns): otherwise a client of that role could take
-    another process's client id and read that process's own topics. A deny shuts reads
-    and writes alike, so a pattern a role can be neither given nor denied is an error.
+
+def mosquitto_acl(cluster_id: str, logins: list[Login]) -> str:
+    """The acl_file text for one cluster.
+
+    Rules on the client id become ``pattern`` lines. Mosquitto applies a pattern to every
+    login, and any login may connect under any client id, so a login whose role lacks the
+    pattern gets a ``topic deny`` on what it would open (denials are checked before
+    patterns). A deny shuts reads and writes alike, so a pattern that a role can be
+    neither given nor denied is an error here.
     """
     check_cluster_id(cluster_id)
-    own_rules = [rule for rule in RULES if rule.is_own]
-    patterns = list(dict.fromkeys((rule.access, rule.topic_filter(cluster_id, "%c"))
-                                  for rule in own_rules))
     lines = ["# Written by clusterdeck from broker/acl.py; rewritten at every broker start.",
              "# Patterns hold for every login; %c is the connecting client's id."]
-    lines += [f"pattern {access.value} {topic}" for access, topic in patterns]
-    for role, username in usernames.items():
-        lines += ["", f"user {username}"]
-        lines += _mosquitto_denials(cluster_id, role, own_rules)
-        lines += [f"topic {rule.access.value} {rule.topic_filter(cluster_id, '+')}"
-                  for rule in rules_for(role) if not rule.is_own]
+    patterns: dict[str, Rule] = {}
+    for rule in RULES:
+        if rule.on_client_id:
+            identity = next(login.identity for login in logins if login.role == rule.role)
+            patterns.setdefault(rule.topic_filter(cluster_id, identity), rule)
+    lines += [f"pattern {rule.access.value} {topic}" for topic, rule in patterns.items()]
+    for login in logins:
+        lines += ["", f"user {login.username}"]
+        lines += _mosquitto_denials(cluster_id, login, patterns)
+        lines += [f"topic {access.value} {topic}"
+                  for access, topic in grants(cluster_id, login)
+                  if MQTT_CLIENT_ID not in topic]
     return "\n".join(lines) + "\n"
 
 
-def _mosquitto_denials(cluster_id: str, role: str, own_rules: list[Rule]) -> list[str]:
-    held = rules_for(role)
+def _mosquitto_denials(cluster_id: str, login: Login, patterns: dict[str, Rule]
+                       ) -> list[str]:
+    held = [(access, topic) for access, topic in grants(cluster_id, login)
+            if MQTT_CLIENT_ID not in topic]
     denials: list[str] = []
-    for rule in own_rules:
-        widened = rule.topic_filter(cluster_id, "+")
-        if any(mine.is_own and mine.access == rule.access and mine.topic == rule.topic
-               for mine in held):
+    for pattern, rule in patterns.items():
+        if rule.role == login.role:
             continue
-        if any(mine.access == rule.access
-               and filter_covers(mine.topic_filter(cluster_id, "+"), widened)
-               for mine in held if not mine.is_own):
+        widened = pattern.replace(MQTT_CLIENT_ID, "+")
+        if any(access == rule.access and filter_covers(mine, widened)
+               for access, mine in held):
             continue  # the role holds these topics anyway
-        if any(filters_overlap(mine.topic_filter(cluster_id, "+"), widened) for mine in held):
-            raise ValueError(f"the pattern on {rule.topic!r} would widen role {role!r}, and "
-                             "a deny would cut one of its own rules")
+        if any(filters_overlap(mine, widened) for _, mine in held):
+            raise ValueError(f"the pattern {rule.topic!r} would widen {login.username!r}, "
+                             "and a deny would cut one of its own rules")
         denials.append(f"topic deny {widened}")
     return list(dict.fromkeys(denials))
 
 
-def amqtt_acl(cluster_id: str, usernames: Mapping[str, str]
+def amqtt_acl(cluster_id: str, logins: list[Login]
               ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """amqtt's (subscribe ``acl``, ``publish_acl``) per login. amqtt has no patterns: a
-    rule on the client's own id is widened to every id (``+``); see ``amqtt_widened``."""
-    check_cluster_id(cluster_id)
+    """The (subscribe, publish) filters per username for broker/amqttacl.py's plugin,
+    which puts the session's client id in place of ``%c``."""
     subscribe: dict[str, list[str]] = {}
     publish: dict[str, list[str]] = {}
-    for role, username in usernames.items():
-        for access, table in ((Access.READ, subscribe), (Access.WRITE, publish)):
-            table[username] = list(dict.fromkeys(
-                rule.topic_filter(cluster_id, "+") for rule in rules_for(role)
-                if rule.access == access))
+    for login in logins:
+        held = grants(cluster_id, login)
+        subscribe[login.username] = [topic for access, topic in held if access is R]
+        publish[login.username] = [topic for access, topic in held if access is W]
     return subscribe, publish
-
-
-def amqtt_widened() -> list[Rule]:
-    """The rules amqtt enforces only for the whole role, not for the client's own id."""
-    return [rule for rule in RULES if rule.is_own]

@@ -78,8 +78,10 @@ def read_connection(cluster_dir: Path) -> tuple[str, BrokerAddress] | None:
         raise NoBrokerError(f"the broker's CA certificate is unreadable: {error}") from None
 
 
-def client_address(cluster_dir: Path, cluster_id: str, role: str) -> BrokerAddress:
-    """The address of this cluster's broker with the login of ``role``.
+def client_address(cluster_dir: Path, cluster_id: str, role: str,
+                   name: str | None = None) -> BrokerAddress:
+    """The address of this cluster's broker with the login of ``role`` (a TaskManager's
+    own: ``name``).
 
     Raises NoBrokerError, naming the cluster, when its broker was never started here.
     For an external broker the stored address carries no login: the credentials then
@@ -88,7 +90,7 @@ def client_address(cluster_dir: Path, cluster_id: str, role: str) -> BrokerAddre
     kind, address = known_connection(cluster_dir, cluster_id)
     if kind == "external":
         return address
-    return address.with_credentials(*role_login(cluster_dir, cluster_id, role))
+    return address.with_credentials(*role_login(cluster_dir, cluster_id, role, name))
 
 
 def known_connection(cluster_dir: Path, cluster_id: str) -> tuple[str, BrokerAddress]:
@@ -100,9 +102,11 @@ def known_connection(cluster_dir: Path, cluster_id: str) -> tuple[str, BrokerAdd
     return found
 
 
-def role_login(cluster_dir: Path, cluster_id: str, role: str) -> tuple[str, str]:
-    """The (username, password) of ``role``; NoBrokerError when there are none."""
+def role_login(cluster_dir: Path, cluster_id: str, role: str,
+               name: str | None = None) -> tuple[str, str]:
+    """The (username, password) of ``role`` (a TaskManager's: ``name``); NoBrokerError
+    when there are none."""
     try:
-        return load(cluster_dir, cluster_id).for_role(role)
+        return load(cluster_dir, cluster_id).for_role(role, name)
     except CredentialsError as error:
         raise NoBrokerError(str(error)) from None

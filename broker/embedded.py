@@ -2,16 +2,10 @@
 
 Its config is always built here: amqtt's default is a 0.0.0.0 listener open to
 anonymous clients. Logins are checked against an argon2 password file generated
-from the cluster's credentials; each role's topics come from broker/acl.py's table,
-enforced with ``TopicAccessControlListPlugin`` using ``acl`` (subscribe) and
-``publish_acl``. The documented ``subscribe_acl`` key is not used: in 0.12.1 it stops
-the broker from starting.
-
-amqtt enforces less of the table than Mosquitto (docs/security.md lists it): it has no
-per-client patterns, so a rule on a client's own topics holds for every client of the
-role; retained messages matching anyone's subscription reach every new client without
-an ACL check; last wills skip ``publish_acl``. None of it crosses clusters, because
-every cluster runs its own broker with only its own users in it.
+from the cluster's credentials; each login's topics come from broker/acl.py's table,
+enforced by our own plugins (broker/amqttacl.py) with the same per-login filters as
+Mosquitto's acl_file, client ids and last wills included. Every cluster runs its own
+broker with only its own users in it.
 """
 
 from __future__ import annotations
@@ -21,22 +15,24 @@ import logging
 import os
 import signal
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
 from amqtt.broker import Broker
+from amqtt.contexts import Action
+from amqtt.session import Session
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
 
 from clusterdeck.broker.acl import amqtt_acl
-from clusterdeck.broker.credentials import ROLES, Credentials
+from clusterdeck.broker.credentials import Credentials
 from clusterdeck.broker.tls import TlsFiles
 
 PASSWORD_NAME = "amqtt.passwd"
 
 _AUTH_PLUGIN = "amqtt.plugins.authentication.FileAuthPlugin"
-_ACL_PLUGIN = "amqtt.plugins.topic_checking.TopicAccessControlListPlugin"
+_ACL_PLUGIN = "clusterdeck.broker.amqttacl.ClusterTopicAcl"
+_WILL_PLUGIN = "clusterdeck.broker.amqttacl.ClusterWillCheck"
 
 log = logging.getLogger(__name__)
 
@@ -68,13 +64,14 @@ def broker_config(*, host: str, port: int, password_file: Path,
     if not host:
         raise ValueError("the embedded broker needs an explicit host to listen on")
     bind_host = f"[{host}]" if ":" in host else host
-    subscribe_acl, publish_acl = amqtt_acl(
-        credentials.cluster_id, {role: credentials.for_role(role)[0] for role in ROLES})
+    subscribe, publish = amqtt_acl(credentials.cluster_id, list(credentials.all_logins()))
+    tables = {"subscribe": subscribe, "publish": publish}
     return {
         "listeners": {"default": _listener(f"{bind_host}:{port}", tls)},
         "plugins": {
             _AUTH_PLUGIN: {"password_file": str(password_file)},
-            _ACL_PLUGIN: {"acl": subscribe_acl, "publish_acl": publish_acl},
+            _WILL_PLUGIN: tables,
+            _ACL_PLUGIN: tables,
         },
     }
 
@@ -86,12 +83,30 @@ def _listener(bind: str, tls: TlsFiles | None) -> dict[str, Any]:
     return listener
 
 
+class ClusterBroker(Broker):
+    """amqtt's broker, but a retained message goes to a new subscriber only if its login
+    may receive it: 0.12.1 sends the retained messages matching a subscription without
+    asking the topic plugins (its live messages it does ask, as RECEIVE). This is that
+    method of amqtt 0.12.1 (pinned in pyproject.toml) with the check added."""
+
+    async def _publish_retained_messages_for_subscription(
+            self, subscription: tuple[str, int], session: Session) -> None:
+        topic_filter, qos = subscription
+        handler = self._get_handler(session)
+        tasks = []
+        for topic, retained in list(self._retained_messages.items()):
+            if handler and self._matches(topic, topic_filter) and \
+                    await self._topic_filtering(session, topic, Action.RECEIVE):
+                tasks.append(asyncio.create_task(handler.mqtt_publish(
+                    retained.topic, retained.data, min(qos, retained.qos or qos),
+                    retain=True)))
+        if tasks:
+            await asyncio.wait(tasks)
+
+
 async def serve(config: dict[str, Any], stop: asyncio.Event) -> None:
     """Run the broker on the running loop until ``stop`` is set, then shut it down."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The 'acl' option is deprecated",
-                                category=DeprecationWarning)
-        broker = Broker(config)
+    broker = ClusterBroker(config)
     await broker.start()
     log.info("amqtt broker listening on %s", config["listeners"]["default"]["bind"])
     try:

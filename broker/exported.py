@@ -4,8 +4,9 @@
 FILE`` reads it. It replaces ``--broker mqtt://user:password@host``, which leaves the
 password in the process's command line (``/proc/<pid>/cmdline``, ``ps``) for every user
 of that machine to read. The file holds the broker URL as reached from elsewhere, the
-cluster id, one role's login and, when the broker speaks TLS, the cluster's CA
-certificate inline: a single file to copy, no CA file to keep next to it.
+cluster id, one login and, when the broker speaks TLS, the cluster's CA certificate
+inline: a single file to copy, no CA file to keep next to it. A TaskManager's login is
+its own (``identity``, its TaskManager id): each export hands out a new one.
 
 It is JSON, written with mode 0600: it holds a password.
 """
@@ -23,6 +24,7 @@ from typing import IO
 
 from clusterdeck.broker.address import BrokerAddress
 from clusterdeck.broker.connection import known_connection, role_login
+from clusterdeck.broker.credentials import hand_out_taskmanager
 from clusterdeck.broker.tls import SERVER_CERT_NAME, certificate_names, covers, tls_dir
 
 FORMAT = "clusterdeck-credentials"
@@ -41,8 +43,11 @@ class ExportedCredentials:
     cluster_id: str
     role: str
     address: BrokerAddress
+    identity: str = ""  # who the login speaks as; the role's name when shared
 
     def __post_init__(self) -> None:
+        if not self.identity:
+            object.__setattr__(self, "identity", self.role)
         if self.address.username is None or self.address.password is None:
             raise ExportedCredentialsError("exported credentials need a username and a "
                                            "password")
@@ -53,6 +58,7 @@ class ExportedCredentials:
             "version": _FORMAT_VERSION,
             "cluster_id": self.cluster_id,
             "role": self.role,
+            "identity": self.identity or self.role,
             "broker_url": self.address.without_credentials().url(),
             "username": self.address.username,
             "password": self.address.password,
@@ -82,7 +88,9 @@ class ExportedCredentials:
                                                    "certificate but a plain mqtt:// URL")
                 address = address.with_tls(str(ca_pem))
             address = address.with_credentials(str(data["username"]), str(data["password"]))
-            return cls(str(data["cluster_id"]), str(data["role"]), address)
+            role = str(data["role"])
+            return cls(str(data["cluster_id"]), role, address,
+                       str(data.get("identity") or role))
         except KeyError as missing:
             raise ExportedCredentialsError(f"the credentials file lacks {missing}") from None
         except ExportedCredentialsError:
@@ -104,7 +112,10 @@ def export(cluster_dir: Path, cluster_id: str, role: str, host: str) -> Exported
         raise ExportedCredentialsError("the cluster uses an external broker "
                                        "(broker.kind = external): its logins are not "
                                        "clusterdeck's to export")
-    address = BrokerAddress(host, local.port, *role_login(cluster_dir, cluster_id, role))
+    identity = hand_out_taskmanager(cluster_dir, cluster_id) if role == "taskmanager" \
+        else role
+    address = BrokerAddress(host, local.port,
+                            *role_login(cluster_dir, cluster_id, role, identity))
     if local.tls:
         cert_file = tls_dir(cluster_dir) / SERVER_CERT_NAME
         names = certificate_names(cert_file)
@@ -115,7 +126,7 @@ def export(cluster_dir: Path, cluster_id: str, role: str, host: str) -> Exported
                 f"--host ({', '.join(names)}), or set broker.bind to that address and "
                 "restart the cluster")
         address = address.with_tls(local.ca_pem)
-    return ExportedCredentials(cluster_id, role, address)
+    return ExportedCredentials(cluster_id, role, address, identity)
 
 
 def write(credentials: ExportedCredentials, destination: str | Path,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from clusterdeck.broker.acl import mosquitto_acl
-from clusterdeck.broker.credentials import ROLES, Credentials
+from clusterdeck.broker.credentials import Credentials
 from clusterdeck.broker.limits import BrokerLimits
 from clusterdeck.broker.tls import TlsFiles
 
@@ -114,9 +114,8 @@ def config_text(*, host: str, port: int, password_file: Path, acl_file: Path,
 
 
 def acl_text(credentials: Credentials) -> str:
-    """Each role's login gets what broker/acl.py's table grants it, and nothing else."""
-    return mosquitto_acl(credentials.cluster_id,
-                         {role: credentials.for_role(role)[0] for role in ROLES})
+    """Each login gets what broker/acl.py's table grants its role, and nothing else."""
+    return mosquitto_acl(credentials.cluster_id, list(credentials.all_logins()))
 
 
 # Mosquitto 2.0's own password hash ($7$): PBKDF2-HMAC-SHA512 over a 12-byte salt,

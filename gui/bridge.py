@@ -199,7 +199,8 @@ class ClusterBridge(QObject):
         client.service.subscribe(topics.JOB_LIST, on_job_list)
         client.service.subscribe(JOB_RESULTS_FILTER, on_result)
         client.service.subscribe(JOB_EVENTS_FILTER, on_job_event)
-        client.service.tap(on_traffic)
+        if client.observing:  # else the session said why the messages view stays empty
+            client.tap(on_traffic)
         self._sampler.start()
 
     def disconnect_client(self) -> JobClient | None:

@@ -28,12 +28,14 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from clusterdeck.broker.connection import NoBrokerError
 from clusterdeck.core.client.jobclient import JobClient
 from clusterdeck.core.client.localcluster import LocalCluster, taskmanager_name
 from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config, load
 from clusterdeck.core.node.clusterlock import ClusterLockedError
 from clusterdeck.core.node.service import run_dir
+from clusterdeck.core.rpc import RpcError
 from clusterdeck.gui.bridge import ClusterBridge
 
 log = logging.getLogger(__name__)
@@ -127,8 +129,7 @@ class ClusterSession(QObject):
         self.config = config
         self._set(SessionState(SessionMode.ATTACHING, config["cluster.id"],
                                config["broker.kind"]))
-        self._background(self._lifecycle,
-                         lambda: JobClient(config, connect_timeout=10.0),
+        self._background(self._lifecycle, lambda: _client(config, 10.0),
                          self._attached, self._attach_failed)
 
     def stop(self, then: Callable[[], None] | None = None, error: str = "") -> None:
@@ -226,12 +227,8 @@ class ClusterSession(QObject):
         cluster = self.cluster
         if cluster is None:
             return
-        # The jobmanager login: the messages view taps every rpc, reply and heartbeat, which
-        # the client login may not read (broker/acl.py). This app started the cluster and
-        # holds all of its logins anyway; an attached cluster is watched as a client.
         self._background(self._lifecycle,
-                         lambda: JobClient(cluster.config, connect_timeout=_CONNECT_TIMEOUT,
-                                           role="jobmanager"),
+                         lambda: _client(cluster.config, _CONNECT_TIMEOUT),
                          lambda client: self._connected(cluster, client), self._start_failed)
 
     def _connected(self, cluster: LocalCluster, client: JobClient) -> None:
@@ -240,6 +237,8 @@ class ClusterSession(QObject):
             return
         self.bridge.connect_client(client)
         self._set(replace(self.state, mode=SessionMode.RUNNING, error=""))
+        if client.observer_error:
+            self._report(client.observer_error)
 
     def _start_failed(self, error: BaseException) -> None:
         message = f"cluster {self.state.cluster_id} did not start: {error}"
@@ -252,6 +251,8 @@ class ClusterSession(QObject):
             return
         self.bridge.connect_client(client)
         self._set(replace(self.state, mode=SessionMode.ATTACHED))
+        if client.observer_error:
+            self._report(client.observer_error)
 
     def _attach_failed(self, error: BaseException) -> None:
         self._set(SessionState(error=f"cannot attach to {self.state.cluster_id}: {error}"))
@@ -289,6 +290,18 @@ def known_clusters() -> list[str]:
     if not root.is_dir():
         return []
     return sorted(entry.name for entry in root.iterdir() if (entry / "broker.json").exists())
+
+
+def _client(config: Config, connect_timeout: float) -> JobClient:
+    """A client of ``config``'s cluster (worker thread: it blocks), with the observer login
+    connected for the messages view when it can be: the client login reads no one
+    else's messages (broker/acl.py). Why it could not is kept in ``observer_error``."""
+    client = JobClient(config, connect_timeout=connect_timeout)
+    try:
+        client.open_observer(connect_timeout)
+    except (RpcError, NoBrokerError) as error:
+        client.observer_error = f"the messages view stays empty: {error}"
+    return client
 
 
 def attach_config(cluster_id: str) -> Config:

@@ -78,17 +78,18 @@ def _running_config(cluster_id: str) -> Config | None:
 
 
 def taskmanager_broker(config: Config, args: argparse.Namespace
-                       ) -> tuple[Config, str | BrokerAddress | None]:
-    """The configuration and broker a ``taskmanager`` command runs with.
+                       ) -> tuple[Config, str | BrokerAddress | None, str | None]:
+    """The configuration, broker and TaskManager id a ``taskmanager`` command runs with.
 
     ``--credentials`` sets the cluster id from its file (a machine that only runs a
-    TaskManager has no configuration of its own); a different ``cluster.id`` given
-    here is a mistake and raises ConfigError.
+    TaskManager has no configuration of its own) and the TaskManager id from its login;
+    a different ``cluster.id`` or ``--id`` given here is a mistake and raises
+    ConfigError.
     """
     source = getattr(args, "credentials", None)
     if source is None:
         warn_password_in_argv(args.broker_url)
-        return config, args.broker_url
+        return config, args.broker_url, args.resource_id
     if args.broker_url:
         raise ConfigError("give either --credentials or --broker, not both")
     try:
@@ -102,9 +103,14 @@ def taskmanager_broker(config: Config, args: argparse.Namespace
         raise ConfigError(f"--credentials {source} is for cluster {exported.cluster_id!r}, "
                           f"not {config['cluster.id']!r}")
     if exported.role != "taskmanager":
-        print(f"clusterdeck: warning: {source} holds the {exported.role} login, not the "
-              "taskmanager one", file=sys.stderr)
-    return config.with_overrides({"cluster.id": exported.cluster_id}), exported.address
+        raise ConfigError(f"--credentials {source} holds the {exported.role} login; a "
+                          "TaskManager needs one of its own (clusterdeck credentials export "
+                          "--role taskmanager)")
+    if args.resource_id and args.resource_id != exported.identity:
+        raise ConfigError(f"--credentials {source} is the login of TaskManager "
+                          f"{exported.identity!r}; leave out --id {args.resource_id}")
+    return (config.with_overrides({"cluster.id": exported.cluster_id}), exported.address,
+            exported.identity)
 
 
 def warn_password_in_argv(broker_url: str | None) -> None:

@@ -83,8 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     jobmanager = commands.add_parser("jobmanager", parents=[common], help="run a JobManager")
     jobmanager.add_argument("--broker", dest="broker_url", help="mqtt://user:pw@host:port")
     taskmanager = commands.add_parser("taskmanager", parents=[common], help="run a TaskManager")
-    taskmanager.add_argument("--id", dest="resource_id", help="TaskManager id (default: "
-                             "host-pid)")
+    taskmanager.add_argument("--id", dest="resource_id", help="TaskManager id: its login, "
+                             "taskmanager-<n> (default: one not yet handed out; with "
+                             "--credentials, the file's)")
     taskmanager.add_argument("--slots", type=int, help="task slots")
     taskmanager.add_argument("--broker", dest="broker_url", help="mqtt://user:pw@host:port "
                              "of a cluster on another machine (the password shows in ps: "
@@ -200,12 +201,12 @@ def missing_java(config: Config) -> str | None:
 
 
 def cmd_taskmanager(config: Config, args: argparse.Namespace) -> int:
-    config, broker = taskmanager_broker(config, args)
+    config, broker, resource_id = taskmanager_broker(config, args)
     if problem := missing_java(config):
         print(f"clusterdeck: {problem}", file=sys.stderr)
         return EXIT_FAILED
     from clusterdeck.core.taskmanager.main import run_taskmanager
-    return run_taskmanager(config, args.resource_id, broker)
+    return run_taskmanager(config, resource_id, broker)
 
 
 def cmd_status(config: Config, args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.gateways import DispatcherGateway
 from clusterdeck.core.rpc import AskTimeoutError, RemoteError, RpcError
-from clusterdeck.core.rpc.mqtt import MqttRpcService
+from clusterdeck.core.rpc.mqtt import MqttRpcService, TrafficCallback
 
 SUBMIT_TRIES = 3  # upload and SubmitJob, each try waiting rpc.ask-timeout per ask
 SUBMIT_RETRY_DELAY = 1.0  # seconds before the second try, twice that before the third
@@ -47,18 +47,48 @@ class SubmitUnconfirmedError(ClusterUnreachableError):
 class ClusterClient:
     """``role``: whose login to connect with (broker/acl.py says what each may do). The
     ``client`` login submits, asks the Dispatcher and reads state and events; watching the
-    whole control plane (``service.tap``) takes the ``jobmanager`` login."""
+    whole control plane (``tap``) takes the read-only ``observer`` login, on a connection
+    of its own."""
 
     def __init__(self, config: Config, broker_url: str | None = None,
                  connect_timeout: float = 10.0, *, role: str = "client") -> None:
         self.config = config
+        # Every client of a login is one identity on the wire (core/rpc/_topics.py); its
+        # own name is unguessable, as the broker binds its reply topic to it.
+        identity = "observer" if role == "observer" else "client"
         self.service: MqttRpcService = connect_service(
-            config, role, f"client-{uuid.uuid4().hex[:12]}",
+            config, role, f"{identity}-{uuid.uuid4().hex}",
             broker_address(config, role, broker_url), connect_timeout=connect_timeout,
-            with_presence=False)
+            with_presence=False, identity=identity)
         self._leader: p.LeaderInfo | None = None
         self._leader_known = threading.Event()
+        self._broker_url = broker_url
+        self._observer: MqttRpcService | None = None
+        self.observer_error = ""  # why the observer login is not connected, if it was tried
         self.service.subscribe(topics.LEADER, self._on_leader)
+
+    def open_observer(self, connect_timeout: float = 10.0) -> None:
+        """Connect the read-only observer login, which ``tap`` watches through: it reads
+        all and writes nothing. Blocking; raises BrokerUnreachableError (or NoBrokerError)
+        when that login is refused or unknown here."""
+        if self._observer is None:
+            self._observer = connect_service(
+                self.config, "observer", f"observer-{uuid.uuid4().hex}",
+                broker_address(self.config, "observer", self._broker_url),
+                connect_timeout=connect_timeout, with_presence=False, identity="observer")
+
+    @property
+    def observing(self) -> bool:
+        """Whether the observer login is connected, so that ``tap`` will not block."""
+        return self._observer is not None
+
+    def tap(self, callback: TrafficCallback) -> None:
+        """Watch every rpc, reply and heartbeat message of the cluster (the GUI's messages
+        view); the callback runs on paho's network thread. Opens the observer login first
+        (blocking) unless ``open_observer`` did."""
+        self.open_observer()
+        assert self._observer is not None
+        self._observer.tap(callback)
 
     def _on_leader(self, _topic: str, message: Any) -> None:
         if isinstance(message, p.LeaderInfo):
@@ -85,6 +115,8 @@ class ClusterClient:
                 f"within {timeout:g} s") from None
 
     def close(self) -> None:
+        if self._observer is not None:
+            self._observer.close()
         self.service.close()
 
     def __enter__(self) -> ClusterClient:

@@ -16,7 +16,13 @@ from pathlib import Path
 
 from clusterdeck.broker.address import BrokerAddress
 from clusterdeck.broker.connection import write_connection
-from clusterdeck.broker.credentials import ensure_private_dir, load_or_create
+from clusterdeck.broker.credentials import (
+    CredentialsError,
+    ensure_private_dir,
+    load_or_create,
+    taskmanager_index,
+    taskmanager_name,
+)
 from clusterdeck.broker.server import (
     choose_port,
     local_address,
@@ -37,8 +43,6 @@ from clusterdeck.core.supervisor import ProcessSpec, Supervisor
 log = logging.getLogger(__name__)
 
 
-def taskmanager_name(index: int) -> str:
-    return f"taskmanager-{index}"
 
 
 class LocalCluster:
@@ -100,17 +104,28 @@ class LocalCluster:
             self.add_taskmanager(index)
 
     def add_taskmanager(self, index: int) -> str:
+        """Start TaskManager ``index``, whose login is the pool's ``taskmanager-<index>``
+        (broker/credentials.py); one handed to another machine is not taken twice."""
         name = taskmanager_name(index)
+        if self.broker_kind != "external":
+            credentials = load_or_create(self.cluster_dir, self.cluster_id)
+            if taskmanager_index(name) is None or name in credentials.exported:
+                raise CredentialsError(
+                    f"no login left for a local {name}: the cluster has "
+                    f"{len(credentials.taskmanagers)} TaskManager logins and "
+                    f"{len(credentials.exported)} of them were handed out")
         self.supervisor.add(self._spec(name, "taskmanager", "taskmanager", "--id", name))
         self.supervisor.start_process(name)
         return name
 
-    def broker_address(self, role: str = "client") -> BrokerAddress:
+    def broker_address(self, role: str = "client", name: str | None = None) -> BrokerAddress:
         """Known before the broker runs: its port is fixed here and the credentials are
-        created here, so nobody waits for the broker's connection file."""
+        created here, so nobody waits for the broker's connection file. A TaskManager's
+        login is its own: ``name``."""
         if self.broker_kind == "external":
             return BrokerAddress.parse(self.config["broker.url"])
-        username, password = load_or_create(self.cluster_dir, self.cluster_id).for_role(role)
+        username, password = load_or_create(self.cluster_dir, self.cluster_id).for_role(
+            role, name)
         return local_address(self.config, self.cluster_dir,
                              self.config["broker.port"]).with_credentials(username, password)
 

@@ -109,14 +109,14 @@ class Dispatcher(FencedRpcEndpoint):
             duration=max(0.0, time.time() - record.submitted_at), root_cause=cause,
             failures=1))
 
-    @handler(p.RequestClusterOverview, fenced=False)
+    @handler(p.RequestClusterOverview, fenced=False, senders=topics.CLIENTS)
     def request_cluster_overview(self, _request: p.RequestClusterOverview
                                  ) -> Future[p.ClusterOverview]:
         return self.resource_manager.request_cluster_overview()
 
     # -- submission ------------------------------------------------------------------------
 
-    @handler(p.UploadArtifactChunk)
+    @handler(p.UploadArtifactChunk, senders=topics.CLIENTS)
     def upload_artifact_chunk(self, chunk: p.UploadArtifactChunk) -> p.ArtifactChunkReceived:
         """Uploads are held in memory until SubmitJob names them, so each is bounded: in
         bytes (``jobmanager.max-artifact-size``), in time (``jobmanager.upload-timeout``
@@ -147,7 +147,7 @@ class Dispatcher(FencedRpcEndpoint):
         self._upload_bytes[chunk.upload_id] = size
         return p.ArtifactChunkReceived(chunk.upload_id, chunk.index)
 
-    @handler(p.SubmitJob)
+    @handler(p.SubmitJob, senders=topics.CLIENTS)
     def submit_job(self, request: p.SubmitJob) -> p.JobSubmitted:
         """Idempotent: the client chose the job id, so the same submission sent again (its
         answer was lost, or the JobManager restarted in between) is answered as the first
@@ -259,7 +259,7 @@ class Dispatcher(FencedRpcEndpoint):
 
     # -- artifacts for TaskManagers -------------------------------------------------------------
 
-    @handler(p.RequestArtifactChunk)
+    @handler(p.RequestArtifactChunk, senders=(topics.TASKMANAGERS,))
     def request_artifact_chunk(self, request: p.RequestArtifactChunk) -> p.ArtifactChunk:
         record = self._record(request.job_id)
         artifact = self._artifacts.get(request.job_id)
@@ -276,7 +276,7 @@ class Dispatcher(FencedRpcEndpoint):
 
     # -- jobs for clients -----------------------------------------------------------------------
 
-    @handler(p.RequestJobList, fenced=False)
+    @handler(p.RequestJobList, fenced=False, senders=topics.CLIENTS)
     def request_job_list(self, request: p.RequestJobList) -> p.JobList:
         """One page, newest first, as long as ``limit`` asks (0: no limit) and one
         message holds; only the page's summaries are built."""
@@ -289,7 +289,7 @@ class Dispatcher(FencedRpcEndpoint):
                        budget(self.config["rpc.framesize"]), request.limit or len(self.jobs))
         return p.JobList(tuple(page), len(self.jobs), request.offset)
 
-    @handler(p.CancelJob)
+    @handler(p.CancelJob, senders=topics.CLIENTS)
     def cancel_job(self, request: p.CancelJob) -> p.JobSummary:
         record = self._record(request.job_id)
         jobmaster = self.jobmasters.get(request.job_id)
@@ -297,7 +297,7 @@ class Dispatcher(FencedRpcEndpoint):
             jobmaster.run_async(jobmaster.cancel)
         return record.summary()
 
-    @handler(p.RequestJobResult, fenced=False)
+    @handler(p.RequestJobResult, fenced=False, senders=topics.CLIENTS)
     def request_job_result(self, request: p.RequestJobResult) -> p.JobResult:
         record = self._record(request.job_id)
         if record.result is not None:

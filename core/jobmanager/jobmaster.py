@@ -45,7 +45,13 @@ from clusterdeck.core.protocol.gateways import ResourceManagerGateway, TaskExecu
 from clusterdeck.core.protocol.jobgraph import InputSplit, JobKind
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from clusterdeck.core.protocol.wiring import EdgeInput
-from clusterdeck.core.rpc import AskTimeoutError, FencedRpcEndpoint, FrameTooLargeError, handler
+from clusterdeck.core.rpc import (
+    AskTimeoutError,
+    FencedRpcEndpoint,
+    FrameTooLargeError,
+    SenderMismatchError,
+    handler,
+)
 
 log = logging.getLogger(__name__)
 SNAPSHOT_INTERVAL = 0.1  # at most ten snapshots a second, however busy the job
@@ -207,7 +213,7 @@ class JobMaster(FencedRpcEndpoint):
 
     # -- from the ResourceManager and TaskExecutors ----------------------------------------
 
-    @handler(p.OfferSlot)
+    @handler(p.OfferSlot, senders=(topics.JOBMANAGER,))
     def offer_slot(self, offer: p.OfferSlot) -> None:
         slot = SlotRef(offer.resource_id, offer.slot_index)
         self._allocations[slot] = offer.allocation_id
@@ -219,9 +225,10 @@ class JobMaster(FencedRpcEndpoint):
         self._execute(self.scheduler.slot_offered(offer.resource_id, offer.slot_index,
                                                   time.time()))
 
-    @handler(p.UpdateTaskExecutionState)
+    @handler(p.UpdateTaskExecutionState, senders=(topics.TASKMANAGERS,))
     def update_task_execution_state(self, update: p.UpdateTaskExecutionState
                                     ) -> p.UpdateAcknowledged:
+        self._check_attempt_host(update.attempt_id)
         if self.scheduler is None:
             return p.UpdateAcknowledged(update.attempt_id, False, "the job is not running")
         out = self.scheduler.task_state_changed(update.attempt_id, update.state, time.time(),
@@ -230,8 +237,18 @@ class JobMaster(FencedRpcEndpoint):
         rejected = [i.reason for i in out if isinstance(i, ins.Rejected)]
         return p.UpdateAcknowledged(update.attempt_id, not rejected, "; ".join(rejected))
 
-    @handler(p.RequestNextInputSplit)
+    def _check_attempt_host(self, attempt_id: str) -> None:
+        """Only the TaskManager an attempt was deployed to speaks for it (when the
+        transport vouches for the sender: ``self.sender``)."""
+        execution = self.graph.execution(attempt_id)
+        host = execution.taskmanager_id if execution is not None else None
+        if self.sender is not None and host is not None and host != self.sender:
+            raise SenderMismatchError(f"attempt {attempt_id} runs on {host}, not on "
+                                      f"{self.sender}")
+
+    @handler(p.RequestNextInputSplit, senders=(topics.TASKMANAGERS,))
     def request_next_input_split(self, request: p.RequestNextInputSplit) -> p.NextInputSplit:
+        self._check_attempt_host(request.attempt_id)
         if self.scheduler is None:
             raise RuntimeError("the job is not running")
         previous = self._split_answers.get(request.attempt_id)
@@ -337,9 +354,10 @@ class JobMaster(FencedRpcEndpoint):
         return replace(task, inputs_offloaded=True, inputs=tuple(
             replace(edge, partitions=()) for edge in task.inputs))
 
-    @handler(p.RequestInputPartitions)
+    @handler(p.RequestInputPartitions, senders=(topics.TASKMANAGERS,))
     def request_input_partitions(self, request: p.RequestInputPartitions
                                  ) -> p.InputPartitions:
+        self._check_attempt_host(request.attempt_id)
         inputs = self._offloaded_inputs.get(request.attempt_id)
         if inputs is None:
             raise LookupError(f"attempt {request.attempt_id} has no offloaded inputs here")

@@ -26,7 +26,7 @@ from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.gateways import ResourceManagerGateway
 
 log = logging.getLogger(__name__)
-SERVICE_ID = "jobmanager"
+SERVICE_ID = topics.JOBMANAGER
 
 
 def run_jobmanager(config: Config, broker_url: str | None = None) -> int:

@@ -55,7 +55,7 @@ class ResourceManager(FencedRpcEndpoint):
     def on_start(self) -> None:
         """Main thread: watch presence, then start the heartbeat rounds."""
         self.rpc_service.subscribe(
-            topics.PRESENCE_ALL, lambda _topic, msg: self.run_async(self._on_presence, msg))
+            topics.PRESENCE_ALL, lambda topic, msg: self.run_async(self._on_presence, topic, msg))
         self._publish_snapshot()
         self._heartbeat_round()
 
@@ -65,7 +65,7 @@ class ResourceManager(FencedRpcEndpoint):
 
     # -- registration ---------------------------------------------------------------------------
 
-    @handler(p.RegisterTaskManager, fenced=False)
+    @handler(p.RegisterTaskManager, fenced=False, sender_field="resource_id")
     def register_task_manager(self, request: p.RegisterTaskManager) -> p.RegistrationResponse:
         reason = self.registry.refusal(request)
         if reason:
@@ -95,7 +95,7 @@ class ResourceManager(FencedRpcEndpoint):
 
     # -- liveness -------------------------------------------------------------------------------
 
-    @handler(p.TaskManagerHeartbeat)
+    @handler(p.TaskManagerHeartbeat, sender_field="resource_id")
     def heartbeat_from_task_manager(self, heartbeat: p.TaskManagerHeartbeat) -> None:
         registration = self.registry.get(heartbeat.resource_id)
         before = registration.slot_report if registration else None
@@ -121,9 +121,12 @@ class ResourceManager(FencedRpcEndpoint):
         self._publish_snapshot()
         self.schedule(self.interval, self._heartbeat_round)
 
-    def _on_presence(self, presence: Any) -> None:
+    def _on_presence(self, topic: str, presence: Any) -> None:
+        """A TaskManager's will. Believed only on that TaskManager's own presence topic,
+        which the broker lets no other login write (broker/acl.py)."""
         if (isinstance(presence, p.Presence) and presence.role == "taskmanager"
-                and presence.status is p.PresenceStatus.OFFLINE):
+                and presence.status is p.PresenceStatus.OFFLINE
+                and topic == topics.presence(presence.service_id)):
             self._lose(presence.service_id, "process exited", "last will",
                        presence.instance_id)
 
@@ -160,18 +163,18 @@ class ResourceManager(FencedRpcEndpoint):
 
     # -- slots -----------------------------------------------------------------------------------
 
-    @handler(p.RequestSlot)
+    @handler(p.RequestSlot, senders=(topics.JOBMANAGER,))
     def request_slot(self, request: p.RequestSlot) -> None:
         self.slots.request(PendingRequest(request.job_id, request.allocation_id,
                                           request.jobmaster))
         self._assign_slots()
 
-    @handler(p.FreeSlot)
+    @handler(p.FreeSlot, senders=(topics.JOBMANAGER,))
     def free_slot(self, request: p.FreeSlot) -> None:
         self.slots.free(request.allocation_id)
         self._assign_slots()
 
-    @handler(p.ReleaseJobSlots)
+    @handler(p.ReleaseJobSlots, senders=(topics.JOBMANAGER,))
     def release_job_slots(self, request: p.ReleaseJobSlots) -> None:
         self.slots.release_job(request.job_id)
         self._assign_slots()

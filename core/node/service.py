@@ -30,22 +30,24 @@ def setup_logging(role: str) -> None:
 
 
 def broker_address(config: Config, role: str,
-                   broker_url: str | BrokerAddress | None = None) -> BrokerAddress:
+                   broker_url: str | BrokerAddress | None = None,
+                   name: str | None = None) -> BrokerAddress:
     """``--broker`` (or ``broker.url``) when given, else the local cluster's broker with the
-    credentials of ``role`` from the data dir. An address already read (from a
-    ``--credentials`` file, which carries the login and the CA) is used as it is."""
+    credentials of ``role`` (a TaskManager's own: ``name``) from the data dir. An address
+    already read (from a ``--credentials`` file, which carries the login and the CA) is
+    used as it is."""
     if isinstance(broker_url, BrokerAddress):
         return broker_url
     url = broker_url or (config["broker.url"] if config["broker.kind"] == "external" else "")
     if url:
         return BrokerAddress.parse(url)
     cluster_id = config["cluster.id"]
-    return client_address(paths.cluster_dir(cluster_id), cluster_id, role)
+    return client_address(paths.cluster_dir(cluster_id), cluster_id, role, name)
 
 
 def connect_service(config: Config, role: str, service_id: str, address: BrokerAddress,
-                    *, connect_timeout: float = 30.0, with_presence: bool = True
-                    ) -> MqttRpcService:
+                    *, connect_timeout: float = 30.0, with_presence: bool = True,
+                    identity: str | None = None) -> MqttRpcService:
     """Connect with presence; keep trying until ``connect_timeout`` while the broker is not
     up yet (the supervisor may be restarting it), fail at once on refused credentials."""
     instance_id = uuid.uuid4().hex
@@ -57,7 +59,7 @@ def connect_service(config: Config, role: str, service_id: str, address: BrokerA
     deadline = time.monotonic() + connect_timeout
     while True:
         service = MqttRpcService(address, topics.layout(config["cluster.id"]), service_id,
-                                 online=online, offline=offline,
+                                 online=online, offline=offline, identity=identity,
                                  ask_timeout=config["rpc.ask-timeout"],
                                  framesize=config["rpc.framesize"])
         service.instance_id = instance_id

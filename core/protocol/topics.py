@@ -11,13 +11,22 @@ from __future__ import annotations
 from clusterdeck.core.rpc import TopicLayout
 
 ROOT = "clusterdeck"
+# Identities on the wire (core/rpc/_topics.py): the JobManager's; every TaskManager's
+# starts with "taskmanager-" (its login, broker/credentials.py); every client's and
+# observer's is shared by its login.
+JOBMANAGER = "jobmanager"
+TASKMANAGERS = "taskmanager"
+CLIENTS = ("client", JOBMANAGER)  # who may submit, cancel and ask about jobs
+SHARED = ("client", "observer")   # identities every process of one login shares
 
 
 def layout(cluster_id: str) -> TopicLayout:
     """The transport's topics for one cluster, all under ``clusterdeck/<cluster-id>/``."""
     if not cluster_id or any(c in cluster_id for c in "/+#"):
         raise ValueError(f"cluster id {cluster_id!r} must be non-empty, without / + #")
-    return TopicLayout(f"{ROOT}/{cluster_id}", cluster_id)
+    # The JobManager hosts every endpoint but the TaskExecutors, each in its TaskManager.
+    return TopicLayout(f"{ROOT}/{cluster_id}", cluster_id, server=JOBMANAGER,
+                       named_hosts=("taskexecutor",), shared=SHARED)
 
 
 # Topics relative to the cluster root, for publish/subscribe.

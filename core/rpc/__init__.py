@@ -20,12 +20,13 @@ from clusterdeck.core.rpc._errors import (
     NotMainThreadError,
     RemoteError,
     RpcError,
+    SenderMismatchError,
 )
 from clusterdeck.core.rpc._gateway import Gateway
 from clusterdeck.core.rpc._local import LocalBus, LocalRpcService
 from clusterdeck.core.rpc._service import RpcService
 from clusterdeck.core.rpc._timers import ScheduledCall, TimerQueue
-from clusterdeck.core.rpc._topics import TopicLayout, topic_matches
+from clusterdeck.core.rpc._topics import TopicLayout, sent_by, topic_matches
 
 __all__ = [
     "AskTimeoutError",
@@ -46,6 +47,7 @@ __all__ = [
     "RpcError",
     "RpcService",
     "ScheduledCall",
+    "SenderMismatchError",
     "TimerQueue",
     "TopicLayout",
     "decode",
@@ -54,6 +56,7 @@ __all__ = [
     "handler",
     "message",
     "message_types",
+    "sent_by",
     "to_data",
     "topic_matches",
 ]

@@ -2,9 +2,11 @@
 
 Handlers are methods marked with ``@handler(MessageType)``. A handler runs on the main
 thread and returns the answer to an ask (a message, None, or a Future of one); raising
-answers the ask with a RemoteError. Everything else an endpoint does (timers, callbacks
-of futures, results of worker threads) comes back to the main thread through
-``run_async``.
+answers the ask with a RemoteError. A handler may say whom it takes its message from
+(``senders``, ``sender_field``): where the transport vouches for the sender (MQTT, whose
+broker binds each identity to a login), anyone else gets a SenderMismatchError.
+Everything else an endpoint does (timers, callbacks of futures, results of worker
+threads) comes back to the main thread through ``run_async``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from clusterdeck.core.rpc._errors import (
     FencingTokenMismatchError,
     NotMainThreadError,
     RemoteError,
+    SenderMismatchError,
 )
+from clusterdeck.core.rpc._topics import sent_by
 
 if TYPE_CHECKING:
     from clusterdeck.core.rpc._service import RpcService
@@ -35,14 +39,30 @@ T = TypeVar("T")
 Reply = Callable[[Any, BaseException | None], None]
 
 
-def handler(message_type: type, *, fenced: bool = True) -> Callable[[T], T]:
+@dataclass(frozen=True)
+class _Handler:
+    method: str
+    fenced: bool
+    senders: tuple[str, ...]
+    sender_field: str
+
+
+def handler(message_type: type, *, fenced: bool = True, senders: tuple[str, ...] = (),
+            sender_field: str = "") -> Callable[[T], T]:
     """Mark a method as the handler of ``message_type``.
+
+    ``senders``: the identities (or shared identities, such as ``client``) it takes the
+    message from; ``sender_field``: a field of the message that must name its sender (a
+    TaskManager speaks only for itself). Both hold only where the transport vouches for
+    the sender; in-process, every sender is trusted.
 
     ``fenced=False`` lets a message through a FencedRpcEndpoint without a token: for the
     calls that hand the token out (registration) or that anyone may make (overviews).
     """
     def mark(method: T) -> T:
-        method.__rpc_handles__ = (message_type, fenced)  # type: ignore[attr-defined]
+        method.__rpc_handles__ = (  # type: ignore[attr-defined]
+            message_type, _Handler(method.__name__, fenced, senders,  # type: ignore[attr-defined]
+                                   sender_field))
         return method
     return mark
 
@@ -55,6 +75,7 @@ class Invocation:
     sender: str
     fencing_token: str | None = None
     reply: Reply | None = None
+    verified: bool = False  # the transport vouches that ``sender`` sent it
 
 
 _STOP = object()
@@ -63,16 +84,16 @@ _STOP = object()
 class RpcEndpoint:
     """Base of every endpoint (ResourceManager, Dispatcher, JobMaster, TaskExecutor, ...)."""
 
-    _handlers: dict[type, tuple[str, bool]] = {}
+    _rpc_handlers: dict[type, _Handler] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        handlers = dict(cls._handlers)
-        for name, member in vars(cls).items():
+        handlers = dict(cls._rpc_handlers)
+        for member in vars(cls).values():
             marked = getattr(member, "__rpc_handles__", None)
             if marked:
-                handlers[marked[0]] = (name, marked[1])
-        cls._handlers = handlers
+                handlers[marked[0]] = marked[1]
+        cls._rpc_handlers = handlers
 
     def __init__(self, endpoint_id: str) -> None:
         self.endpoint_id = endpoint_id
@@ -82,6 +103,9 @@ class RpcEndpoint:
         self._service: RpcService | None = None
         self._terminated: Future[None] = Future()
         self._stopping = False
+        # Who sent the message being handled, when the transport vouches for it; main
+        # thread only, like all endpoint state.
+        self.sender: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -238,13 +262,17 @@ class RpcEndpoint:
             invocation.reply(result, None)
 
     def _invoke(self, invocation: Invocation) -> Any:
-        entry = self._handlers.get(type(invocation.message))
+        entry = self._rpc_handlers.get(type(invocation.message))
         if entry is None:
             raise TypeError(f"{type(self).__name__} does not handle "
                             f"{type(invocation.message).__name__}")
-        name, fenced = entry
-        self._check_fencing(invocation, fenced)
-        return getattr(self, name)(invocation.message)
+        self._check_fencing(invocation, entry.fenced)
+        self.sender = invocation.sender if invocation.verified else None
+        try:
+            _check_sender(invocation, entry)
+            return getattr(self, entry.method)(invocation.message)
+        finally:
+            self.sender = None
 
     def _check_fencing(self, invocation: Invocation, fenced: bool) -> None:
         """Plain endpoints accept everything; FencedRpcEndpoint overrides this."""
@@ -278,6 +306,20 @@ class FencedRpcEndpoint(RpcEndpoint):
             raise FencingTokenMismatchError(
                 f"{type(invocation.message).__name__} to {self.endpoint_id} carried fencing "
                 f"token {invocation.fencing_token!r}, the leader's is {self.fencing_token!r}")
+
+
+def _check_sender(invocation: Invocation, entry: _Handler) -> None:
+    if not invocation.verified:
+        return
+    name = type(invocation.message).__name__
+    if entry.senders and not any(sent_by(s, invocation.sender) for s in entry.senders):
+        raise SenderMismatchError(f"{name} is not taken from {invocation.sender!r} (only "
+                                  f"from {', '.join(entry.senders)})")
+    claimed = getattr(invocation.message, entry.sender_field, None) if entry.sender_field \
+        else invocation.sender
+    if claimed != invocation.sender:
+        raise SenderMismatchError(f"{invocation.sender!r} sent {name} for {claimed!r}: a "
+                                  "process speaks only for itself")
 
 
 def _as_remote(error: BaseException | None) -> BaseException | None:

@@ -15,6 +15,11 @@ class FencingTokenMismatchError(RpcError):
     """A message carried a stale fencing token: it was meant for an earlier leader."""
 
 
+class SenderMismatchError(RpcError, PermissionError):
+    """A message came from someone its handler does not take it from: a TaskManager that
+    speaks for another, or a role that may not make this call (broker/acl.py)."""
+
+
 class EndpointStoppedError(RpcError):
     """The endpoint stopped before it handled the message."""
 

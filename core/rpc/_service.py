@@ -7,9 +7,9 @@ catches a message that could not cross the wire.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
+import secrets
 import threading
 import uuid
 from abc import ABC, abstractmethod
@@ -22,6 +22,7 @@ from clusterdeck.core.rpc._endpoint import Invocation, RpcEndpoint
 from clusterdeck.core.rpc._errors import AskTimeoutError, CodecError, RemoteError
 from clusterdeck.core.rpc._gateway import Gateway
 from clusterdeck.core.rpc._timers import TimerQueue
+from clusterdeck.core.rpc._topics import sent_by
 
 log = logging.getLogger(__name__)
 G = TypeVar("G", bound=Gateway)
@@ -49,9 +50,9 @@ class RpcService(ABC):
         self.framesize = framesize
         self.scheduler = TimerQueue(f"scheduler-{self.service_id}")
         self._endpoints: dict[str, RpcEndpoint] = {}
-        self._pending: dict[str, tuple[Future[Any], Any]] = {}
+        self._pending: dict[str, tuple[Future[Any], Any, str]] = {}
         self._lock = threading.Lock()
-        self._ids = itertools.count()
+        self.refused = 0  # messages whose sender was not who they said: see _receive
 
     # -- endpoints and gateways -----------------------------------------------------------
 
@@ -88,13 +89,15 @@ class RpcService(ABC):
 
     def send_ask(self, target: str, message: Any, fencing_token: str | None = None,
                  timeout: float | None = None) -> Future[Any]:
-        correlation_id = f"{self.service_id}:{next(self._ids)}"
+        # Unguessable, so that nobody who may write to our reply topic can answer an ask
+        # it never saw.
+        correlation_id = f"{self.service_id}:{secrets.token_hex(8)}"
         envelope = Envelope("ask", self.service_id, message, correlation_id=correlation_id,
                             reply_to=self.service_id, fencing_token=fencing_token)
         data = encode(envelope, self.framesize)
         future: Future[Any] = Future()
         with self._lock:
-            self._pending[correlation_id] = (future, message)
+            self._pending[correlation_id] = (future, message, target)
         limit = self.ask_timeout if timeout is None else timeout
         self.scheduler.schedule(limit, lambda: self._time_out(correlation_id, target, limit))
         self._transmit(target, data, heartbeat=False)
@@ -110,19 +113,35 @@ class RpcService(ABC):
 
     # -- receiving --------------------------------------------------------------------------
 
-    def _receive(self, target: str | None, data: bytes) -> None:
-        """Decode one payload and route it; called on the transport's thread."""
+    def _receive(self, target: str | None, data: bytes, sender: str | None = None) -> None:
+        """Decode one payload and route it; called on the transport's thread.
+
+        ``sender`` is the identity the transport vouches for (from the topic, which the
+        broker binds to the login); None where it vouches for nobody (in-process)."""
         try:
             envelope = decode(data, self.framesize)
         except CodecError as error:
             log.warning("%s: dropped a message for %s: %s", self.service_id, target, error)
             return
-        if envelope.kind == "reply":
-            self._complete(envelope)
+        if sender is not None and not sent_by(sender, envelope.sender):
+            self._refuse(envelope, sender)
+        elif envelope.kind == "reply":
+            self._complete(envelope, sender)
         elif envelope.kind in ("tell", "ask") and target is not None:
-            self._dispatch(target, envelope)
+            self._dispatch(target, envelope, verified=sender is not None)
 
-    def _dispatch(self, target: str, envelope: Envelope) -> None:
+    def _refuse(self, envelope: Envelope, sender: str) -> None:
+        """A message whose ``from`` is not its sender: never delivered. The asker hears
+        why when its reply address is its own; a forged one gets nothing."""
+        self.refused += 1
+        log.warning("%s: refused a %s %s from %r that says it is from %r", self.service_id,
+                    envelope.kind, envelope.type_name or "", sender, envelope.sender)
+        if envelope.kind == "ask" and sent_by(sender, envelope.reply_to):
+            self._replier(envelope)(None, RemoteError(
+                "SenderMismatchError", f"a message sent by {sender!r} said it was from "
+                f"{envelope.sender!r}; refused"))
+
+    def _dispatch(self, target: str, envelope: Envelope, *, verified: bool = False) -> None:
         endpoint = self.endpoint(target)
         reply = self._replier(envelope) if envelope.kind == "ask" else None
         if endpoint is None:
@@ -130,7 +149,7 @@ class RpcService(ABC):
                 reply(None, RemoteError("EndpointNotFoundError", f"no endpoint {target}"))
             return
         endpoint._deliver(Invocation(envelope.message, envelope.sender,
-                                     envelope.fencing_token, reply))
+                                     envelope.fencing_token, reply, verified))
 
     def _replier(self, request: Envelope) -> Callable[[Any, BaseException | None], None]:
         def reply(result: Any, error: BaseException | None) -> None:
@@ -153,9 +172,21 @@ class RpcService(ABC):
             self._transmit_reply(request.reply_to, data)
         return reply
 
-    def _complete(self, envelope: Envelope) -> None:
+    def host_of(self, endpoint_id: str) -> str | None:
+        """The identity that may answer asks to ``endpoint_id``; None: anyone (in-process)."""
+        return None
+
+    def _complete(self, envelope: Envelope, sender: str | None = None) -> None:
         with self._lock:
-            entry = self._pending.pop(envelope.correlation_id, None)
+            entry = self._pending.get(envelope.correlation_id)
+            host = self.host_of(entry[2]) if entry is not None else None
+            if entry is not None and sender is not None and host is not None \
+                    and sender != host:
+                entry = None  # an answer from someone who was not asked: not the answer
+                log.warning("%s: refused an answer from %r", self.service_id, sender)
+                self.refused += 1
+            elif entry is not None:
+                del self._pending[envelope.correlation_id]
         if entry is None:
             return  # a late or duplicated answer: the ask already completed or timed out
         future = entry[0]

@@ -1,9 +1,10 @@
 """MqttRpcService: the real transport, one paho client per process.
 
 Topics (relative to ``clusterdeck/<cluster-id>/``, shaped by TopicLayout):
-``rpc/<endpoint>`` (QoS 1) carries tells and asks, ``heartbeat/<endpoint>`` (QoS 0)
-heartbeats, ``reply/<client-id>`` (QoS 1) answers. Correlation ids and reply addresses
-travel in the payload, as MQTT 3.1.1 (all amqtt speaks) has no response topics.
+``rpc/<endpoint>/<sender>`` (QoS 1) carries tells and asks, ``heartbeat/<endpoint>/<sender>``
+(QoS 0) heartbeats, ``reply/<service>/<sender>`` (QoS 1) answers. Correlation ids and reply
+addresses travel in the payload, as MQTT 3.1.1 (all amqtt speaks) has no response topics.
+A message whose ``from`` is not the identity its topic names is refused (``_receive``).
 ``presence/<service>`` is retained and doubles as the last will, so a dead process is
 seen within milliseconds.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -29,7 +31,12 @@ from clusterdeck.broker.client import make_client
 from clusterdeck.core.rpc._codec import decode
 from clusterdeck.core.rpc._errors import RpcError
 from clusterdeck.core.rpc._service import EventCallback, RpcService
-from clusterdeck.core.rpc._topics import TRANSPORT_CHANNELS, TopicLayout, topic_matches
+from clusterdeck.core.rpc._topics import (
+    TRANSPORT_CHANNELS,
+    TopicLayout,
+    sent_by,
+    topic_matches,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +65,17 @@ TrafficCallback = Callable[[Traffic], None]
 
 class MqttRpcService(RpcService):
     def __init__(self, address: BrokerAddress, topics: TopicLayout, service_id: str | None = None,
-                 *, online: Any = None, offline: Any = None, **options: Any) -> None:
+                 *, online: Any = None, offline: Any = None, identity: str | None = None,
+                 **options: Any) -> None:
+        """``identity``: who this process is on the wire, as its login allows (broker/acl.py):
+        its own service id, or the identity it shares with others of its login (then its
+        service id is ``<identity>-<something>``)."""
         super().__init__(service_id, **options)
         self.address = address
         self.topics = topics
+        self.identity = identity or self.service_id
+        if not sent_by(self.identity, self.service_id):
+            raise ValueError(f"service {self.service_id!r} cannot speak as {self.identity!r}")
         self._subscriptions: list[tuple[str, EventCallback]] = []
         self._taps: list[TrafficCallback] = []
         self._retained: dict[str, bytes] = {}
@@ -73,11 +87,18 @@ class MqttRpcService(RpcService):
         will = None
         if offline is not None:
             will = (self.topics.presence(self.service_id), self.encode_event(offline), 1, True)
-        # The broker's ACL binds this process's own topics to this client id (broker/acl.py).
-        self._client = make_client(address, topics.client_id(self.service_id), will=will)
+        self._client = make_client(address, self._client_id(), will=will)
         self._client.on_connect = self._on_connect
         self._client.on_disconnect = self._on_disconnect
         self._client.on_message = self._on_message
+
+    def _client_id(self) -> str:
+        """A process with a login of its own gets an unguessable client id, so nobody can
+        connect under it and push it off the broker; one that shares its login (a client)
+        needs a client id the broker binds its reply topic to (``%c``, broker/acl.py)."""
+        if self.identity != self.service_id:
+            return self.topics.client_id(self.service_id)
+        return f"{self.topics.client_id(self.service_id)}.{secrets.token_hex(8)}"
 
     # -- connection -------------------------------------------------------------------------
 
@@ -122,7 +143,7 @@ class MqttRpcService(RpcService):
             self._connected.set()
             client.disconnect()
             return
-        topics = [self.topics.reply(self.service_id)]
+        topics = [self.topics.reply(self.service_id)]  # from any sender: "+"
         for endpoint_id in self._endpoint_ids():
             topics += [self.topics.rpc(endpoint_id), self.topics.heartbeat(endpoint_id)]
         topics += [self.topics.absolute(f) for f, _ in self._subscriptions]
@@ -166,17 +187,17 @@ class MqttRpcService(RpcService):
                           self.service_id, msg.topic)
 
     def _route(self, msg: mqtt.MQTTMessage) -> None:
-        channel, name = self.topics.parse(msg.topic)
+        channel, name, sender = self.topics.parse(msg.topic)
         if channel in TRANSPORT_CHANNELS:
             if self._taps:
                 self._tap(channel, name or self.topics.relative(msg.topic), msg.payload)
             # Only messages for this process: a tap also receives everybody else's.
-            if name is None:
+            if name is None or sender is None:
                 return
             if channel == "reply" and name == self.service_id:
-                self._receive(None, msg.payload)
+                self._receive(None, msg.payload, sender)
             elif channel != "reply" and self.endpoint(name) is not None:
-                self._receive(name, msg.payload)
+                self._receive(name, msg.payload, sender)
         else:
             self._deliver_event(self.topics.relative(msg.topic), msg.payload)
 
@@ -221,12 +242,15 @@ class MqttRpcService(RpcService):
 
     def _transmit(self, target: str, data: bytes, *, heartbeat: bool) -> None:
         if heartbeat:
-            self._client.publish(self.topics.heartbeat(target), data, qos=0)
+            self._client.publish(self.topics.heartbeat(target, self.identity), data, qos=0)
         else:
-            self._client.publish(self.topics.rpc(target), data, qos=1)
+            self._client.publish(self.topics.rpc(target, self.identity), data, qos=1)
 
     def _transmit_reply(self, reply_to: str, data: bytes) -> None:
-        self._client.publish(self.topics.reply(reply_to), data, qos=1)
+        self._client.publish(self.topics.reply(reply_to, self.identity), data, qos=1)
+
+    def host_of(self, endpoint_id: str) -> str | None:
+        return self.topics.host_of(endpoint_id)
 
     def publish(self, topic: str, message: Any, *, retained: bool = False, qos: int = 1) -> None:
         data = self.encode_event(message)

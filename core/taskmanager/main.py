@@ -8,7 +8,9 @@ import signal
 import socket
 
 from clusterdeck.broker.address import BrokerAddress
-from clusterdeck.core.config.settings import Config
+from clusterdeck.broker.credentials import CredentialsError, hand_out_taskmanager, identity_of
+from clusterdeck.core.config import paths
+from clusterdeck.core.config.settings import Config, ConfigError
 from clusterdeck.core.node import exitcodes
 from clusterdeck.core.node.service import (
     broker_address,
@@ -21,16 +23,31 @@ from clusterdeck.core.taskmanager.taskexecutor import TaskExecutor
 log = logging.getLogger(__name__)
 
 
-def default_resource_id() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}"
+def resource_id_for(config: Config, resource_id: str | None,
+                    broker_url: str | BrokerAddress | None) -> str:
+    """Who this TaskManager is. On a clusterdeck broker its id is its login (one of the
+    pool's ``taskmanager-<n>``, broker/credentials.py): the one given, the one in the
+    ``--broker`` URL's username, or, on the cluster's own machine, one handed out now."""
+    if resource_id:
+        return resource_id
+    if broker_url is not None or config["broker.kind"] == "external":
+        address = broker_url if isinstance(broker_url, BrokerAddress) else (
+            BrokerAddress.parse(broker_url or config["broker.url"]))
+        named = identity_of(config["cluster.id"], address.username or "")
+        return named or f"{socket.gethostname()}-{os.getpid()}"
+    cluster_id = config["cluster.id"]
+    try:
+        return hand_out_taskmanager(paths.cluster_dir(cluster_id), cluster_id)
+    except (CredentialsError, OSError) as error:
+        raise ConfigError(f"no TaskManager login for this TaskManager: {error}") from None
 
 
 def run_taskmanager(config: Config, resource_id: str | None = None,
                     broker_url: str | BrokerAddress | None = None) -> int:
     setup_logging("taskmanager")
-    resource_id = resource_id or default_resource_id()
+    resource_id = resource_id_for(config, resource_id, broker_url)
     service = connect_service(config, "taskmanager", resource_id,
-                              broker_address(config, "taskmanager", broker_url))
+                              broker_address(config, "taskmanager", broker_url, resource_id))
     refusal: list[str] = []
 
     def refused(reason: str) -> None:

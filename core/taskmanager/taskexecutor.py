@@ -261,12 +261,12 @@ class TaskExecutor(RpcEndpoint):
 
     # -- liveness ---------------------------------------------------------------------------------
 
-    @handler(p.ResourceManagerHeartbeat)
+    @handler(p.ResourceManagerHeartbeat, senders=(topics.JOBMANAGER,))
     def heartbeat_from_resource_manager(self, heartbeat: p.ResourceManagerHeartbeat) -> None:
         if self.registration and heartbeat.registration_id == self.registration.registration_id:
             self._leader_heartbeats.receive(RESOURCE_MANAGER, None, time.monotonic())
 
-    @handler(p.DisconnectTaskManager)
+    @handler(p.DisconnectTaskManager, senders=(topics.JOBMANAGER,))
     def disconnect(self, msg: p.DisconnectTaskManager) -> None:
         log.warning("the ResourceManager disconnected us: %s", msg.reason)
         # Declared lost: the JobMasters failed these tasks and will refuse their updates.
@@ -291,7 +291,7 @@ class TaskExecutor(RpcEndpoint):
 
     # -- tasks -------------------------------------------------------------------------------------
 
-    @handler(p.SubmitTask)
+    @handler(p.SubmitTask, senders=(topics.JOBMANAGER,))
     def submit_task(self, task: p.SubmitTask) -> p.TaskOperationResult:
         if not self.is_registered:
             return p.TaskOperationResult(task.attempt_id, False, "not registered")
@@ -316,7 +316,7 @@ class TaskExecutor(RpcEndpoint):
                                                            ExecutionState.RUNNING))
         return p.TaskOperationResult(task.attempt_id, True)
 
-    @handler(p.CancelTask)
+    @handler(p.CancelTask, senders=(topics.JOBMANAGER,))
     def cancel_task(self, request: p.CancelTask) -> p.TaskOperationResult:
         task = self.tasks.get(request.attempt_id)
         if task is None:
@@ -325,7 +325,7 @@ class TaskExecutor(RpcEndpoint):
         task.cancel()
         return p.TaskOperationResult(request.attempt_id, True)
 
-    @handler(p.RequestExecutionReport)
+    @handler(p.RequestExecutionReport, senders=(topics.JOBMANAGER,))
     def request_execution_report(self, request: p.RequestExecutionReport
                                  ) -> p.ExecutionReport:
         """The JobMaster's half of deployment reconciliation: what of its job runs here."""

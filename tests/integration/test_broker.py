@@ -56,8 +56,8 @@ class RunningBroker:
     cluster_dir: Path
     log: Path
 
-    def address(self, role: str = "client") -> BrokerAddress:
-        return client_address(self.cluster_dir, CLUSTER, role)
+    def address(self, role: str = "client", name: str | None = None) -> BrokerAddress:
+        return client_address(self.cluster_dir, CLUSTER, role, name)
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")

@@ -14,7 +14,8 @@ import uuid
 
 import pytest
 
-from clusterdeck.core.client.jobclient import ClusterClient
+from clusterdeck.core.client.jobclient import JobClient
+from clusterdeck.core.node.service import broker_address, connect_service
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.gateways import ResourceManagerGateway
 from tests.integration.clusters import broker_kinds, running_cluster
@@ -38,18 +39,27 @@ def registration(cluster_id: str, resource_id: str, instance_id: str) -> p.Regis
         slot_report=p.SlotReport((p.SlotStatus(0),)))
 
 
+PROBE = "taskmanager-60"  # a TaskManager login of the pool that no process of the cluster uses
+
+
 @pytest.fixture(scope="module")
 def as_taskmanager(cluster):
-    """A client with the TaskManager login: only it (and the JobManager's) may ask the
-    ResourceManager."""
-    local_cluster, _ = cluster
-    with ClusterClient(local_cluster.config, connect_timeout=30, role="taskmanager") as client:
-        yield client
+    """A service with a TaskManager's own login: only TaskManagers (and the JobManager)
+    may ask the ResourceManager, each for itself."""
+    local_cluster, watcher = cluster
+    config = local_cluster.config
+    service = connect_service(config, "taskmanager", PROBE,
+                              broker_address(config, "taskmanager", None, PROBE),
+                              with_presence=False)
+    try:
+        yield service, watcher.client.leader(10)
+    finally:
+        service.close()
 
 
-def resource_manager(client: ClusterClient) -> ResourceManagerGateway:
-    leader = client.leader(10)
-    return client.service.gateway(ResourceManagerGateway, leader.resource_manager)
+def resource_manager(as_taskmanager) -> ResourceManagerGateway:
+    service, leader = as_taskmanager
+    return service.gateway(ResourceManagerGateway, leader.resource_manager)
 
 
 def pid_of(local_cluster, name: str) -> int:
@@ -69,8 +79,8 @@ def test_up_with_two_taskmanagers_of_two_slots_reaches_four_free_slots(cluster) 
 def test_the_same_taskmanager_registering_twice_gets_already_registered(
         cluster, as_taskmanager) -> None:
     local_cluster, watcher = cluster
-    probe = f"probe-{uuid.uuid4().hex[:6]}"
-    request = registration(local_cluster.cluster_id, probe, "one")
+    probe = PROBE
+    request = registration(local_cluster.cluster_id, probe, uuid.uuid4().hex)
     gateway = resource_manager(as_taskmanager)
     first = gateway.register_task_manager(request).result(10)
     second = gateway.register_task_manager(request).result(10)
@@ -84,14 +94,14 @@ def test_the_same_taskmanager_registering_twice_gets_already_registered(
 
 def test_a_wrong_cluster_id_is_refused(as_taskmanager) -> None:
     answer = resource_manager(as_taskmanager).register_task_manager(
-        registration("some-other-cluster", "stranger", "x")).result(10)
+        registration("some-other-cluster", PROBE, "x")).result(10)
     assert isinstance(answer, p.RefuseRegistration)
     assert "wrong cluster id" in answer.reason
 
 
 def test_an_incompatible_protocol_version_is_refused(cluster, as_taskmanager) -> None:
     local_cluster, _ = cluster
-    request = registration(local_cluster.cluster_id, "from-the-future", "x")
+    request = registration(local_cluster.cluster_id, PROBE, "x")
     request = p.RegisterTaskManager(**{**request.__dict__, "protocol_version": 99})
     answer = resource_manager(as_taskmanager).register_task_manager(request).result(10)
     assert isinstance(answer, p.RefuseRegistration)
@@ -157,12 +167,12 @@ def test_a_killed_broker_is_restarted_and_everyone_reconnects(cluster) -> None:
 
 
 def test_a_tap_sees_the_control_plane_and_answers_nothing(cluster) -> None:
-    """With the jobmanager login, as the desktop app's messages view: no other may read
-    the whole control plane."""
+    """With the observer login, as the desktop app's messages view: it reads the whole
+    control plane and writes nothing; a client login beside it still asks."""
     local_cluster, watcher = cluster
     seen = []
-    with ClusterClient(local_cluster.config, connect_timeout=30, role="jobmanager") as tapping:
-        tapping.service.tap(seen.append)
+    with JobClient(local_cluster.config, connect_timeout=30) as tapping:
+        tapping.tap(seen.append)
         wait_for(lambda: any(t.type_name == "TaskManagerHeartbeat" for t in seen), 10,
                  "a heartbeat seen by the tap")
         heartbeat = next(t for t in seen if t.type_name == "TaskManagerHeartbeat")

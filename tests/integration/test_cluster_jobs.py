@@ -316,16 +316,17 @@ def test_malformed_payloads_on_every_topic_leave_the_cluster_serving(client, clu
     layout = topics.layout(local_cluster.cluster_id)
     endpoints = ["dispatcher", "resourcemanager", "taskexecutor.taskmanager-1",
                  "taskexecutor.taskmanager-2"]
-    topics_hit = [topic for endpoint in endpoints
-                  for topic in (layout.rpc(endpoint), layout.heartbeat(endpoint))]
-    topics_hit += [layout.reply(service)
+    senders = ("taskmanager-1", "jobmanager", "client")
+    topics_hit = [topic for endpoint in endpoints for sender in senders
+                  for topic in (layout.rpc(endpoint, sender), layout.heartbeat(endpoint, sender))]
+    topics_hit += [layout.reply(service, sender) for sender in senders
                    for service in ("jobmanager", "taskmanager-1", "taskmanager-2")]
     topics_hit += [layout.absolute(t) for t in (topics.CLUSTER_STATE, topics.CLUSTER_EVENTS,
                                                 topics.LEADER, "events/jobs/x",
                                                 "state/jobs/x", topics.presence("jobmanager"))]
     restarts = {info.name: info.restarts for info in local_cluster.supervisor.processes()}
     for role in ("taskmanager", "jobmanager"):
-        address = local_cluster.broker_address(role)
+        address = local_cluster.broker_address(role, "taskmanager-1")
         hostile = make_client(address, layout.client_id(f"hostile-{role}"))
         connect_and_wait(hostile, address, timeout=10)
         try:

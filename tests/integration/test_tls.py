@@ -9,6 +9,7 @@ TLS cluster and keeps the password out of its command line.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import subprocess
@@ -127,14 +128,13 @@ def _run_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProc
                           timeout=60, check=False)
 
 
-def _start_taskmanager(resource_id: str, credentials: str, log: Path,
+def _start_taskmanager(credentials: str, log: Path,
                        stdin: bytes | None = None) -> subprocess.Popen:
     heartbeats = [f"-D{key}={value}" for key, value in FAST_HEARTBEATS.items()
                   if key.startswith(("heartbeat.", "registration.", "spark."))]
     with log.open("wb") as output:
         process = subprocess.Popen(
-            [*CLI, "taskmanager", "--id", resource_id, "--credentials", credentials,
-             *heartbeats],
+            [*CLI, "taskmanager", "--credentials", credentials, *heartbeats],
             cwd=REPO, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=output, stderr=subprocess.STDOUT)
     if stdin is not None:
@@ -144,25 +144,33 @@ def _start_taskmanager(resource_id: str, credentials: str, log: Path,
     return process
 
 
+def _export(cluster_id: str, path: Path) -> dict:
+    result = _run_cli("credentials", "export", "--cluster", cluster_id,
+                      "--host", "localhost", "-D", "broker.tls=on", "-o", str(path))
+    assert result.returncode == 0, result.stderr.decode()
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    assert "mqtts://localhost:" in path.read_text()
+    return json.loads(path.read_text())
+
+
 @pytest.mark.parametrize("kind", broker_kinds())
 def test_a_taskmanager_with_only_a_credentials_file_joins_a_tls_cluster(kind, tmp_path):
     with running_cluster(kind, **{"broker.tls": "on"}) as (cluster, watcher):
         assert cluster.broker_address().tls
-        exported = tmp_path / "taskmanager.json"
-        result = _run_cli("credentials", "export", "--cluster", cluster.cluster_id,
-                          "--host", "localhost", "-D", "broker.tls=on", "-o", str(exported))
-        assert result.returncode == 0, result.stderr.decode()
-        assert oct(exported.stat().st_mode & 0o777) == "0o600"
-        password = cluster.broker_address("taskmanager").password
-        assert password and password in exported.read_text()
-        assert "mqtts://localhost:" in exported.read_text()
+        # Each export is the login of one TaskManager: the TaskManager's id comes with it.
+        exported = [_export(cluster.cluster_id, tmp_path / f"tm-{n}.json") for n in (1, 2)]
+        names = [data["identity"] for data in exported]
+        assert names == ["taskmanager-64", "taskmanager-63"]
+        passwords = [data["password"] for data in exported]
+        assert passwords == [cluster.broker_address("taskmanager", name).password
+                             for name in names]
 
-        from_file = _start_taskmanager("remote-file", str(exported), tmp_path / "file.log")
-        from_stdin = _start_taskmanager("remote-stdin", "-", tmp_path / "stdin.log",
-                                        stdin=exported.read_bytes())
+        from_file = _start_taskmanager(str(tmp_path / "tm-1.json"), tmp_path / "file.log")
+        from_stdin = _start_taskmanager("-", tmp_path / "stdin.log",
+                                        stdin=(tmp_path / "tm-2.json").read_bytes())
         try:
-            watcher.wait_registered(["remote-file", "remote-stdin"], timeout=60)
-            for process in (from_file, from_stdin):
+            watcher.wait_registered(names, timeout=60)
+            for process, password in zip((from_file, from_stdin), passwords, strict=True):
                 assert process.poll() is None
                 cmdline = Path(f"/proc/{process.pid}/cmdline").read_bytes()
                 assert password.encode() not in cmdline

@@ -24,8 +24,8 @@ def test_no_connection_file_reads_as_none(tmp_path):
 def test_client_address_combines_the_file_with_the_role_login(tmp_path):
     credentials = load_or_create(tmp_path, "alpha")
     write_connection(tmp_path, "amqtt", BrokerAddress("127.0.0.1", 4321))
-    address = client_address(tmp_path, "alpha", "taskmanager")
-    user, password = credentials.for_role("taskmanager")
+    address = client_address(tmp_path, "alpha", "taskmanager", "taskmanager-3")
+    user, password = credentials.for_role("taskmanager", "taskmanager-3")
     assert address == BrokerAddress("127.0.0.1", 4321, user, password)
 
 

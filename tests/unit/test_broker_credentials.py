@@ -6,8 +6,10 @@ import pytest
 
 from clusterdeck.broker.credentials import (
     ROLES,
+    TASKMANAGER_LOGINS,
     CredentialsError,
     credentials_file,
+    hand_out_taskmanager,
     load,
     load_or_create,
 )
@@ -28,10 +30,51 @@ def test_credentials_are_stable_across_loads(tmp_path):
 
 def test_every_role_has_its_own_login_named_after_the_cluster(tmp_path):
     credentials = load_or_create(tmp_path, "alpha")
-    logins = [credentials.for_role(role) for role in ROLES]
-    assert [user for user, _ in logins] == [f"cd-alpha-{role}" for role in ROLES]
-    assert len({password for _, password in logins}) == len(ROLES)
-    assert all(len(password) >= 32 for _, password in logins)
+    logins = [credentials.for_role(role, "taskmanager-1") for role in ROLES]
+    assert [user for user, _ in logins] == ["cd-alpha-jobmanager", "cd-alpha-taskmanager-1",
+                                            "cd-alpha-client", "cd-alpha-observer"]
+    assert len({password for _, password in credentials.items()}) == len(credentials.items())
+    assert all(len(password) >= 32 for _, password in credentials.items())
+
+
+def test_every_taskmanager_has_a_login_of_its_own_from_a_bounded_pool(tmp_path):
+    credentials = load_or_create(tmp_path, "alpha")
+    assert len(credentials.taskmanagers) == TASKMANAGER_LOGINS
+    assert credentials.for_role("taskmanager", "taskmanager-64")[0] == \
+        "cd-alpha-taskmanager-64"
+    for name in (None, "taskmanager-65", "taskmanager-0", "host-123", "taskmanager"):
+        with pytest.raises(CredentialsError, match="login of its own"):
+            credentials.for_role("taskmanager", name)
+    identities = {login.identity: login.role for login in credentials.all_logins()}
+    assert identities["taskmanager-7"] == "taskmanager"
+    assert identities["client"] == "client"
+
+
+def test_handed_out_taskmanager_logins_come_from_the_top_and_never_twice(tmp_path):
+    load_or_create(tmp_path, "alpha")
+    handed = [hand_out_taskmanager(tmp_path, "alpha") for _ in range(3)]
+    assert handed == ["taskmanager-64", "taskmanager-63", "taskmanager-62"]
+    assert set(load(tmp_path, "alpha").exported) == set(handed)
+    for _ in range(TASKMANAGER_LOGINS - 3):
+        hand_out_taskmanager(tmp_path, "alpha")
+    with pytest.raises(CredentialsError, match="all 64 TaskManager logins"):
+        hand_out_taskmanager(tmp_path, "alpha")
+
+
+def test_a_version_1_file_loses_its_shared_taskmanager_login_and_gains_the_pool(tmp_path):
+    load_or_create(tmp_path, "alpha")
+    path = credentials_file(tmp_path)
+    data = json.loads(path.read_text())
+    old = {"version": 1, "cluster_id": "alpha",
+           "logins": {**data["logins"], "taskmanager": {"username": "cd-alpha-taskmanager",
+                                                        "password": "x" * 32}}}
+    path.write_text(json.dumps(old))
+    credentials = load(tmp_path, "alpha")
+    assert "cd-alpha-taskmanager" not in credentials.usernames()
+    assert credentials.for_role("client") == (data["logins"]["client"]["username"],
+                                              data["logins"]["client"]["password"])
+    assert len(credentials.taskmanagers) == TASKMANAGER_LOGINS
+    assert json.loads(path.read_text())["version"] == 2
 
 
 def test_two_clusters_get_different_passwords(tmp_path):

@@ -34,12 +34,16 @@ def test_logins_come_from_the_password_file_and_nothing_else(tmp_path):
 
 def test_every_login_gets_its_roles_topics_for_subscribe_and_publish(tmp_path):
     credentials, config = config_for(tmp_path)
-    acl = config["plugins"]["amqtt.plugins.topic_checking.TopicAccessControlListPlugin"]
-    assert set(acl) == {"acl", "publish_acl"}
-    assert set(acl["acl"]) == set(acl["publish_acl"]) == set(credentials.usernames())
-    assert acl["acl"]["cd-alpha-jobmanager"] == ["clusterdeck/alpha/#"]
-    assert acl["publish_acl"]["cd-alpha-observer"] == []
-    assert "clusterdeck/alpha/rpc/dispatcher" not in acl["acl"]["cd-alpha-taskmanager"]
+    acl = config["plugins"]["clusterdeck.broker.amqttacl.ClusterTopicAcl"]
+    assert config["plugins"]["clusterdeck.broker.amqttacl.ClusterWillCheck"] == acl
+    assert set(acl) == {"subscribe", "publish"}
+    assert set(acl["subscribe"]) == set(acl["publish"]) == set(credentials.usernames())
+    assert acl["subscribe"]["cd-alpha-jobmanager"] == ["clusterdeck/alpha/#"]
+    assert acl["publish"]["cd-alpha-observer"] == []
+    assert "clusterdeck/alpha/rpc/taskexecutor/alpha.taskmanager-7/+" in \
+        acl["subscribe"]["cd-alpha-taskmanager-7"]
+    assert "clusterdeck/alpha/rpc/taskexecutor/alpha.taskmanager-7/+" not in \
+        acl["subscribe"]["cd-alpha-taskmanager-8"]
     assert all(topic.startswith("clusterdeck/alpha/")
                for table in acl.values() for topics in table.values() for topic in topics)
 

@@ -83,8 +83,8 @@ def test_export_takes_port_and_ca_from_the_running_broker(tmp_path):
     local = BrokerAddress("127.0.0.1", 8883).with_tls(files.ca_file.read_text())
     write_connection(cluster_dir, "mosquitto", local, files.ca_file)
     result = exported.export(cluster_dir, "lab", "taskmanager", "node-a")
-    assert result.address.url() == "mqtts://cd-lab-taskmanager@node-a:8883"
-    assert result.address.password == credentials.for_role("taskmanager")[1]
+    assert result.address.url() == "mqtts://cd-lab-taskmanager-64@node-a:8883"
+    assert result.address.password == credentials.for_role("taskmanager", "taskmanager-64")[1]
     assert result.address.ca_pem == files.ca_file.read_text()
 
 

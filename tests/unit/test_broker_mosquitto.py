@@ -57,9 +57,10 @@ def test_acl_gives_each_role_its_rules_from_the_table(tmp_path):
     text = mosquitto.acl_text(credentials)
     assert "user cd-alpha-jobmanager\ntopic read clusterdeck/alpha/#\n" \
         "topic write clusterdeck/alpha/#\n" in text
-    assert "pattern read clusterdeck/alpha/reply/%c" in text
+    assert "pattern read clusterdeck/alpha/reply/alpha.client/%c/+" in text
+    assert "user cd-alpha-taskmanager-64\n" in text
     assert "readwrite" not in text
-    observer = text[text.index("user cd-alpha-observer"):]
+    observer = text[text.index("user cd-alpha-observer"):].split("\n\n")[0]
     assert not any(line.startswith("topic write") for line in observer.splitlines())
 
 

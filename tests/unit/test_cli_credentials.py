@@ -40,7 +40,8 @@ def test_export_writes_a_private_file_a_taskmanager_can_use(home, capsys):
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
     data = json.loads(out.read_text())
     assert data["broker_url"] == "mqtts://node-a:8883"
-    assert data["password"] == credentials.for_role("taskmanager")[1]
+    assert data["identity"] == "taskmanager-64"
+    assert data["password"] == credentials.for_role("taskmanager", "taskmanager-64")[1]
     assert data["ca_certificate"] == files.ca_file.read_text()
     assert "listens on 127.0.0.1 only" in capsys.readouterr().err
 
@@ -79,10 +80,21 @@ def test_taskmanager_takes_cluster_and_address_from_the_credentials_file(home):
     exported.write(exported.export(paths.cluster_dir("lab"), "lab", "taskmanager",
                                    "node-a"), path)
     args = build_parser().parse_args(["taskmanager", "--credentials", str(path)])
-    config, address = credentialcommands.taskmanager_broker(Config(), args)
+    config, address, resource_id = credentialcommands.taskmanager_broker(Config(), args)
     assert config["cluster.id"] == "lab"
     assert isinstance(address, BrokerAddress) and address.tls and address.ca_pem
-    assert address.username == "cd-lab-taskmanager"
+    assert (address.username, resource_id) == ("cd-lab-taskmanager-64", "taskmanager-64")
+
+
+def test_a_credentials_file_is_one_taskmanager_so_another_id_is_refused(home):
+    a_tls_broker_ran("lab")
+    path = home / "tm.json"
+    exported.write(exported.export(paths.cluster_dir("lab"), "lab", "taskmanager",
+                                   "node-a"), path)
+    args = build_parser().parse_args(["taskmanager", "--credentials", str(path),
+                                      "--id", "taskmanager-1"])
+    with pytest.raises(ConfigError, match="login of TaskManager 'taskmanager-64'"):
+        credentialcommands.taskmanager_broker(Config(), args)
 
 
 def test_credentials_for_another_cluster_than_the_one_asked_for_are_refused(home):
