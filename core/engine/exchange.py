@@ -6,14 +6,19 @@ Layout, under the producer attempt's ``output_dir``::
     <target vertex id>.<input index>/         one folder per output edge
         _schema.json                          the columns, for consumers of empty output
         __part=<p>/part-*.parquet             result partition p
+        __part=<p>/_complete.json             its data files, once the producer finished
 
 An edge has ``partitions_per_producer`` partitions: one for FORWARD and BROADCAST, one
 per consumer subtask for HASH and REBALANCE (the ExecutionGraph's wiring says which
-partitions a consumer subtask reads). Every partition folder exists after a write, empty
-or not. Records that are Python values are stored as tagged JSON in one ``__record``
-column; tables keep their columns. HASH partitions by ``pmod(hash(key string), n)``
-computed by Spark, the key string coming from columns or from ``records.key_string``.
-Runs on the slot thread.
+partitions a consumer subtask reads). A producer that finished has written every
+partition folder with its completion marker, empty or not, so a consumer tells an empty
+partition (a marker listing no files) from a missing one (no marker, a listed file gone:
+the producer ran where this machine cannot see, or its files were deleted). A missing
+one fails the consumer with PartitionNotFound, naming the partition and its producer,
+never reads as empty. Records that are Python values are stored as tagged JSON in one
+``__record`` column; tables keep their columns. HASH partitions by
+``pmod(hash(key string), n)`` computed by Spark, the key string coming from columns or
+from ``records.key_string``. Runs on the slot thread.
 """
 
 from __future__ import annotations
@@ -49,11 +54,15 @@ from clusterdeck.core.engine.streams import (
     counted_table,
     empty_records,
 )
+from clusterdeck.core.jobapi.errors import SubtaskFailed
 from clusterdeck.core.protocol.jobgraph import JobEdge, ShipStrategy
+from clusterdeck.core.protocol.wiring import ResultPartitionRef
 
 PARTITION_COLUMN = "__part"
 KEY_COLUMN = "__key"
 SCHEMA_FILE = "_schema.json"
+COMPLETE_FILE = "_complete.json"
+NAMED_IN_MESSAGE = 3  # missing partitions a PartitionNotFound message names one by one
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,50 @@ class ResultPartition:
     def from_dict(data: dict[str, Any]) -> ResultPartition:
         return ResultPartition(data["target_vertex_id"], int(data["input_index"]),
                                int(data["partition"]), data["path"])
+
+
+@dataclass(frozen=True)
+class InputPartition:
+    """One result partition a consumer subtask reads: where it is, which of the
+    consumer's inputs it feeds and who wrote it (named when it cannot be read)."""
+
+    path: str
+    target_vertex_id: str
+    input_index: int
+    producer: ResultPartitionRef
+
+    def describe(self) -> str:
+        ref = self.producer
+        where = f" on TaskManager {ref.taskmanager_id}" if ref.taskmanager_id else ""
+        return (f"partition {ref.partition} of input {self.input_index} of "
+                f"{self.target_vertex_id} at {self.path}, written by "
+                f"{ref.producer_vertex_id}[{ref.producer_subtask}] (attempt "
+                f"{ref.producer_attempt_id}{where})")
+
+
+MAX_LOST_PRODUCERS = 500  # about 45 bytes each: well inside one rpc.framesize
+
+
+class PartitionNotFound(SubtaskFailed):
+    """Result partitions a subtask must read are missing or unreadable (Flink's
+    PartitionNotFoundException). Running the subtask again would read the same nothing:
+    ``lost_producers`` (their attempt ids) must run again first, and the JobMaster's
+    failover does that when the failure names them."""
+
+    def __init__(self, missing: Sequence[tuple[InputPartition, str]], attempt_id: str) -> None:
+        named = "; ".join(f"{partition.describe()}: {why}"
+                          for partition, why in missing[:NAMED_IN_MESSAGE])
+        more = len(missing) - NAMED_IN_MESSAGE
+        message = f"result partition not found: {named}" + (
+            f"; and {more} more" if more > 0 else "")
+        super().__init__(message, vertex_id=missing[0][0].target_vertex_id,
+                         attempt_id=attempt_id)
+        self.missing = tuple(partition for partition, _ in missing)
+        # Bounded, so the failure always fits one message: producers beyond it are found
+        # missing by the next attempt, which names them in turn.
+        self.lost_producers = tuple(dict.fromkeys(
+            partition.producer.producer_attempt_id for partition in self.missing
+        ))[:MAX_LOST_PRODUCERS]
 
 
 @dataclass(frozen=True)
@@ -125,13 +178,28 @@ def write_exchange(work: Work, stream: Stream, output_dir: str, edge: JobEdge,
 def declare_partitions(output_dir: str, edge: JobEdge,
                        consumer_parallelism: int) -> list[ResultPartition]:
     """Every result partition of the edge, its folder created (empty when nothing was
-    written to it), once the producer has finished writing."""
+    written to it) and marked complete, once the producer has finished writing."""
     partitions = []
     for partition in range(partitions_per_producer(edge.ship_strategy, consumer_parallelism)):
         path = result_partition_path(output_dir, edge.target, edge.input_index, partition)
         os.makedirs(path, exist_ok=True)
+        _mark_complete(path)
         partitions.append(ResultPartition(edge.target, edge.input_index, partition, path))
     return partitions
+
+
+def _mark_complete(path: str) -> None:
+    """Write the partition's completion marker, listing its data files; written whole or
+    not at all (a rename), so a reader never takes half a list for the partition."""
+    files = sorted(name for name in os.listdir(path) if _is_data_file(name))
+    marker = os.path.join(path, COMPLETE_FILE)
+    with open(f"{marker}.tmp", "w", encoding="utf-8") as out:
+        json.dump({"files": files}, out)
+    os.replace(f"{marker}.tmp", marker)
+
+
+def _is_data_file(name: str) -> bool:
+    return name.endswith(".parquet") and not name.startswith(("_", "."))
 
 
 def _exchange_frame(work: Work, stream: Stream, key: HashKey | None) -> DataFrame:
@@ -168,11 +236,59 @@ def _partition_column(edge: JobEdge, df: DataFrame, key: HashKey | None, count: 
     return F.pmod(F.hash(key_column), F.lit(count))
 
 
-def read_exchange(work: Work, paths: Sequence[str]) -> tuple[Stream, Callable[[], int]]:
-    """The records of the given result partitions (missing or empty ones are empty), and
-    how many there are (call after the subtask's Spark jobs)."""
-    with_data = [path for path in paths if _has_data(path)]
-    schema = _schema_near(paths)
+def read_inputs(work: Work, inputs: Sequence[Sequence[InputPartition]]
+                ) -> list[tuple[Stream, Callable[[], int]]]:
+    """Per input edge, the records of its result partitions and how many there are (call
+    after the subtask's Spark jobs). Every partition is checked before any is read, so
+    one PartitionNotFound names all that are missing and failover reruns their producers
+    in one go."""
+    found: list[list[tuple[str, list[str]]]] = []
+    missing: list[tuple[InputPartition, str]] = []
+    for edge in inputs:
+        found.append([])
+        for partition in edge:
+            try:
+                found[-1].append((partition.path, partition_files(partition.path)))
+            except IncompletePartition as problem:
+                missing.append((partition, str(problem)))
+    if missing:
+        raise PartitionNotFound(missing, work.attempt_id)
+    return [_read_edge(work, edge) for edge in found]
+
+
+class IncompletePartition(Exception):
+    """Why one result partition cannot be read (``partition_files``)."""
+
+
+def partition_files(path: str) -> list[str]:
+    """The data files of the complete result partition at ``path``, as its producer's
+    completion marker lists them; raises IncompletePartition when the folder, the marker
+    or a listed file is missing, or the marker cannot be read."""
+    if not os.path.isdir(path):
+        raise IncompletePartition("its folder does not exist")
+    try:
+        with open(os.path.join(path, COMPLETE_FILE), encoding="utf-8") as handle:
+            names = json.load(handle)["files"]
+        files = [os.path.join(path, name) for name in names]
+    except FileNotFoundError:
+        raise IncompletePartition(f"it has no completion marker ({COMPLETE_FILE}): its "
+                                  f"producer never finished it") from None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise IncompletePartition(f"its completion marker cannot be read: "
+                                  f"{type(error).__name__}: {error}") from None
+    gone = [file for file in files if not os.path.isfile(file)]
+    if gone:
+        raise IncompletePartition(f"{len(gone)} of its {len(files)} data files are gone, "
+                                  f"e.g. {os.path.basename(gone[0])}")
+    return files
+
+
+def _read_edge(work: Work, partitions: Sequence[tuple[str, list[str]]]
+               ) -> tuple[Stream, Callable[[], int]]:
+    """The records of one edge's complete partitions (folder, data files), and how many
+    there are; partitions without files are empty."""
+    with_data = [path for path, files in partitions if files]
+    schema = _schema_near([path for path, _ in partitions])
     if with_data:
         reader = work.session.read if schema is None else work.session.read.schema(schema)
         df = reader.parquet(*with_data)
@@ -185,12 +301,6 @@ def read_exchange(work: Work, paths: Sequence[str]) -> tuple[Stream, Callable[[]
         return (Records(df.rdd.mapPartitions(CountingPartition(counter, decode_record_row))),
                 lambda: counter.value)
     return counted_table(work, df)
-
-
-def _has_data(path: str) -> bool:
-    return os.path.isdir(path) and any(
-        name.endswith(".parquet") and not name.startswith(("_", "."))
-        for name in os.listdir(path))
 
 
 def _schema_near(paths: Sequence[str]) -> StructType | None:

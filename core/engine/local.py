@@ -18,11 +18,13 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from clusterdeck.core.engine.exchange import InputPartition
 from clusterdeck.core.engine.inputsplits import DEFAULT_BLOCK_SIZE, plan_splits
 from clusterdeck.core.engine.runtime import DEFAULT_SPLIT_BATCH_BYTES, SubtaskResult, run_subtask
 from clusterdeck.core.engine.sinks import initialize_sinks
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.protocol.jobgraph import JobEdge, JobKind, ShipStrategy
+from clusterdeck.core.protocol.wiring import ResultPartitionRef
 
 
 @dataclass(frozen=True)
@@ -109,8 +111,9 @@ def run_local(job: LoadedJob, spark: SparkSession, work_dir: str | os.PathLike[s
     return LocalJobResult(graph.name, graph.kind, subtasks, time.monotonic() - started)
 
 
-def _inputs(edge: JobEdge, consumer: int, producers: Sequence[SubtaskResult]) -> list[str]:
-    """The partition folders consumer subtask ``consumer`` reads over ``edge`` (the
+def _inputs(edge: JobEdge, consumer: int,
+            producers: Sequence[SubtaskResult]) -> list[InputPartition]:
+    """The partitions consumer subtask ``consumer`` reads over ``edge`` (the
     ExecutionGraph's wiring, done by hand)."""
     if edge.ship_strategy is ShipStrategy.FORWARD:
         producers, partition = [producers[consumer]], 0
@@ -118,6 +121,8 @@ def _inputs(edge: JobEdge, consumer: int, producers: Sequence[SubtaskResult]) ->
         partition = 0
     else:
         partition = consumer
-    return [p.path for result in producers for p in result.partitions
+    return [InputPartition(p.path, edge.target, edge.input_index, ResultPartitionRef(
+                result.attempt_id, result.vertex_id, result.subtask_index, p.partition))
+            for result in producers for p in result.partitions
             if p.target_vertex_id == edge.target and p.input_index == edge.input_index
             and p.partition == partition]

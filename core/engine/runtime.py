@@ -7,13 +7,15 @@ calling thread, against the TaskManager's SparkSession:
   processes them in batches of about ``split_batch_bytes``, so splits keep flowing to
   the subtasks that are free;
 * any other subtask reads its result partitions (``inputs``: per input edge, in
-  ``input_index`` order, the partition folders it must read);
+  ``input_index`` order, the partitions it must read and who wrote them);
 * the chain's output goes to each output edge as result partitions under
   ``output_dir`` (which must be the attempt's own), or into its sink.
 
 Its Spark jobs run in the job group ``attempt_id``; ``cancel_subtask`` (any thread)
 stops them and the call raises SubtaskCancelled. A failure raises SubtaskFailed with the
-user's traceback. A PySpark script vertex runs the script (``script.py``).
+user's traceback; an input partition that is missing or unreadable raises its subclass
+PartitionNotFound before any Spark work, naming the partitions and their producers. A
+PySpark script vertex runs the script (``script.py``).
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from clusterdeck.core.engine.cancellation import attempt_scope, cancel_subtask
 from clusterdeck.core.engine.combine import keyed_fold
 from clusterdeck.core.engine.exchange import (
     HashKey,
+    InputPartition,
+    PartitionNotFound,
     ResultPartition,
     declare_partitions,
-    read_exchange,
+    read_inputs,
     write_exchange,
 )
 from clusterdeck.core.engine.operators import apply
@@ -104,14 +108,15 @@ class SubtaskResult:
 
 
 def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_index: int,
-                attempt_id: str, inputs: Sequence[Sequence[str]],
+                attempt_id: str, inputs: Sequence[Sequence[InputPartition]],
                 splits: Iterable[InputSplit], output_dir: str | os.PathLike[str],
                 consumer_parallelism: Mapping[str, int] | None = None, *,
                 split_batch_bytes: int = DEFAULT_SPLIT_BATCH_BYTES) -> SubtaskResult:
     """Run one subtask attempt to its end on this thread (see the module docstring).
 
     ``consumer_parallelism``: target vertex id -> its parallelism, for the output edges
-    (default: the graph's). Raises SubtaskFailed or SubtaskCancelled.
+    (default: the graph's). Raises SubtaskFailed (PartitionNotFound for an input that
+    cannot be read) or SubtaskCancelled.
     """
     started = time.monotonic()
     vertex = job.graph.vertex(vertex_id)
@@ -140,6 +145,8 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
             run.abort()
             if cancelled() or isinstance(exc, SubtaskCancelled):
                 raise SubtaskCancelled(attempt_id) from exc
+            if isinstance(exc, PartitionNotFound):
+                raise  # already says what is missing; failover needs its producers
             raise _failure(exc, vertex_id, subtask_index, attempt_id) from exc
         finally:
             work.release()
@@ -179,7 +186,7 @@ class _Run:
         return self.job.code.get(op_id, UserCode())
 
     def batch(self, work: Work, batch: Sequence[InputSplit] = (),
-              inputs: Sequence[Sequence[str]] = ()) -> None:
+              inputs: Sequence[Sequence[InputPartition]] = ()) -> None:
         """Read a batch of splits (a source) or the inputs, run the chain, emit."""
         operators = list(self.vertex.operators)
         if self.vertex.is_source:
@@ -188,11 +195,9 @@ class _Run:
             records_read = [source.records]
             operators = operators[1:]
         else:
-            streams, records_read = [], []
-            for paths in inputs:
-                stream, records = read_exchange(work, paths)
-                streams.append(stream)
-                records_read.append(records)
+            read = read_inputs(work, inputs)
+            streams = [stream for stream, _ in read]
+            records_read = [records for _, records in read]
         for op in operators:
             if op is self.sink:
                 break

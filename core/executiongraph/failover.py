@@ -3,8 +3,9 @@
 In a blocking batch job every exchange is materialised, so a failed subtask can simply
 run again as long as the partitions it reads still exist. They live in the cluster's
 shared work directory and outlive the attempt (and the TaskManager) that wrote them, so
-today a region is just the failed subtasks. The walks are for partitions that do get
-lost (a TaskManager's local disk), following Flink's restart-pipelined-region strategy:
+a region is usually just the failed subtasks. The walks are for partitions that do get
+lost (a TaskManager's local disk, or files a consumer could not find or read, which it
+reports as PartitionNotFound), following Flink's restart-pipelined-region strategy:
 upstream, a producer whose partitions are gone joins the region (and so, recursively, do
 its own producers with lost partitions); downstream, a consumer that already started
 reading a partition that will be produced again joins it too, since it must read the

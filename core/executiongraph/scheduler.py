@@ -21,7 +21,9 @@ is RUNNING again with a new attempt for every subtask that has no usable result.
 Flink, which recomputes everything, a finished subtask keeps its result: blocking
 partitions are immutable files in the shared work directory, named after the attempt
 that wrote them, so reading them again is as good as writing them again. A finished
-subtask runs again only when its partitions were lost and a consumer still needs them.
+subtask runs again only when its partitions were lost (its TaskManager's local disk
+went with it, or a consumer reported them missing: a failure whose ``lost_producers``
+name it) and a consumer still needs them.
 """
 
 from __future__ import annotations
@@ -183,9 +185,11 @@ class Scheduler:
         if state is ExecutionState.CANCELED:
             failure = TaskFailure("UnexpectedCancellation",
                                   "the task stopped as canceled, but no cancel was sent")
-        out = self._fail(execution, failure or TaskFailure(
-            "UnknownFailure", "the task failed without reporting a cause"), now)
+        failure = failure or TaskFailure("UnknownFailure",
+                                         "the task failed without reporting a cause")
+        out = self._fail(execution, failure, now)
         out += self._release(execution)
+        self._partitions_not_found(execution, failure.lost_producers)
         return out + self._after_failures([execution.subtask_id], now)
 
     def request_split(self, attempt_id: str, host: str | None) -> list[Instruction]:
@@ -371,6 +375,20 @@ class Scheduler:
                     TASKMANAGER_LOST, f"{message} (its result partitions are gone)"), now)
                 needed.append(subtask.id)
         return needed
+
+    def _partitions_not_found(self, consumer: Execution, lost_producers: Iterable[str]) -> None:
+        """The consumer could not find or read the partitions of these producer attempts
+        (Flink's PartitionNotFound): they count as lost, so the failover region runs the
+        producers again before the consumer instead of rerunning the consumer against the
+        same missing files. Only the consumer's own producers' current, finished attempts
+        are marked; a producer already running again is left alone."""
+        named = frozenset(lost_producers)
+        if not named:
+            return
+        for producer in self.graph.producers_of(self._subtask(consumer.subtask_id)):
+            if (producer.current.attempt_id in named
+                    and producer.current.state is ExecutionState.FINISHED):
+                producer.current.partitions_lost = True
 
     def _cancel(self, executions: Iterable[Execution], now: float) -> list[Instruction]:
         """Stop executions that have not stopped: at once if they never reached a

@@ -24,6 +24,7 @@ from clusterdeck.core.protocol.snapshots import (
 TRACEBACK_KEPT = 2000
 FAILURES_KEPT = 20
 LOG_LINES_KEPT = 5
+LOST_PRODUCERS_KEPT = 20  # a consumer of thousands of producers may name them all
 
 
 def reductions(snapshot: JobGraphSnapshot) -> Iterator[JobGraphSnapshot]:
@@ -35,8 +36,10 @@ def reductions(snapshot: JobGraphSnapshot) -> Iterator[JobGraphSnapshot]:
 
 def _trim_failure(record: FailureRecord) -> FailureRecord:
     failure = record.failure
-    return replace(record, failure=replace(failure, traceback=failure.traceback[-TRACEBACK_KEPT:],
-                                           log_excerpt=failure.log_excerpt[-LOG_LINES_KEPT:]))
+    return replace(record, failure=replace(
+        failure, traceback=failure.traceback[-TRACEBACK_KEPT:],
+        log_excerpt=failure.log_excerpt[-LOG_LINES_KEPT:],
+        lost_producers=failure.lost_producers[:LOST_PRODUCERS_KEPT]))
 
 
 def _trim_attempt(attempt: AttemptSnapshot) -> AttemptSnapshot:

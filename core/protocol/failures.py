@@ -16,23 +16,30 @@ TASKMANAGER_LOST = "TaskManagerLost"
 
 @dataclass(frozen=True)
 class TaskFailure:
-    """Why one task failed, as reported (or, for a lost TaskManager, as concluded)."""
+    """Why one task failed, as reported (or, for a lost TaskManager, as concluded).
+
+    ``lost_producers``: the attempt ids of producers whose result partitions the task
+    could not find or read (a PartitionNotFound); failover runs them again before it."""
 
     exception_type: str
     message: str
     traceback: str = ""
     log_excerpt: tuple[str, ...] = ()
+    lost_producers: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"exception_type": self.exception_type, "message": self.message,
-                "traceback": self.traceback, "log_excerpt": list(self.log_excerpt)}
+                "traceback": self.traceback, "log_excerpt": list(self.log_excerpt),
+                "lost_producers": list(self.lost_producers)}
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> TaskFailure:
         return TaskFailure(exception_type=str(data["exception_type"]),
                            message=str(data.get("message", "")),
                            traceback=str(data.get("traceback", "")),
-                           log_excerpt=tuple(str(line) for line in data.get("log_excerpt", ())))
+                           log_excerpt=tuple(str(line) for line in data.get("log_excerpt", ())),
+                           lost_producers=tuple(str(attempt_id) for attempt_id
+                                                in data.get("lost_producers", ())))
 
 
 @dataclass(frozen=True)

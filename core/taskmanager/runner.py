@@ -2,7 +2,8 @@
 deployment (what the JobMaster sent) and the Spark work of ``clusterdeck.core.engine.runtime``.
 
 Result partitions live under the job's work dir, one folder per producer attempt, so a
-consumer finds them from the partition references in its deployment alone. Collected
+consumer finds them from the partition references in its deployment alone; one it cannot
+find fails the attempt with PartitionNotFound, naming it and its producer. Collected
 rows are written to a file there too: bulk data never travels in messages.
 """
 
@@ -13,11 +14,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from clusterdeck.core.engine.exchange import result_partition_path
+from clusterdeck.core.engine.exchange import (
+    InputPartition,
+    PartitionNotFound,
+    result_partition_path,
+)
 from clusterdeck.core.engine.runtime import run_subtask
 from clusterdeck.core.jobapi.errors import SubtaskFailed
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.wiring import ResultPartitionRef
 from clusterdeck.core.taskmanager.attemptlogs import safe_name
 
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)?)"
@@ -28,20 +34,29 @@ def attempt_dir(work_dir: str, attempt_id: str) -> Path:
     return Path(work_dir) / "partitions" / safe_name(attempt_id)
 
 
-def input_paths(deployment: p.SubmitTask) -> list[list[str]]:
-    """Per input edge, in input order, the result partition folders this subtask reads."""
-    return [[result_partition_path(attempt_dir(deployment.work_dir, ref.producer_attempt_id),
-                                   deployment.vertex_id, edge.input_index, ref.partition)
-             for ref in edge.partitions]
+def input_partitions(deployment: p.SubmitTask) -> list[list[InputPartition]]:
+    """Per input edge, in input order, the result partitions this subtask reads: their
+    folders and their producers (named if a partition cannot be read)."""
+    return [[_input_partition(deployment, edge.input_index, ref) for ref in edge.partitions]
             for edge in sorted(deployment.inputs, key=lambda e: e.input_index)]
+
+
+def _input_partition(deployment: p.SubmitTask, input_index: int,
+                     ref: ResultPartitionRef) -> InputPartition:
+    producer_dir = attempt_dir(deployment.work_dir, ref.producer_attempt_id)
+    return InputPartition(result_partition_path(producer_dir, deployment.vertex_id,
+                                                input_index, ref.partition),
+                          deployment.vertex_id, input_index, ref)
 
 
 def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any) -> p.TaskResult:
     """Runs on the slot thread; raises what run_subtask raises."""
     try:
         result = run_subtask(spark, job, deployment.vertex_id, deployment.subtask,
-                             deployment.attempt_id, input_paths(deployment), task.splits(),
+                             deployment.attempt_id, input_partitions(deployment), task.splits(),
                              attempt_dir(deployment.work_dir, deployment.attempt_id))
+    except PartitionNotFound:
+        raise  # not the user's: its type and lost producers reach the JobMaster as they are
     except SubtaskFailed as failure:
         raise UserCodeFailure(failure) from failure
     collected_path = ""

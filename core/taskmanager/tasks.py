@@ -151,7 +151,8 @@ class Task:
         user_type = getattr(error, "exception_type", type(error).__name__)
         return TaskOutcome(ExecutionState.FAILED, failure=TaskFailure(
             user_type, getattr(error, "user_message", str(error)), text,
-            self._logs.excerpt(self.attempt_id)))
+            self._logs.excerpt(self.attempt_id),
+            lost_producers=tuple(getattr(error, "lost_producers", ()))))
 
     def _spark_died(self, error: BaseException, text: str) -> TaskFailure | None:
         """Slot thread: the failure "the Spark JVM died" when the attempt failed because it

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import shutil
 import signal
 from collections import Counter
 from pathlib import Path
@@ -16,9 +17,11 @@ from pathlib import Path
 import pytest
 
 from clusterdeck.core.client.jobclient import JobClient, collected_rows
+from clusterdeck.core.config import paths
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.core.taskmanager.runner import attempt_dir
 from tests.integration.clusters import running_cluster, wait_result
 from tests.waiting import wait_for
 
@@ -242,3 +245,63 @@ def test_a_stuck_task_is_cancelled_then_interrupted_after_its_timeout(client, tm
     assert result.status == JobStatus.FAILED
     assert result.root_cause["exception_type"] == "TaskTimeoutError"
     assert "timeout of 2 s" in result.root_cause["message"]
+
+
+GATED_SUMS = '''
+import os
+import time
+
+def gated(x):
+    # The records of one half wait for the test's gate file, so one producer subtask
+    # finishes while the other still runs, and no consumer starts before the gate opens.
+    if x >= 10:
+        deadline = time.monotonic() + 120
+        while not os.path.exists({gate!r}) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    return (x % 3, x)
+
+def build(env):
+    env.set_parallelism(2)
+    (env.from_range(0, 20, name="numbers").map(gated, name="gated")
+        .key_by(0).sum(1, name="sums").collect(name="out"))
+'''
+
+
+def finished_producer(snapshot: JobGraphSnapshot) -> str | None:
+    """The attempt id of a finished subtask of the gated vertex while another still runs."""
+    (vertex,) = [v for v in snapshot.vertices if "gated" in v.name]
+    states = [s.state for s in vertex.subtasks]
+    if ExecutionState.RUNNING not in states:
+        return None
+    return next((s.attempt_id for s in vertex.subtasks if s.state is ExecutionState.FINISHED),
+                None)
+
+
+def test_a_producers_deleted_partitions_are_produced_again_before_the_consumer_reads(
+        client, cluster, tmp_path) -> None:
+    local_cluster, _ = cluster
+    gate = tmp_path / "gate"
+    job = tmp_path / "gated_sums.py"
+    job.write_text(GATED_SUMS.format(gate=str(gate)))
+    job_id = client.submit(job, [])
+    producer = wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and finished_producer(
+        s.graph), 120, "one producer subtask finished while the other waits at the gate")
+    written = attempt_dir(str(paths.cluster_dir(local_cluster.cluster_id) / "work" / job_id),
+                          producer)
+    assert list(written.rglob("_complete.json")), f"no completed partitions in {written}"
+    shutil.rmtree(written)  # as if the producer had run where the consumers cannot see
+    gate.touch()
+
+    result = wait_result(client, job_id)
+
+    assert result.status == JobStatus.FINISHED, described(result)
+    assert sorted(tuple(row) for row in collected_rows(result)) == [
+        (k, sum(x for x in range(20) if x % 3 == k)) for k in range(3)]
+    not_found = [f for f in result.failure_history if f["exception_type"] == "PartitionNotFound"]
+    assert not_found, described(result)
+    assert all(f["lost_producers"] == [producer] and producer in f["message"]
+               and str(written) in f["message"] for f in not_found)
+    final = client.snapshot(job_id).graph
+    (vertex,) = [v for v in final.vertices if "gated" in v.name]
+    rerun = next(s for s in vertex.subtasks if s.attempts[0].attempt_id == producer)
+    assert len(rerun.attempts) == 2 and rerun.attempts[0].partitions_lost

@@ -10,6 +10,7 @@ import csv
 import os
 import random
 import re
+import shutil
 import sys
 import textwrap
 import threading
@@ -18,12 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from clusterdeck.core.engine.exchange import InputPartition, PartitionNotFound
 from clusterdeck.core.engine.inputsplits import plan_splits
 from clusterdeck.core.engine.local import run_local
 from clusterdeck.core.engine.runtime import cancel_subtask, run_subtask
 from clusterdeck.core.jobapi.artifact import pack_artifact, unpack_artifact
 from clusterdeck.core.jobapi.errors import SubtaskCancelled, SubtaskFailed
 from clusterdeck.core.jobapi.loader import LoadedJob, load_job
+from clusterdeck.core.protocol.wiring import ResultPartitionRef
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -374,3 +377,29 @@ def test_a_batch_of_many_range_parts_reads_each_number_once(spark):
     values = sorted(row[0] for row in batch.stream.df.collect())
     assert values == sorted(10 + 4 * part + i for part in taken for i in range(4))
     assert batch.records() == len(values)
+
+
+def test_an_empty_input_partition_reads_as_empty_and_a_missing_one_fails_the_consumer(
+        spark, tmp_path):
+    path = job_file(tmp_path, "sums.py", """
+        def build(env):
+            (env.from_collection([("a", 1), ("a", 2), ("a", 3)], name="pairs", parallelism=1)
+                .key_by(0).sum(1, name="sum", parallelism=3).collect(name="out"))
+    """)
+    job = load_job(path)
+    result = run_local(job, spark, tmp_path / "work")
+    assert [tuple(row) for row in result.rows()] == [("a", 6)]  # two partitions were empty
+
+    source, consumer = (vertex.id for vertex in job.graph.vertices)
+    (producer,) = [r for r in result.subtasks if r.vertex_id == source]
+    (written,) = [p for p in producer.partitions if list(Path(p.path).glob("*.parquet"))]
+    shutil.rmtree(written.path)  # as if written where this machine cannot see
+    inputs = [[InputPartition(written.path, consumer, 0, ResultPartitionRef(
+        producer.attempt_id, source, 0, written.partition, "tm-elsewhere"))]]
+    with pytest.raises(PartitionNotFound) as caught:
+        run_subtask(spark, job, consumer, written.partition, "consumer-again", inputs,
+                    iter(()), tmp_path / "again")
+    assert caught.value.lost_producers == (producer.attempt_id,)
+    assert (f"partition {written.partition} of input 0 of {consumer} at {written.path}, "
+            f"written by {source}[0] (attempt {producer.attempt_id} on TaskManager "
+            f"tm-elsewhere): its folder does not exist") in caught.value.message

@@ -326,6 +326,111 @@ def test_the_failure_history_keeps_the_slot_and_the_attempts_start_and_end_times
         1, deployed_at, harness.now)
 
 
+# -- partitions a consumer could not find ----------------------------------------------------
+
+
+def partition_not_found(*producers: str) -> TaskFailure:
+    return TaskFailure("PartitionNotFound", "result partition not found: ...",
+                       lost_producers=producers)
+
+
+def consumer_reading(harness: Harness) -> str:
+    """Run the sources to their end and the reducer to RUNNING; its attempt id."""
+    harness.start()
+    harness.grant_slots()
+    harness.run_deployed()
+    harness.grant_slots()
+    harness.report(harness.attempt("reduce", 0), S.RUNNING)
+    return harness.attempt("reduce", 0)
+
+
+def test_a_partition_not_found_restarts_the_producer_before_the_consumer_reads_again():
+    harness = Harness(word_count(sources=2, reducers=1), restart=FixedDelay(1, 1.0))
+    consumer = consumer_reading(harness)
+
+    out = harness.report(consumer, S.FAILED, failure=partition_not_found("job-1/source#1/a0"))
+
+    (restart,) = [i for i in out if isinstance(i, ScheduleRestart)]
+    assert restart.subtasks == ("source#1", "reduce#0")
+    assert restart.failed_attempt_ids == ("job-1/reduce#0/a0",)
+    assert harness.graph.subtask("source", 1).current.partitions_lost
+    harness.restart_due(restart.due)
+    assert harness.state("source", 1) is S.SCHEDULED
+    assert harness.state("reduce", 0) is S.CREATED  # waits for the new partitions
+    harness.run_to_end()
+    assert harness.scheduler.status is JobStatus.FINISHED
+    assert [len(harness.graph.subtask("source", i).attempts) for i in range(2)] == [1, 2]
+    rerun = next(d for d in harness.logged(DeployTask) if d.attempt_id == "job-1/reduce#0/a1")
+    assert [p.producer_attempt_id for p in rerun.inputs[0].partitions] == [
+        "job-1/source#0/a0", "job-1/source#1/a1"]
+
+
+def test_other_running_consumers_of_a_lost_partition_run_again_on_the_new_one():
+    harness = Harness(word_count(sources=1, reducers=2), restart=FixedDelay(1, 1.0),
+                      slots={"tm-1": 3})
+    harness.start()
+    harness.grant_slots()
+    harness.run_deployed()
+    harness.grant_slots()
+    harness.run_deployed(finish=False)
+
+    out = harness.report(harness.attempt("reduce", 0), S.FAILED,
+                         failure=partition_not_found("job-1/source#0/a0"))
+
+    (restart,) = [i for i in out if isinstance(i, ScheduleRestart)]
+    assert restart.subtasks == ("source#0", "reduce#0", "reduce#1")
+    assert CancelAttempt("job-1/reduce#1/a0", "tm-1") in out
+
+
+def test_a_failure_without_lost_producers_reruns_the_consumer_alone():
+    harness = Harness(word_count(sources=2, reducers=1), restart=FixedDelay(1, 1.0))
+    consumer = consumer_reading(harness)
+
+    out = harness.report(consumer, S.FAILED, failure=BOOM)
+
+    (restart,) = [i for i in out if isinstance(i, ScheduleRestart)]
+    assert restart.subtasks == ("reduce#0",)
+    assert not any(s.current.partitions_lost for s in harness.graph.vertex("source").subtasks)
+
+
+def test_lost_producers_that_are_not_the_consumers_current_producers_are_ignored():
+    harness = Harness(word_count(sources=2, reducers=1), restart=FixedDelay(1, 1.0))
+    consumer = consumer_reading(harness)
+
+    out = harness.report(consumer, S.FAILED, failure=partition_not_found(
+        "job-1/source#1/a7", "job-1/reduce#0/a0", "another-job/source#0/a0"))
+
+    (restart,) = [i for i in out if isinstance(i, ScheduleRestart)]
+    assert restart.subtasks == ("reduce#0",)
+
+
+def test_under_full_failover_a_partition_not_found_reruns_the_lost_producer_too():
+    harness = full(word_count(sources=2, reducers=1))
+    consumer = consumer_reading(harness)
+
+    out = harness.report(consumer, S.FAILED, failure=partition_not_found("job-1/source#0/a0"))
+
+    (restart,) = [i for i in out if isinstance(i, ScheduleRestart)]
+    assert restart.subtasks == ("source#0", "reduce#0")
+    harness.restart_due(restart.due)
+    harness.run_to_end()
+    assert harness.scheduler.status is JobStatus.FINISHED
+    assert [len(harness.graph.subtask("source", i).attempts) for i in range(2)] == [2, 1]
+
+
+def test_when_restarts_run_out_the_job_fails_with_the_partition_not_found_as_root_cause():
+    harness = Harness(word_count(sources=1, reducers=1), restart=NoRestart())
+    consumer = consumer_reading(harness)
+
+    harness.report(consumer, S.FAILED, failure=partition_not_found("job-1/source#0/a0"))
+
+    assert harness.scheduler.status is JobStatus.FAILED
+    (failed,) = harness.logged(JobFailed)
+    assert failed.root_cause.exception_type == "PartitionNotFound"
+    assert failed.root_cause.failure.lost_producers == ("job-1/source#0/a0",)
+    assert through_the_wire(harness.graph.snapshot()).root_cause == failed.root_cause
+
+
 # -- full failover -------------------------------------------------------------------------
 
 def full(job_graph, **options) -> Harness:
