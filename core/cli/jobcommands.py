@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
@@ -38,6 +39,10 @@ def add_job_commands(commands: Any, common: argparse.ArgumentParser) -> None:
                              "job, e.g. -R restart-strategy.fixed-delay.attempts=5")
         command.add_argument("--task-timeout", type=float, default=0.0, metavar="SECONDS",
                              help="fail a task that runs longer (then restart it)")
+        command.add_argument("--conf", dest="spark_conf", action="append", default=[],
+                             metavar="KEY=VALUE", help="a Spark setting of a PySpark "
+                             "script's session, e.g. --conf spark.sql.shuffle.partitions=8 "
+                             "(runtime SQL settings only); repeatable")
         if name == "submit":
             command.add_argument("--detached", "-d", action="store_true",
                                  help="print the job id and return at once")
@@ -107,7 +112,8 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
 
 
 def job_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The job's own restart strategy and task timeout, checked like configuration."""
+    """The job's own restart strategy, task timeout and Spark settings, checked like
+    configuration."""
     restart = dict(parse_override(item) for item in args.restart_options)
     if args.restart_strategy:
         restart["restart-strategy.type"] = args.restart_strategy
@@ -116,19 +122,37 @@ def job_options(args: argparse.Namespace) -> dict[str, Any]:
             raise ConfigError(f"-R takes restart-strategy.* keys, not {key!r}")
     checked = Config(restart)
     return {"restart_strategy": {key: checked[key] for key in restart} or None,
-            "task_timeout": args.task_timeout}
+            "task_timeout": args.task_timeout, "spark_conf": spark_settings(args.spark_conf)}
+
+
+def spark_settings(assignments: list[str]) -> dict[str, str]:
+    """``--conf key=value`` as spark-submit reads it: the value kept as given, the last of
+    a repeated key wins, a key not starting with ``spark.`` ignored with a warning."""
+    settings: dict[str, str] = {}
+    for assignment in assignments:
+        key, sep, value = assignment.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--conf takes key=value, not {assignment!r}")
+        if not key.strip().startswith("spark."):
+            print(f"clusterdeck: warning: ignoring non-Spark config property: {key.strip()}",
+                  file=sys.stderr)
+            continue
+        settings[key.strip()] = value
+    return settings
 
 
 def submit_and_follow(client: Any, job_file: Path, job_args: list[str],
                       parallelism: int | None, detached: bool = False,
                       restart_strategy: dict[str, Any] | None = None,
-                      task_timeout: float = 0.0) -> int:
+                      task_timeout: float = 0.0,
+                      spark_conf: dict[str, str] | None = None) -> int:
     from clusterdeck.core.client.jobclient import SubmitUnconfirmedError
     from clusterdeck.core.jobapi.errors import JobLoadError
     from clusterdeck.core.rpc import RemoteError
     try:
         job_id = client.submit(job_file, job_args, parallelism=parallelism,
-                               restart_strategy=restart_strategy, task_timeout=task_timeout)
+                               restart_strategy=restart_strategy, task_timeout=task_timeout,
+                               spark_conf=spark_conf)
     except SubmitUnconfirmedError as error:
         print(f"clusterdeck: job not confirmed: {error}", file=sys.stderr)
         return EXIT_UNREACHABLE
@@ -146,7 +170,16 @@ def submit_and_follow(client: Any, job_file: Path, job_args: list[str],
     result = client.wait(job_id, on_progress=progress.update)
     progress.close()
     print_result(result)
-    return STATUS_EXIT.get(result.status, EXIT_FAILED)
+    return exit_code(result, EXIT_FAILED)
+
+
+def exit_code(result: p.JobResult, otherwise: int) -> int:
+    """The job's final status as an exit code; a PySpark script that failed with an exit
+    status of its own (``sys.exit(n)``) passes it on, as spark-submit does."""
+    script_status = (result.root_cause or {}).get("exit_code")
+    if result.status == JobStatus.FAILED and isinstance(script_status, int) and script_status:
+        return script_status
+    return STATUS_EXIT.get(result.status, otherwise)
 
 
 class ProgressBar:
@@ -189,10 +222,13 @@ def print_result(result: p.JobResult) -> None:
     if result.outputs_total > len(result.outputs):
         print(f"  ... {result.outputs_total - len(result.outputs)} more outputs, all listed "
               f"in {result.files_manifest}", file=out)
+    failed = result.root_cause or {}
+    failed_output = _file(failed.get("stdout_path")), _file(failed.get("stderr_path"))
     if result.root_cause:
-        print_failure(result.root_cause)
-    print_output(result.stdout_paths, result.stdout, sys.stdout)
-    print_output(result.stderr_paths, result.stderr, sys.stderr)
+        # A failed script's stderr holds its traceback already, as spark-submit shows it.
+        print_failure(result.root_cause, traceback=not _readable(failed_output[1]))
+    print_output(result.stdout_paths + failed_output[0], result.stdout, sys.stdout)
+    print_output(result.stderr_paths + failed_output[1], result.stderr, sys.stderr)
     if result.collected_paths:
         rows = collected_rows(result)
         for row in rows[:ROWS_SHOWN]:
@@ -218,7 +254,15 @@ def print_output(paths: tuple[str, ...], tail: str, out: TextIO) -> None:
         print(tail, end="" if tail.endswith("\n") else "\n", file=out)
 
 
-def print_failure(root_cause: dict[str, Any]) -> None:
+def _file(path: Any) -> tuple[str, ...]:
+    return (path,) if isinstance(path, str) and path else ()
+
+
+def _readable(paths: tuple[str, ...]) -> bool:
+    return bool(paths) and all(os.access(path, os.R_OK) for path in paths)
+
+
+def print_failure(root_cause: dict[str, Any], traceback: bool = True) -> None:
     failure = root_cause
     where = ""
     if root_cause.get("vertex_id"):
@@ -227,7 +271,7 @@ def print_failure(root_cause: dict[str, Any]) -> None:
                  f"{root_cause.get('taskmanager_id')})")
     print(f"root cause{where}: {failure.get('exception_type')}: {failure.get('message')}",
           file=sys.stderr)
-    if failure.get("traceback"):
+    if traceback and failure.get("traceback"):
         print(failure["traceback"].rstrip(), file=sys.stderr)
 
 
@@ -270,7 +314,7 @@ def cmd_result(config: Config, args: argparse.Namespace) -> int:
         print(json.dumps(asdict(result), indent=2))
     else:
         print_result(result)
-    return STATUS_EXIT.get(result.status, EXIT_OK)
+    return exit_code(result, EXIT_OK)
 
 
 def cmd_failures(config: Config, args: argparse.Namespace) -> int:

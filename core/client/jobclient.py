@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -131,15 +132,21 @@ class JobClient(ClusterClient):
 
     def submit(self, job_file: Path | str, args: Sequence[str] = (), *,
                parallelism: int | None = None, restart_strategy: dict[str, Any] | None = None,
-               task_timeout: float = 0.0) -> str:
+               task_timeout: float = 0.0, cwd: str | None = None,
+               spark_conf: Mapping[str, str] | None = None) -> str:
         """Load the job here (a broken file raises JobLoadError before anything is sent),
         upload its artifact in chunks, submit it; returns the job id.
+
+        A PySpark script goes with ``cwd`` (default: this process's working directory),
+        against which its relative paths resolve where the TaskManager sees that folder,
+        and ``spark_conf``, settings for its session (``submit --conf``).
 
         The job id is chosen here, so a try that timed out is sent again, under the same
         id, up to SUBMIT_TRIES times: the Dispatcher answers a repeated submission with the
         job it stored, so the job runs once however many answers were lost. Every try
         unanswered raises SubmitUnconfirmedError naming the job id."""
-        job = load_job(job_file, args, parallelism=parallelism)
+        job = load_job(job_file, args, parallelism=parallelism,
+                       cwd=os.getcwd() if cwd is None else cwd, spark_conf=spark_conf)
         artifact = pack_artifact(job_file)
         pieces = list(artifact.chunks(max(1024, self.config["rpc.framesize"] // 2)))
         job_id = uuid.uuid4().hex[:16]

@@ -41,7 +41,7 @@ from clusterdeck.core.engine.exchange import (
     write_exchange,
 )
 from clusterdeck.core.engine.operators import apply
-from clusterdeck.core.engine.script import run_pyspark_script
+from clusterdeck.core.engine.script import Submission, run_pyspark_script
 from clusterdeck.core.engine.sinks import FileSinkWriter, collect_rows
 from clusterdeck.core.engine.sources import read_source
 from clusterdeck.core.engine.streams import Records, Stream, Work, cache, counted
@@ -295,14 +295,18 @@ def _failure(exc: BaseException, vertex_id: str, subtask_index: int,
 
 def _run_script(spark: SparkSession, job: LoadedJob, vertex: JobVertex, subtask_index: int,
                 attempt_id: str, started: float) -> SubtaskResult:
-    args = vertex.operators[0].params.get("args", job.args)
-    result = run_pyspark_script(spark, job.path, args, attempt_id)
+    params = vertex.operators[0].params
+    submission = Submission(params.get("script", ""), params.get("cwd", ""),
+                            dict(params.get("conf", {})))
+    result = run_pyspark_script(spark, job.path, params.get("args", job.args), attempt_id,
+                                submission)
     if result.cancelled:
         raise SubtaskCancelled(attempt_id)
     if not result.succeeded:
         message = last_line(result.traceback or "") or f"exit status {result.exit_code}"
         raise SubtaskFailed(message, result.traceback or "",
                             vertex_id=vertex.id, subtask_index=subtask_index,
-                            attempt_id=attempt_id, stdout=result.stdout, stderr=result.stderr)
+                            attempt_id=attempt_id, stdout=result.stdout, stderr=result.stderr,
+                            exit_code=result.exit_code)
     return SubtaskResult(vertex.id, subtask_index, attempt_id, stdout=result.stdout,
                          stderr=result.stderr, duration=time.monotonic() - started)

@@ -35,12 +35,12 @@ class SubtaskFailed(Exception):
 
     ``traceback_text`` is the user's Python traceback when there is one (extracted from
     Spark's error text for code that ran in a Python worker); ``stdout``/``stderr`` are a
-    PySpark script's captured output.
+    PySpark script's captured output and ``exit_code`` its exit status.
     """
 
     def __init__(self, message: str, traceback_text: str = "", *, vertex_id: str = "",
                  subtask_index: int = -1, attempt_id: str = "", stdout: str = "",
-                 stderr: str = "") -> None:
+                 stderr: str = "", exit_code: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.traceback_text = traceback_text
@@ -49,6 +49,7 @@ class SubtaskFailed(Exception):
         self.attempt_id = attempt_id
         self.stdout = stdout
         self.stderr = stderr
+        self.exit_code = exit_code
 
     def describe(self) -> str:
         where = f"{self.vertex_id}[{self.subtask_index}] (attempt {self.attempt_id}): " \

@@ -77,15 +77,19 @@ def detect_kind(source: str, filename: str = "<job>") -> JobKind | None:
 
 
 def load_job(path: str | os.PathLike[str], args: Sequence[str] = (), *,
-             parallelism: int | None = None, expected: JobGraph | None = None) -> LoadedJob:
+             parallelism: int | None = None, expected: JobGraph | None = None,
+             cwd: str = "", spark_conf: Mapping[str, str] | None = None) -> LoadedJob:
     """Load a job file; raises JobLoadError (with the user's traceback) when it is broken.
 
     ``parallelism``: the job's default parallelism (``submit -p``); ``set_parallelism``
     in ``build`` still wins. ``expected``: the graph the job was submitted with. A
     TaskManager passes it so the rebuilt operators are checked against it (built with
     its default parallelism) and its parameters (paths made absolute on the submitting
-    machine) are the ones used.
+    machine) are the ones used. ``cwd`` and ``spark_conf``: for a PySpark script, the
+    submitter's working directory and the script's Spark settings (``submit --conf``),
+    which only a script can have.
     """
+    submitted_as = os.path.abspath(path)  # a script's sys.argv[0], as spark-submit has it
     path = Path(path).resolve()
     args = tuple(str(arg) for arg in args)
     try:
@@ -101,7 +105,10 @@ def load_job(path: str | os.PathLike[str], args: Sequence[str] = (), *,
         raise JobLoadError(f"{path.name} is not a job: it defines no build(env) function and "
                            "does not import pyspark")
     if kind is JobKind.PYSPARK_SCRIPT:
-        job = LoadedJob(path, args, script_graph(path, args))
+        job = LoadedJob(path, args, script_graph(path, args, submitted_as, cwd, spark_conf))
+    elif spark_conf:
+        raise JobLoadError(f"{path.name} is a dataflow job: Spark settings (submit --conf) "
+                           "apply to PySpark scripts only")
     else:
         default = parallelism or (expected.default_parallelism if expected else 1)
         job = _load_dataflow(path, source, args, default)
@@ -110,10 +117,15 @@ def load_job(path: str | os.PathLike[str], args: Sequence[str] = (), *,
     return job
 
 
-def script_graph(path: Path, args: Sequence[str]) -> JobGraph:
-    """A PySpark script's graph: one vertex, one operator, one slot."""
+def script_graph(path: Path, args: Sequence[str], submitted_as: str = "", cwd: str = "",
+                 spark_conf: Mapping[str, str] | None = None) -> JobGraph:
+    """A PySpark script's graph: one vertex, one operator, one slot. Its parameters say
+    where it was submitted from (``script``, ``cwd``: engine/script.py runs it there when
+    the TaskManager sees that folder) and its Spark settings (``conf``)."""
     operator = OperatorSpec(plan.operator_id(1), plan.PYSPARK_SCRIPT, path.name,
-                            {"file": path.name, "args": list(args)})
+                            {"file": path.name, "args": list(args),
+                             "script": submitted_as or str(path), "cwd": cwd,
+                             "conf": dict(spark_conf or {})})
     vertex = JobVertex(plan.vertex_id(1), path.name, 1, (operator,))
     return JobGraph(name=path.stem, kind=JobKind.PYSPARK_SCRIPT, vertices=(vertex,))
 

@@ -19,18 +19,26 @@ class TaskFailure:
     """Why one task failed, as reported (or, for a lost TaskManager, as concluded).
 
     ``lost_producers``: the attempt ids of producers whose result partitions the task
-    could not find or read (a PartitionNotFound); failover runs them again before it."""
+    could not find or read (a PartitionNotFound); failover runs them again before it.
+    ``exit_code``: a PySpark script's exit status (``clusterdeck submit`` exits with it,
+    as spark-submit does); None for every other failure. ``stdout_path``/``stderr_path``:
+    the files on the TaskManager's machine of all that a failed script printed ("" when
+    it printed nothing)."""
 
     exception_type: str
     message: str
     traceback: str = ""
     log_excerpt: tuple[str, ...] = ()
     lost_producers: tuple[str, ...] = ()
+    exit_code: int | None = None
+    stdout_path: str = ""
+    stderr_path: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"exception_type": self.exception_type, "message": self.message,
                 "traceback": self.traceback, "log_excerpt": list(self.log_excerpt),
-                "lost_producers": list(self.lost_producers)}
+                "lost_producers": list(self.lost_producers), "exit_code": self.exit_code,
+                "stdout_path": self.stdout_path, "stderr_path": self.stderr_path}
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> TaskFailure:
@@ -39,7 +47,14 @@ class TaskFailure:
                            traceback=str(data.get("traceback", "")),
                            log_excerpt=tuple(str(line) for line in data.get("log_excerpt", ())),
                            lost_producers=tuple(str(attempt_id) for attempt_id
-                                                in data.get("lost_producers", ())))
+                                                in data.get("lost_producers", ())),
+                           exit_code=_exit_code(data.get("exit_code")),
+                           stdout_path=str(data.get("stdout_path", "")),
+                           stderr_path=str(data.get("stderr_path", "")))
+
+
+def _exit_code(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 @dataclass(frozen=True)

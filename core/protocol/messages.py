@@ -21,7 +21,7 @@ from clusterdeck.core.rpc import message
 # 2: JobSnapshot.graph and ExecutionStateEvent.failure are typed; 3: offloaded deployment
 # inputs, execution reports for reconciliation, a paged job list; 4: qualified endpoints
 # and replies on client-id topics (rpc/taskexecutor/<cluster>.<id>, reply/<cluster>.<id>)
-PROTOCOL_VERSION = 6
+PROTOCOL_VERSION = 7
 
 # -- presence and leadership (retained) -------------------------------------------------
 

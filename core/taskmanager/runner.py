@@ -51,14 +51,16 @@ def _input_partition(deployment: p.SubmitTask, input_index: int,
 
 def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any) -> p.TaskResult:
     """Runs on the slot thread; raises what run_subtask raises."""
+    output_dir = attempt_dir(deployment.work_dir, deployment.attempt_id)
     try:
         result = run_subtask(spark, job, deployment.vertex_id, deployment.subtask,
-                             deployment.attempt_id, input_partitions(deployment), task.splits(),
-                             attempt_dir(deployment.work_dir, deployment.attempt_id))
+                             deployment.attempt_id, input_partitions(deployment),
+                             task.splits(), output_dir)
     except PartitionNotFound:
         raise  # not the user's: its type and lost producers reach the JobMaster as they are
-    except SubtaskFailed as failure:
-        raise UserCodeFailure(failure) from failure
+    except SubtaskFailed as failure:  # a failed script's output is shown as well
+        raise UserCodeFailure(failure, *_printed_files(deployment, failure.stdout,
+                                                       failure.stderr)) from failure
     collected_path = ""
     if result.collected:
         rows = [row for op_rows in result.collected.values() for row in op_rows]
@@ -66,16 +68,20 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any) ->
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(rows), encoding="utf-8")
         collected_path = str(path)
-    output = Path(deployment.work_dir) / "output"
-    name = safe_name(deployment.attempt_id)
+    stdout_path, stderr_path = _printed_files(deployment, result.stdout, result.stderr)
     return p.TaskResult(
         records_in=result.records_in, records_out=result.records_out,
         counters=dict(result.counters), partitions=tuple(x.path for x in result.partitions),
         outputs=tuple(f for files in result.sink_files.values() for f in files),
         collected_path=collected_path, stdout=p.printed_tail(result.stdout),
-        stderr=p.printed_tail(result.stderr),
-        stdout_path=_printed_file(output / f"{name}.stdout", result.stdout),
-        stderr_path=_printed_file(output / f"{name}.stderr", result.stderr))
+        stderr=p.printed_tail(result.stderr), stdout_path=stdout_path, stderr_path=stderr_path)
+
+
+def _printed_files(deployment: p.SubmitTask, stdout: str, stderr: str) -> tuple[str, str]:
+    output = Path(deployment.work_dir) / "output"
+    name = safe_name(deployment.attempt_id)
+    return (_printed_file(output / f"{name}.stdout", stdout),
+            _printed_file(output / f"{name}.stderr", stderr))
 
 
 def _printed_file(path: Path, text: str) -> str:
@@ -90,9 +96,11 @@ def _printed_file(path: Path, text: str) -> str:
 
 class UserCodeFailure(Exception):
     """A subtask's failure with the user's exception type and message pulled out of the
-    traceback's last line, so the root cause says ``ZeroDivisionError``, not SubtaskFailed."""
+    traceback's last line, so the root cause says ``ZeroDivisionError``, not SubtaskFailed.
+    ``stdout_path``/``stderr_path``: the files of what a failed script printed."""
 
-    def __init__(self, failure: SubtaskFailed) -> None:
+    def __init__(self, failure: SubtaskFailed, stdout_path: str = "",
+                 stderr_path: str = "") -> None:
         super().__init__(failure.message)
         self.traceback_text = failure.traceback_text
         match = _EXCEPTION_LINE.match(failure.message.strip().splitlines()[-1]
@@ -101,3 +109,6 @@ class UserCodeFailure(Exception):
         self.user_message = (match.group(2) or "") if match else failure.message
         self.stdout = failure.stdout
         self.stderr = failure.stderr
+        self.exit_code = failure.exit_code
+        self.stdout_path = stdout_path
+        self.stderr_path = stderr_path

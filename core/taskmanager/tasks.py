@@ -152,7 +152,10 @@ class Task:
         return TaskOutcome(ExecutionState.FAILED, failure=TaskFailure(
             user_type, getattr(error, "user_message", str(error)), text,
             self._logs.excerpt(self.attempt_id),
-            lost_producers=tuple(getattr(error, "lost_producers", ()))))
+            lost_producers=tuple(getattr(error, "lost_producers", ())),
+            exit_code=getattr(error, "exit_code", None),
+            stdout_path=getattr(error, "stdout_path", ""),
+            stderr_path=getattr(error, "stderr_path", "")))
 
     def _spark_died(self, error: BaseException, text: str) -> TaskFailure | None:
         """Slot thread: the failure "the Spark JVM died" when the attempt failed because it

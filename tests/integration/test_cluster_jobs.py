@@ -347,12 +347,12 @@ def test_malformed_payloads_on_every_topic_leave_the_cluster_serving(client, clu
             for info in local_cluster.supervisor.processes()} == restarts
 
 
-def clusterdeck(cluster, *args: str) -> subprocess.CompletedProcess:
+def clusterdeck(cluster, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     local_cluster, _ = cluster
     command, *rest = args
     return subprocess.run([sys.executable, "-m", "clusterdeck.core.cli", command, "--cluster",
                            local_cluster.cluster_id, *rest], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, cwd=cwd)
 
 
 def test_a_script_that_prints_a_megabyte_finishes_and_submit_prints_all_of_it(
@@ -410,6 +410,44 @@ def test_submit_exit_codes_tell_a_failed_job_from_a_rejected_one(cluster, tmp_pa
     rejected = clusterdeck(cluster, "submit", str(broken))
     assert rejected.returncode == 4
     assert "syntax error" in rejected.stderr
+
+
+RELATIVE_SCRIPT = """\
+import sys
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.getOrCreate()
+with open("data/people.txt") as people:
+    python_rows = people.read().split()
+spark_rows = [row.value for row in spark.read.text("data/people.txt").collect()]
+partitions = spark.conf.get("spark.sql.shuffle.partitions")
+print("argv", sys.argv)
+print("python", python_rows, "spark", spark_rows, "partitions", partitions)
+if python_rows != ["ada", "lin"] or spark_rows != python_rows or partitions != "3":
+    sys.exit(1)
+sys.exit(3)
+"""
+
+
+def test_a_script_submitted_from_its_own_folder_runs_there_as_spark_submit_would(
+        cluster, tmp_path) -> None:
+    """Relative paths (open() and spark.read) resolve in the folder submit ran in, not
+    the cluster's; --conf reaches the script's session; its exit status is submit's."""
+    submitter = tmp_path / "project"
+    (submitter / "data").mkdir(parents=True)
+    (submitter / "data" / "people.txt").write_text("ada\nlin\n")
+    script = tmp_path / "scripts" / "relative.py"
+    script.parent.mkdir()
+    script.write_text(RELATIVE_SCRIPT)
+    # The folder is new: the cluster's processes started elsewhere, before it existed.
+    done = clusterdeck(cluster, "submit", "--restart-strategy", "none",
+                       "--conf", "spark.sql.shuffle.partitions=3", str(script), "--", "x", "y",
+                       cwd=submitter)
+    assert done.returncode == 3, done.stdout + done.stderr[-3000:]
+    assert f"argv {[str(script), 'x', 'y']}" in done.stdout
+    assert "python ['ada', 'lin'] spark ['ada', 'lin'] partitions 3" in done.stdout
+    assert "root cause in vertex-1 subtask 0" in done.stderr
+    assert "SystemExit: 3" in done.stderr
 
 
 def test_detached_submit_prints_the_job_id_and_list_shows_it(cluster) -> None:

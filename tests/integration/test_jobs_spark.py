@@ -287,6 +287,7 @@ def test_a_failing_script_fails_with_its_traceback_and_output(spark, tmp_path):
         run_subtask(spark, load_job(exits), "vertex-1", 0, "exit-attempt", [], iter(()),
                     tmp_path / "out")
     assert caught.value.stderr == "giving up\n"
+    assert caught.value.exit_code == 3
     assert spark.sparkContext.parallelize(range(3)).count() == 3
 
 
@@ -362,6 +363,121 @@ def test_two_scripts_on_two_threads_keep_their_own_output_and_arguments(spark, t
     assert results["3"].stdout == "['3'] 435 3\n"
     assert results["5"].stdout == "['5'] 1225 5\n"
     assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+
+
+READS_RELATIVE = """
+    import os
+    import sys
+    import time
+    from pyspark.sql import SparkSession
+
+    if __name__ == "__main__":
+        spark = SparkSession.builder.getOrCreate()
+        ready, other = sys.argv[1:3]
+        open(ready, "w").close()
+        deadline = time.monotonic() + 60
+        while not os.path.exists(other) and time.monotonic() < deadline:
+            time.sleep(0.01)  # both scripts in their folders at once
+        with open("data/lines.txt") as lines:
+            python_lines = lines.read().splitlines()
+        spark_lines = [row.value for row in spark.read.text("data/lines.txt").collect()]
+        rdd_lines = spark.sparkContext.textFile("data/lines.txt").collect()
+        written = spark.createDataFrame([(line,) for line in python_lines], "v string")
+        written.write.mode("overwrite").csv("written")
+        print(os.getcwd(), sys.argv[0], python_lines, spark_lines, rdd_lines)
+"""
+
+
+def submitter_folder(root: Path, name: str) -> Path:
+    folder = root / name
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "lines.txt").write_text(f"{name} 1\n{name} 2\n")
+    return folder
+
+
+def test_two_scripts_submitted_from_two_folders_read_and_write_relative_paths_there_at_once(
+        spark, tmp_path):
+    """open(), spark.read, sc.textFile and a writer resolve against each script's own
+    submitter folder, while both run side by side, and the process stays where it was."""
+    (tmp_path / "scripts").mkdir()
+    path = job_file(tmp_path / "scripts", "read.py", READS_RELATIVE)
+    folders = {name: submitter_folder(tmp_path, name) for name in ("a", "b")}
+    ready = {name: str(tmp_path / f"{name}.ready") for name in folders}
+    process_cwd = os.getcwd()
+    results: dict[str, object] = {}
+
+    def script(name: str, other: str) -> None:
+        job = load_job(path, [ready[name], ready[other]], cwd=str(folders[name]))
+        results[name] = run_subtask(spark, job, "vertex-1", 0, f"read-{name}", [], iter(()),
+                                    tmp_path / name / "out")
+
+    threads = [threading.Thread(target=script, args=pair) for pair in (("a", "b"), ("b", "a"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    for name, folder in folders.items():
+        lines = [f"{name} 1", f"{name} 2"]
+        assert results[name].stdout == f"{folder} {path} {lines} {lines} {lines}\n"
+        written = spark.read.csv(str(folder / "written")).collect()
+        assert sorted(row[0] for row in written) == lines
+    assert os.getcwd() == process_cwd
+
+
+def test_a_submitter_folder_this_machine_does_not_see_runs_the_script_with_a_warning(
+        spark, tmp_path):
+    path = job_file(tmp_path, "where.py", """
+        import os
+        import pyspark
+        print(os.getcwd())
+    """)
+    job = load_job(path, cwd=str(tmp_path / "on-another-machine"))
+    result = run_subtask(spark, job, "vertex-1", 0, "where-attempt", [], iter(()),
+                         tmp_path / "out")
+    assert result.stdout == f"{os.getcwd()}\n"
+    assert result.stderr.startswith(
+        f"clusterdeck: warning: the working directory it was submitted from, "
+        f"{tmp_path / 'on-another-machine'}, is not readable on this TaskManager")
+
+
+CONF_SCRIPT = """
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+    spark = SparkSession.builder.getOrCreate()
+    counted = spark.range(10).groupBy(F.col("id") % 5).count()
+    print(spark.conf.get("spark.sql.shuffle.partitions"),
+          spark.conf.get("spark.myapp.mode", "unset"),
+          spark.conf.get("spark.sql.adaptive.enabled"), counted.rdd.getNumPartitions())
+"""
+
+
+def test_conf_settings_reach_the_script_warn_when_fixed_and_leave_the_next_job_alone(
+        spark, tmp_path):
+    path = job_file(tmp_path, "conf.py", CONF_SCRIPT)
+    job = load_job(path, spark_conf={"spark.sql.shuffle.partitions": "3",
+                                     "spark.sql.adaptive.enabled": "false",
+                                     "spark.myapp.mode": "fast",
+                                     "spark.executor.memory": "4g"})
+    result = run_subtask(spark, job, "vertex-1", 0, "conf-attempt", [], iter(()),
+                         tmp_path / "out")
+    assert result.stdout == "3 fast false 3\n"
+    assert result.stderr.startswith("clusterdeck: warning: --conf spark.executor.memory=4g "
+                                    "is not applied")
+    after = run_subtask(spark, load_job(path), "vertex-1", 0, "after-attempt", [], iter(()),
+                        tmp_path / "out")
+    assert after.stdout.startswith("2 unset true ")
+    assert after.stderr == ""
+
+
+def test_a_conf_value_spark_refuses_fails_the_script_before_it_runs(spark, tmp_path):
+    path = job_file(tmp_path, "conf.py", CONF_SCRIPT)
+    job = load_job(path, spark_conf={"spark.sql.shuffle.partitions": "many"})
+    with pytest.raises(SubtaskFailed) as caught:
+        run_subtask(spark, job, "vertex-1", 0, "bad-conf-attempt", [], iter(()),
+                    tmp_path / "out")
+    assert caught.value.message.startswith(
+        "SparkConfError: --conf spark.sql.shuffle.partitions=many: ")
+    assert caught.value.stdout == ""
 
 
 def test_a_batch_of_many_range_parts_reads_each_number_once(spark):

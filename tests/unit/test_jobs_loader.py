@@ -68,7 +68,26 @@ def test_a_pyspark_script_is_detected_without_running_it(tmp_path):
     [vertex] = job.graph.vertices
     assert vertex.parallelism == 1
     assert vertex.operators[0].kind == "pyspark.script"
-    assert vertex.operators[0].params == {"file": "script.py", "args": ["10"]}
+    assert vertex.operators[0].params == {"file": "script.py", "args": ["10"],
+                                          "script": str(path), "cwd": "", "conf": {}}
+
+
+def test_a_script_carries_where_it_was_submitted_from_and_its_spark_settings(tmp_path,
+                                                                           monkeypatch):
+    write(tmp_path, "script.py", "import pyspark\n")
+    monkeypatch.chdir(tmp_path)
+    job = load_job("script.py", ["a"], cwd="/home/me/project",
+                   spark_conf={"spark.sql.shuffle.partitions": "3"})
+    params = job.graph.vertices[0].operators[0].params
+    assert params["script"] == str(tmp_path / "script.py")  # absolute, as spark-submit's argv[0]
+    assert params["cwd"] == "/home/me/project"
+    assert params["conf"] == {"spark.sql.shuffle.partitions": "3"}
+
+
+def test_spark_settings_for_a_dataflow_job_are_refused(tmp_path):
+    path = write(tmp_path, "job.py", "def build(env):\n    env.from_range(0, 3).collect()\n")
+    with pytest.raises(JobLoadError, match="apply to PySpark scripts only"):
+        load_job(path, spark_conf={"spark.sql.shuffle.partitions": "3"})
 
 
 def test_detection_reads_the_syntax_tree():

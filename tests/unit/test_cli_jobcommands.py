@@ -1,0 +1,43 @@
+"""The job commands' own parsing and exit codes: --conf as spark-submit reads it, and a
+PySpark script's exit status passed on."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterdeck.core.cli.jobcommands import exit_code, spark_settings
+from clusterdeck.core.config.settings import ConfigError
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.states import JobStatus
+
+
+def test_conf_keeps_values_as_given_and_the_last_of_a_repeated_key(capsys):
+    assert spark_settings(["spark.sql.shuffle.partitions=3", "spark.a=x=y",
+                           "spark.sql.shuffle.partitions=5", "spark.b="]) == {
+        "spark.sql.shuffle.partitions": "5", "spark.a": "x=y", "spark.b": ""}
+    assert capsys.readouterr().err == ""
+
+
+def test_conf_ignores_a_non_spark_key_with_a_warning(capsys):
+    assert spark_settings(["foo=bar", "spark.x=1"]) == {"spark.x": "1"}
+    assert "ignoring non-Spark config property: foo" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("assignment", ["spark.sql.shuffle.partitions", "=3"])
+def test_conf_without_a_key_and_value_is_a_usage_error(assignment):
+    with pytest.raises(ConfigError, match="--conf takes key=value"):
+        spark_settings([assignment])
+
+
+def result(status: str, root_cause: dict | None = None) -> p.JobResult:
+    return p.JobResult("job-1", "script", status, root_cause=root_cause)
+
+
+def test_a_scripts_exit_status_is_the_exit_code_of_its_failed_job():
+    assert exit_code(result(JobStatus.FAILED, {"exception_type": "SystemExit",
+                                               "exit_code": 42}), 1) == 42
+    assert exit_code(result(JobStatus.FAILED, {"exception_type": "ValueError",
+                                               "exit_code": None}), 1) == 1
+    assert exit_code(result(JobStatus.FAILED, {"exception_type": "TaskManagerLost"}), 1) == 1
+    assert exit_code(result(JobStatus.FINISHED), 1) == 0
+    assert exit_code(result(JobStatus.CANCELED), 1) == 3
