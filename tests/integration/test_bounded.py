@@ -18,20 +18,20 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import Future
 
 import pytest
 
+from clusterdeck.broker.client import connect_and_wait, make_client
 from clusterdeck.core.client.jobclient import ClusterClient, JobClient
 from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.jobmanager.jobstore import RECORD, JobRecord
+from clusterdeck.core.node.service import broker_address
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
-from clusterdeck.core.protocol.gateways import ResourceManagerGateway
 from clusterdeck.core.protocol.jobgraph import JobGraph, JobKind, JobVertex, OperatorSpec
 from clusterdeck.core.protocol.states import JobStatus
-from clusterdeck.core.rpc import to_data
+from clusterdeck.core.rpc import Envelope, decode, encode, to_data
 from tests.integration.clusters import running_cluster
 from tests.waiting import wait_for
 
@@ -145,14 +145,44 @@ def registration(cluster_id: str, resource_id: str) -> p.RegisterTaskManager:
 
 
 def register_probes(config: Config, count: int) -> list[object]:
-    """``count`` RegisterTaskManager asks at once, each answered or refused. Sent with the
-    taskmanager login: registering is what only that login (and the JobManager's) may do."""
-    with ClusterClient(config, connect_timeout=30, role="taskmanager") as prober:
-        leader = prober.leader(10)
-        gateway = prober.service.gateway(ResourceManagerGateway, leader.resource_manager)
-        asks: list[Future] = [gateway.register_task_manager(registration(
-            config["cluster.id"], f"probe-{i:04d}-{uuid.uuid4().hex}")) for i in range(count)]
-        return [ask.result(60) for ask in asks]
+    """``count`` RegisterTaskManager asks at once, each from a TaskManager of its own,
+    each answered or refused. A TaskManager login registers only itself (test_acl.py), so
+    they are sent with the jobmanager login, the only one that may publish under any
+    identity: what an external broker without ACLs would let anyone send."""
+    cluster_id = config["cluster.id"]
+    layout = topics.layout(cluster_id)
+    framesize = config["rpc.framesize"]
+    address = broker_address(config, "jobmanager")
+    answers: dict[str, object] = {}
+    asked = {uuid.uuid4().hex for _ in range(count)}
+    everything = threading.Event()
+
+    def on_message(_client, _userdata, message) -> None:  # every reply of the cluster
+        envelope = decode(message.payload, framesize)
+        if envelope.correlation_id in asked:
+            answers[envelope.correlation_id] = envelope.message or envelope.error
+        if len(answers) >= count:
+            everything.set()
+
+    prober = make_client(address, f"prober-{uuid.uuid4().hex}")
+    prober.on_message = on_message
+    connect_and_wait(prober, address, 30)
+    try:
+        subscribed = threading.Event()
+        prober.on_subscribe = lambda *_: subscribed.set()
+        prober.subscribe(layout.absolute("reply/+/+"), qos=1)
+        assert subscribed.wait(30), "no SUBACK"
+        for i, correlation_id in enumerate(asked):
+            probe = f"probe-{i:04d}-{uuid.uuid4().hex[:8]}"
+            envelope = Envelope("ask", probe, registration(cluster_id, probe),
+                                correlation_id=correlation_id, reply_to=probe)
+            prober.publish(layout.rpc("resourcemanager", probe), encode(envelope, framesize),
+                           qos=1)
+        assert everything.wait(120), f"{len(answers)} of {count} registrations answered"
+    finally:
+        prober.disconnect()
+        prober.loop_stop()
+    return list(answers.values())
 
 
 def test_a_thousand_registrations_are_bounded_and_the_overview_keeps_coming(cluster) -> None:

@@ -24,13 +24,13 @@ def test_a_taskmanager_whose_broker_stays_gone_exits_with_the_disconnected_code(
     log = tmp_path / "taskmanager.log"
     with log.open("wb") as output:
         taskmanager = subprocess.Popen(
-            [sys.executable, "-m", "clusterdeck.core.cli", "taskmanager", "--id", "tm-1",
+            [sys.executable, "-m", "clusterdeck.core.cli", "taskmanager", "--id", "taskmanager-1",
              "-D", f"cluster.id={CLUSTER}", "-D", "broker.reconnect-timeout=2",
              "-D", "spark.start=lazy"],
             cwd=REPO, env={**os.environ, "CLUSTERDECK_HOME": str(home)},
             stdout=output, stderr=subprocess.STDOUT)
     try:
-        wait_for(lambda: "TaskManager tm-1 started" in log.read_text(errors="replace")
+        wait_for(lambda: "TaskManager taskmanager-1 started" in log.read_text(errors="replace")
                  or taskmanager.poll() is not None, 60, "the TaskManager connected")
         assert taskmanager.poll() is None, log.read_text(errors="replace")
         stop(broker)  # kill -9, and nobody starts it again
