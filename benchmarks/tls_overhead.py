@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a file: make the repository importable
@@ -25,19 +24,16 @@ if __package__ in (None, ""):  # run as a file: make the repository importable
 
 from benchmarks._harness import (
     Children,
-    LoadMeter,
     exit_on_sigterm,
     fresh_home,
     kinds_to_run,
     machine_summary,
-    markdown_table,
-    percentile,
     start_broker,
 )
+from benchmarks._sidebyside import KindResult, Side, measure, tables
 from benchmarks.rpc_roundtrip import (
     PAYLOAD_BYTES,
     BareClient,
-    FloodResult,
     RuntimeClient,
     Settings,
     start_peer,
@@ -46,26 +42,7 @@ from benchmarks.rpc_roundtrip import (
 TRANSPORTS = ("plain", "tls")
 
 
-@dataclass
-class Transport:
-    """One broker of one kind with its peers and this side's clients."""
-
-    name: str
-    bare: BareClient
-    runtime: RuntimeClient
-    bare_ms: list[float] = field(default_factory=list)
-    rpc_ms: list[float] = field(default_factory=list)
-    tell: FloodResult | None = None
-
-
-@dataclass
-class KindResult:
-    kind: str
-    transports: dict[str, Transport]
-    latency_load: str = ""
-
-
-def _connect(children: Children, kind: str, name: str) -> Transport:
+def _connect(children: Children, kind: str, name: str) -> Side:
     cluster_id = f"bench-tls-{kind}-{name}"
     settings = ["broker.tls=on"] if name == "tls" else ["broker.tls=off"]
     broker = start_broker(children, kind, cluster_id, settings=settings)
@@ -73,66 +50,18 @@ def _connect(children: Children, kind: str, name: str) -> Transport:
         raise RuntimeError(f"the {name} broker of {kind} did not come up as {name}")
     start_peer(children, "paho", cluster_id)
     start_peer(children, "rpc", cluster_id)
-    return Transport(name, BareClient(broker.address(), cluster_id),
-                     RuntimeClient(broker.address(), cluster_id))
-
-
-def measure(children: Children, kind: str, settings: Settings) -> KindResult:
-    transports = {name: _connect(children, kind, name) for name in TRANSPORTS}
-    result = KindResult(kind, transports)
-    try:
-        for seq in range(settings.warmup):
-            for t in transports.values():
-                t.bare.round_trip_ms(seq)
-                t.runtime.round_trip_ms(seq)
-        meter = LoadMeter()
-        block = settings.requests // settings.rounds
-        for round_index in range(settings.rounds):
-            base = round_index * block
-            for t in transports.values():
-                t.bare_ms += [t.bare.round_trip_ms(base + i) for i in range(block)]
-                t.rpc_ms += [t.runtime.round_trip_ms(base + i) for i in range(block)]
-        result.latency_load = meter.stop().describe()
-        deadline = max(120.0, settings.flood / 200)
-        for t in transports.values():
-            t.tell = t.runtime.flood(settings.flood, deadline)
-    finally:
-        for t in transports.values():
-            t.runtime.close()
-            t.bare.close()
-        children.stop_all()
-    return result
-
-
-def _p(values: list[float]) -> str:
-    return f"{percentile(values, 0.5):.3f} / {percentile(values, 0.99):.3f}"
+    return Side(name, BareClient(broker.address(), cluster_id),
+                RuntimeClient(broker.address(), cluster_id))
 
 
 def report(results: list[KindResult], settings: Settings) -> str:
-    latency_rows, tell_rows = [], []
-    for r in results:
-        plain, tls = r.transports["plain"], r.transports["tls"]
-        for path, a, b in (("(a) bare paho", plain.bare_ms, tls.bare_ms),
-                           ("(b) runtime ask", plain.rpc_ms, tls.rpc_ms)):
-            delta = percentile(b, 0.5) - percentile(a, 0.5)
-            latency_rows.append((r.kind, path, _p(a), _p(b),
-                                 f"{delta:+.3f} ms ({100 * delta / percentile(a, 0.5):+.0f}%)",
-                                 r.latency_load))
-        for t in (plain, tls):
-            assert t.tell is not None
-            tell_rows.append((r.kind, t.name, f"{t.tell.delivered}/{t.tell.sent}",
-                              f"{t.tell.rate:,.0f}", t.tell.load))
     return "\n".join([
         f"Machine: {machine_summary()}.",
         f"{settings.requests} round trips per path and transport after {settings.warmup} of "
         f"warm-up, in {settings.rounds} alternating rounds; {PAYLOAD_BYTES}-byte payloads, "
         "QoS 1; loopback.",
         "",
-        markdown_table(["broker", "path", "plain TCP p50 / p99 ms", "TLS p50 / p99 ms",
-                        "TLS over plain at p50", "CPU busy / load"], latency_rows),
-        "",
-        markdown_table(["broker", "(c) runtime tell over", "delivered", "msg/s",
-                        "CPU busy / load"], tell_rows),
+        tables(results, TRANSPORTS, ("plain TCP", "TLS")),
     ])
 
 
@@ -146,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings.quick() if args.quick else Settings.full()
     exit_on_sigterm()
     with fresh_home() as home, Children(home / "logs") as children:
-        results = [measure(children, kind, settings) for kind in kinds_to_run(args.kinds)]
+        results = [measure(children, kind, TRANSPORTS,
+                           lambda name, kind=kind: _connect(children, kind, name), settings)
+                   for kind in kinds_to_run(args.kinds)]
     print(report(results, settings))
     return 0
 
