@@ -5,10 +5,16 @@ written as tables (``[heartbeat] interval = "1 s"``) or as quoted dotted keys. D
 are seconds (a number) or a string with a unit (``"500 ms"``, ``"5 s"``, ``"2 min"``);
 sizes are bytes or a string like ``"256 KiB"``. Every bad value raises ConfigError naming
 the key.
+
+Besides the options below, any other ``spark.<name>`` key is a Spark property for every
+TaskManager's SparkSession: kept as the string Spark reads (``"2g"``, ``"true"``), since
+Spark, not clusterdeck, knows its type. ``spark.master`` and ``spark.start`` are
+clusterdeck's own options and are parsed as such.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
@@ -225,6 +231,44 @@ OPTIONS: tuple[Option, ...] = (
 
 _BY_KEY = {option.key: option for option in OPTIONS}
 
+SPARK_PREFIX = "spark."
+# Dot-separated parts, none empty; no space, and nothing that would need escaping in the
+# quoted key `config show` prints or that spark-submit's ``--conf key=value`` splits on.
+_SPARK_PART = re.compile(r'[^\s.="\\]+')
+# Each would make a TaskManager's session something other than what it is built on: a
+# classic Spark driver inside the TaskManager's process (its SparkContext is watched and
+# restarted there). Where its Spark runs is spark.master's business.
+_REFUSED_SPARK_KEYS = ("spark.remote", "spark.api.mode", "spark.submit.deployMode")
+
+
+def is_spark_property(key: str) -> bool:
+    """A key handed to Spark as it is: under ``spark.`` and not one of our own options."""
+    return key.startswith(SPARK_PREFIX) and key not in _BY_KEY
+
+
+def _check_spark_key(key: str) -> None:
+    parts = key.split(".")[1:]
+    if not all(_SPARK_PART.fullmatch(part) and part.isprintable() for part in parts):
+        raise ConfigError(f"bad Spark property name {key!r}: its dot-separated parts must "
+                          "be non-empty, without spaces, '=', quotes or backslashes")
+    if key in _REFUSED_SPARK_KEYS:
+        raise ConfigError(f"{key} cannot be set: every TaskManager runs Spark's classic "
+                          "driver in its own process (spark.master chooses where its work "
+                          "runs)")
+
+
+def spark_value(value: Any) -> str:
+    """A TOML value in the form Spark reads (it parses every property from a string)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {value!r}")
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return value
+    raise ValueError(f"expected a string, a number or true/false, got {value!r}")
+
 
 def _flatten(table: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
     for key, value in table.items():
@@ -258,24 +302,42 @@ class Config(Mapping[str, Any]):
         return Config({**self._values, **overrides})
 
     def changed(self) -> dict[str, Any]:
-        """The values that differ from the defaults."""
-        return {k: v for k, v in self._values.items() if v != _BY_KEY[k].default}
+        """The values that differ from the defaults; every Spark property (none has one)."""
+        return {k: v for k, v in self._values.items()
+                if k not in _BY_KEY or v != _BY_KEY[k].default}
+
+    def spark_properties(self) -> dict[str, str]:
+        """The ``spark.*`` keys that are not options of ours, sorted by key."""
+        return {k: self._values[k] for k in sorted(self._values) if is_spark_property(k)}
 
     def to_toml(self) -> str:
-        return "".join(f'"{key}" = {_toml_value(value)}\n' for key, value in self._values.items())
+        """Every value as quoted dotted keys (what ``load`` reads back): the options in
+        their documented order, then the Spark properties."""
+        values = {**{option.key: self._values[option.key] for option in OPTIONS},
+                  **self.spark_properties()}
+        return "".join(f"{_toml_string(key)} = {_toml_value(value)}\n"
+                       for key, value in values.items())
 
 
 def _validated(values: Mapping[str, Any]) -> dict[str, Any]:
     result = {}
     for key, raw in values.items():
-        option = _BY_KEY.get(key)
-        if option is None:
-            raise ConfigError(f"unknown configuration key {key!r}")
+        parse = _parser(key)
         try:
-            result[key] = option.parse(raw)
+            result[key] = parse(raw)
         except (TypeError, ValueError) as error:
             raise ConfigError(f"bad value for {key}: {error}") from None
     return result
+
+
+def _parser(key: str) -> Callable[[Any], Any]:
+    option = _BY_KEY.get(key)
+    if option is not None:
+        return option.parse
+    if key.startswith(SPARK_PREFIX):
+        _check_spark_key(key)
+        return spark_value
+    raise ConfigError(f"unknown configuration key {key!r}")
 
 
 def _toml_value(value: Any) -> str:
@@ -283,7 +345,15 @@ def _toml_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value)
-    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return _toml_string(str(value))
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string; control characters (a Spark property's value may hold a
+    newline) are escaped, or the file would not read back."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    escaped = "".join(f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) == 0x7F else c
+                      for c in escaped)
     return f'"{escaped}"'
 
 

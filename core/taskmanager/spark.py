@@ -18,6 +18,28 @@ def spark_master(config: Config) -> str:
     return config["spark.master"] or f"local[{config['taskmanager.slots']}]"
 
 
+def session_settings(config: Config, resource_id: str, scratch: Path) -> dict[str, str]:
+    """Every property the TaskManager's SparkSession is built with: the TaskManager's own
+    defaults, then the cluster's ``spark.*`` properties, which win — they are what the
+    user asked for, and none of the defaults is needed for a task to run. The one merge:
+    ``spark.driver.extraJavaOptions`` keeps the TaskManager's Derby home in front of the
+    user's options, so that Derby's files stay in the scratch dir unless the user's own
+    ``-Dderby.system.home`` (later on the line, so it wins) moves them."""
+    derby_home = f"-Dderby.system.home={scratch}"
+    own = {"spark.master": spark_master(config),
+           "spark.app.name": f"clusterdeck-{resource_id}",
+           "spark.ui.enabled": "false",
+           "spark.ui.showConsoleProgress": "false",
+           "spark.sql.shuffle.partitions": str(max(2, config["taskmanager.slots"])),
+           "spark.sql.warehouse.dir": str(scratch / "warehouse"),
+           "spark.driver.extraJavaOptions": derby_home}
+    users = config.spark_properties()
+    if "spark.driver.extraJavaOptions" in users:
+        users["spark.driver.extraJavaOptions"] = (
+            f"{derby_home} {users['spark.driver.extraJavaOptions']}")
+    return {**own, **users}
+
+
 def start_spark(config: Config, resource_id: str, scratch: Path) -> Any:
     """Blocking (seconds): run it on a worker thread, never on an endpoint's main thread."""
     from pyspark.sql import SparkSession
@@ -29,14 +51,10 @@ def start_spark(config: Config, resource_id: str, scratch: Path) -> Any:
     if master.startswith("local"):
         # A local Spark needs no network interface; without this it looks one up and warns.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    session = (SparkSession.builder.master(master)
-               .appName(f"clusterdeck-{resource_id}")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", str(max(2, config["taskmanager.slots"])))
-               .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
-               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={scratch}")
-               .getOrCreate())
+    builder = SparkSession.builder
+    for key, value in session_settings(config, resource_id, scratch).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     log.info("SparkSession started (master %s, Spark %s)", master, session.version)
     return session
