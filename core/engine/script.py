@@ -11,7 +11,10 @@ script's own: its thread works in it (``threadcwd.py``), so Python's relative pa
 resolve there, and the relative paths it gives Spark are made absolute against it
 (``sparkpaths.py``). When it is not seen, relative paths resolve against the
 TaskManager's folder, as before, and the script's stderr and the attempt's log say so.
-Its ``--conf`` settings are set on its session first (``scriptconf.py``).
+Its ``--conf`` settings are set on its session first (``scriptconf.py``). What it
+leaves behind that sessions and threads share (global temporary views, caches, broadcast
+variables, environment variables, its modules) is cleaned when it ends, whatever the
+outcome, so the next script sees what a fresh driver would (``scriptisolation.py``).
 
 While it runs, on its thread only:
 
@@ -48,12 +51,11 @@ from typing import Any
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from clusterdeck.core.engine import sparkpaths
+from clusterdeck.core.engine import scriptisolation, sparkpaths
 from clusterdeck.core.engine.cancellation import attempt_scope
 from clusterdeck.core.engine.capture import thread_io
 from clusterdeck.core.engine.scriptconf import SparkConfError, apply_settings
 from clusterdeck.core.engine.threadcwd import thread_working_directory
-from clusterdeck.core.jobapi.loader import forget_modules_from
 from clusterdeck.core.jobapi.tracebacks import user_traceback
 
 log = logging.getLogger(__name__)
@@ -105,9 +107,10 @@ def run_pyspark_script(spark: SparkSession | Callable[[], SparkSession],
     place = _placement(path, submission, owner.sparkContext)
     with (thread_io([place.file, *map(str, args)]) as (out, err),
           _spark_shim(session, place.spark_base),
+          scriptisolation.isolated(session, lambda warning: _warn([warning])),
           attempt_scope(owner.sparkContext, attempt_id, f"PySpark script {path.name}")
           as cancelled,
-          _importable_from(path.parent),
+          scriptisolation.importable_from(path.parent),
           _working_in(place.folder) as moved):
         _warn(place.warnings + moved)
         exit_code, traceback_text = _configure_and_execute(session, submission.conf, path,
@@ -134,17 +137,26 @@ def _placement(path: Path, submission: Submission, context: SparkContext) -> _Pl
 
 @contextmanager
 def _working_in(folder: str | None) -> Iterator[tuple[str, ...]]:
-    """This thread in ``folder`` (None: where it is); yields the warning when it cannot."""
+    """This thread in ``folder`` (None: where it is), in a working directory of its own
+    either way, so an ``os.chdir`` of the script moves no other thread; yields the warning
+    when it cannot be in ``folder``. Where threads cannot have their own directory, the
+    process is put back where it was when the script ends."""
     with ExitStack() as stack:
+        stack.callback(_back_to, os.getcwd())
         problem: tuple[str, ...] = ()
-        if folder is not None:
-            try:
-                stack.enter_context(thread_working_directory(folder))
-            except OSError as error:
+        try:
+            stack.enter_context(thread_working_directory(folder or os.getcwd()))
+        except OSError as error:
+            if folder is not None:
                 problem = (f"this TaskManager cannot run the script in {folder} ({error}): "
                            "Python's relative paths resolve against the TaskManager's "
                            f"folder, {os.getcwd()}",)
         yield problem
+
+
+def _back_to(folder: str) -> None:
+    if os.getcwd() != folder:
+        os.chdir(folder)
 
 
 def _warn(warnings: Sequence[str]) -> None:
@@ -194,20 +206,6 @@ def exit_status(code: object) -> int:
     if isinstance(code, int):
         return code & 0xFF
     return 1
-
-
-@contextmanager
-def _importable_from(folder: Path) -> Iterator[None]:
-    """The script's folder first on sys.path, as ``python script.py`` has it; the modules
-    it imported from there are forgotten afterwards."""
-    before = set(sys.modules)
-    sys.path.insert(0, str(folder))
-    try:
-        yield
-    finally:
-        if str(folder) in sys.path:
-            sys.path.remove(str(folder))
-        forget_modules_from(folder, before)
 
 
 _script = threading.local()
@@ -268,9 +266,11 @@ def _patch() -> None:
     SparkContext.__init__ = _context_init
     SparkContext.__new__ = staticmethod(_context_new)
     sparkpaths.patch()
+    scriptisolation.patch()
 
 
 def _unpatch() -> None:
+    scriptisolation.unpatch()
     sparkpaths.unpatch()
     SparkSession.Builder.getOrCreate = _originals["getOrCreate"]
     SparkSession.stop = _originals["session_stop"]

@@ -85,7 +85,9 @@ def running_cluster(kind: str, **overrides: object) -> Iterator[tuple[LocalClust
     try:
         cluster.start()
         watcher = ClusterWatcher(cluster.config)
-        watcher.wait_registered(["taskmanager-1", "taskmanager-2"], timeout=60)
+        count = int(cluster.config["taskmanager.count"])
+        watcher.wait_registered([f"taskmanager-{n}" for n in range(1, count + 1)],
+                                timeout=60)
         yield cluster, watcher
     finally:
         if watcher is not None:

@@ -1,0 +1,66 @@
+"""Issue 14's isolation check on a real cluster: one TaskManager with one slot runs the
+same script twice, and both runs print what a fresh ``spark-submit`` run prints, although
+the first changed the working directory, an environment variable, a global temporary
+view, the cache and a SQL setting of the TaskManager that runs the second."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.integration.clusters import running_cluster
+
+pytestmark = pytest.mark.integration
+
+SCRIPT = """
+    import os
+    import helper
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.appName("isolation").getOrCreate()
+    frame = spark.range(29)
+    frame.createOrReplaceTempView("numbers")
+    print("cwd", os.getcwd())
+    print("ISOLATION_MARK", os.environ.get("ISOLATION_MARK"))
+    print("global views", sorted(table.name for table in spark.catalog.listTables("global_temp")
+                                 if table.database == "global_temp"))
+    print("cached", spark.catalog.isCached("numbers"))
+    print("caseSensitive", spark.conf.get("spark.sql.caseSensitive"))
+    print("helper loads", helper.load())
+
+    os.chdir("elsewhere")
+    os.environ["ISOLATION_MARK"] = "set by the first run"
+    spark.range(3).createGlobalTempView("left_behind")
+    frame.cache().count()
+    spark.conf.set("spark.sql.caseSensitive", "true")
+"""
+
+HELPER = """
+    loads = 0
+
+    def load():
+        global loads
+        loads += 1
+        return loads
+"""
+
+
+def test_a_script_run_twice_on_one_slot_prints_what_a_fresh_run_prints_both_times(
+        tmp_path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "isolated.py").write_text(textwrap.dedent(SCRIPT))
+    (tmp_path / "helper.py").write_text(textwrap.dedent(HELPER))
+    fresh = (f"cwd {tmp_path}\nISOLATION_MARK None\nglobal views []\ncached False\n"
+             "caseSensitive false\nhelper loads 1\n")
+    with running_cluster("auto", **{"taskmanager.count": 1, "taskmanager.slots": 1,
+                                    "spark.start": "eager"}) as (cluster, _):
+        runs = [subprocess.run([sys.executable, "-m", "clusterdeck.core.cli", "submit",
+                                "--cluster", cluster.cluster_id, "isolated.py"],
+                               capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-3000:]
+    assert [run.stdout for run in runs] == [fresh, fresh]
