@@ -15,31 +15,11 @@ from pathlib import Path
 import pytest
 
 from clusterdeck.core.engine.script import Submission, run_pyspark_script
+from tests.integration import test_jobs_spark
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def spark():
-    saved = {key: os.environ.get(key) for key in ("PYSPARK_PYTHON", "SPARK_LOCAL_IP")}
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[2]").appName("clusterdeck-test-isolation")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+spark = test_jobs_spark.spark  # the same module-scoped SparkSession fixture
 
 
 def script_file(folder: Path, source: str) -> Path:
