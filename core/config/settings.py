@@ -204,6 +204,18 @@ OPTIONS: tuple[Option, ...] = (
            "first."),
     Option("resourcemanager.lost-taskmanager-retention", duration, 300.0, "How long a lost "
            "TaskManager stays in the cluster overview before it is forgotten."),
+    Option("taskmanager.data.bind", text, "auto", "Address the TaskManager's data service "
+           "(its result partitions, for TaskManagers that share no folder with it) listens "
+           "on. auto: 127.0.0.1 when the broker is on loopback, every interface otherwise."),
+    Option("taskmanager.data.port", port, 0, "Port of the data service; 0 "
+           "picks a free one, announced in the TaskManager's registration."),
+    Option("taskmanager.data.host", text, "", "Address other TaskManagers reach the data "
+           "service at; empty: the address this machine reaches the broker from."),
+    Option("taskmanager.data.tls", one_of("auto", "always"), "auto", "auto: TLS (with a "
+           "self-signed certificate pinned through the registration) unless it listens on "
+           "loopback only, the broker's rule; always: TLS on loopback too."),
+    Option("taskmanager.data.max-connections", positive_int, 16, "Requests the data "
+           "service serves at once; more wait for a free one."),
     Option("taskmanager.attempt-log.max-size", size, 2 * 1024 * 1024, "Largest attempt "
            "log: its first part is kept, then only its latest lines (in <attempt>.log.end "
            "and .end.1)."),

@@ -236,24 +236,40 @@ def _partition_column(edge: JobEdge, df: DataFrame, key: HashKey | None, count: 
     return F.pmod(F.hash(key_column), F.lit(count))
 
 
-def read_inputs(work: Work, inputs: Sequence[Sequence[InputPartition]]
+FetchMissing = Callable[[Sequence[InputPartition]], dict[InputPartition, str]]
+
+
+def read_inputs(work: Work, inputs: Sequence[Sequence[InputPartition]],
+                fetch_missing: FetchMissing | None = None
                 ) -> list[tuple[Stream, Callable[[], int]]]:
     """Per input edge, the records of its result partitions and how many there are (call
-    after the subtask's Spark jobs). Every partition is checked before any is read, so
-    one PartitionNotFound names all that are missing and failover reruns their producers
-    in one go."""
-    found: list[list[tuple[str, list[str]]]] = []
-    missing: list[tuple[InputPartition, str]] = []
+    after the subtask's Spark jobs). Partitions this machine cannot see are first given
+    to ``fetch_missing`` (which copies them here from the TaskManagers that wrote them and
+    says why for those it cannot). Every partition is checked before any is read, so one
+    PartitionNotFound names all that are missing and failover reruns their producers in
+    one go."""
+    missing = _missing(inputs)
+    if missing and fetch_missing is not None:
+        unfetched = fetch_missing(list(missing))
+        missing = {partition: f"{why}; {unfetched[partition]}"
+                   for partition, why in missing.items() if partition in unfetched}
+        missing.update(_missing([[p for p in edge if p not in missing] for edge in inputs]))
+    if missing:
+        raise PartitionNotFound(list(missing.items()), work.attempt_id)
+    return [_read_edge(work, [(partition.path, partition_files(partition.path))
+                              for partition in edge]) for edge in inputs]
+
+
+def _missing(inputs: Sequence[Sequence[InputPartition]]) -> dict[InputPartition, str]:
+    """The partitions that cannot be read here, each with why."""
+    missing: dict[InputPartition, str] = {}
     for edge in inputs:
-        found.append([])
         for partition in edge:
             try:
-                found[-1].append((partition.path, partition_files(partition.path)))
+                partition_files(partition.path)
             except IncompletePartition as problem:
-                missing.append((partition, str(problem)))
-    if missing:
-        raise PartitionNotFound(missing, work.attempt_id)
-    return [_read_edge(work, edge) for edge in found]
+                missing[partition] = str(problem)
+    return missing
 
 
 class IncompletePartition(Exception):

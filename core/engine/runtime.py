@@ -32,6 +32,7 @@ from pyspark.sql import SparkSession
 from clusterdeck.core.engine.cancellation import attempt_scope, cancel_subtask
 from clusterdeck.core.engine.combine import keyed_fold
 from clusterdeck.core.engine.exchange import (
+    FetchMissing,
     HashKey,
     InputPartition,
     PartitionNotFound,
@@ -111,12 +112,14 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
                 attempt_id: str, inputs: Sequence[Sequence[InputPartition]],
                 splits: Iterable[InputSplit], output_dir: str | os.PathLike[str],
                 consumer_parallelism: Mapping[str, int] | None = None, *,
-                split_batch_bytes: int = DEFAULT_SPLIT_BATCH_BYTES) -> SubtaskResult:
+                split_batch_bytes: int = DEFAULT_SPLIT_BATCH_BYTES,
+                fetch_missing: FetchMissing | None = None) -> SubtaskResult:
     """Run one subtask attempt to its end on this thread (see the module docstring).
 
     ``consumer_parallelism``: target vertex id -> its parallelism, for the output edges
-    (default: the graph's). Raises SubtaskFailed (PartitionNotFound for an input that
-    cannot be read) or SubtaskCancelled.
+    (default: the graph's). ``fetch_missing``: how input partitions written on another
+    machine are brought here (exchange.read_inputs). Raises SubtaskFailed
+    (PartitionNotFound for an input that cannot be read) or SubtaskCancelled.
     """
     started = time.monotonic()
     vertex = job.graph.vertex(vertex_id)
@@ -129,6 +132,7 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
             raise _failure(exc, vertex_id, subtask_index, attempt_id) from exc
     run = _Run(job, vertex, subtask_index, attempt_id, os.fspath(output_dir),
                dict(consumer_parallelism or {}))
+    run.fetch_missing = fetch_missing
     description = f"{job.graph.name}: {vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
     with (attempt_scope(spark.sparkContext, attempt_id, description) as cancelled,
           CounterScope(spark.sparkContext, job.counter_names) as counters):
@@ -179,6 +183,7 @@ class _Run:
         self.records_out = 0
         self.splits: list[int] = []
         self.partitions: list[ResultPartition] = []
+        self.fetch_missing: FetchMissing | None = None
         self.collected: dict[str, list[Any]] = {last.id: []} \
             if last.kind == plan.SINK_COLLECT else {}
 
@@ -195,7 +200,7 @@ class _Run:
             records_read = [source.records]
             operators = operators[1:]
         else:
-            read = read_inputs(work, inputs)
+            read = read_inputs(work, inputs, self.fetch_missing)
             streams = [stream for stream, _ in read]
             records_read = [records for _, records in read]
         for op in operators:

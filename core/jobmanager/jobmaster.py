@@ -34,6 +34,7 @@ from clusterdeck.core.executiongraph.restart import (
 )
 from clusterdeck.core.executiongraph.scheduler import Scheduler
 from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
+from clusterdeck.core.jobmanager.datapeers import DataPeers, fetch_unseen
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
 from clusterdeck.core.jobmanager.reconciliation import DeploymentReconciler
 from clusterdeck.core.jobmanager.reductions import reductions
@@ -59,6 +60,14 @@ SUBTASKS_PER_SNAPSHOT_SECOND = 2000  # a 1,000-subtask job: two snapshots a seco
 DEPLOY_TRIES = 3
 MAX_HISTORY = 20  # failures kept in a JobResult; the snapshot has them all
 PARTITION_REF_BYTES = 512  # generous encoded size of one ResultPartitionRef: pages fit
+
+
+def _files_the_client_reads(update: p.UpdateTaskExecutionState) -> tuple[str, ...]:
+    """The files of a finished task the JobManager must have before the task counts."""
+    result = update.result
+    if update.state is not ExecutionState.FINISHED or result is None:
+        return ()
+    return (result.collected_path,) if result.collected_path else ()
 
 
 def _located(splits: list[InputSplit]) -> list[InputSplit]:
@@ -112,6 +121,7 @@ class JobMaster(FencedRpcEndpoint):
         self._allocations: dict[SlotRef, str] = {}
         self._executors: dict[str, str] = {}  # TaskManager id -> TaskExecutor endpoint
         self._hosts: dict[str, str] = {}
+        self._data_peers = DataPeers(str(work_dir))
         self._snapshot_due = False
         self._snapshot_level = 0  # the first of reductions() that fitted
         self._ended = False
@@ -219,6 +229,7 @@ class JobMaster(FencedRpcEndpoint):
         self._allocations[slot] = offer.allocation_id
         self._executors[offer.resource_id] = offer.endpoint_id
         self._hosts[offer.resource_id] = offer.host
+        self._data_peers.offered(offer)
         if self.scheduler is None or self._ended:
             self._free(slot)
             return
@@ -231,11 +242,33 @@ class JobMaster(FencedRpcEndpoint):
         self._check_attempt_host(update.attempt_id)
         if self.scheduler is None:
             return p.UpdateAcknowledged(update.attempt_id, False, "the job is not running")
-        out = self.scheduler.task_state_changed(update.attempt_id, update.state, time.time(),
-                                                failure=update.failure, result=update.result)
-        self._execute(out)
-        rejected = [i.reason for i in out if isinstance(i, ins.Rejected)]
+        unseen = _files_the_client_reads(update)
+        if unseen:  # applied once they are here: a finished task's rows are never lost
+            execution = self.graph.execution(update.attempt_id)
+            host = execution.taskmanager_id if execution is not None else None
+            self.on_main_thread(
+                self.run_in_worker(fetch_unseen, unseen, self._data_peers.endpoint(host),
+                                   str(self.work_dir), name="fetch"),
+                lambda _none, error: self._apply_update(update, error))
+            return p.UpdateAcknowledged(update.attempt_id, True, "")
+        rejected = self._apply_update(update)
         return p.UpdateAcknowledged(update.attempt_id, not rejected, "; ".join(rejected))
+
+    def _apply_update(self, update: p.UpdateTaskExecutionState,
+                      fetch_error: BaseException | None = None) -> list[str]:
+        """The update's transition; a FINISHED whose files could not be fetched is a
+        failure of the attempt instead, so failover runs it again."""
+        if self.scheduler is None or self._ended:
+            return ["the job is not running"]
+        state, failure = update.state, update.failure
+        if fetch_error is not None:
+            state, failure = ExecutionState.FAILED, TaskFailure(
+                "ResultNotFetched", f"the task finished, but what it left for the client "
+                f"could not be fetched: {fetch_error}")
+        out = self.scheduler.task_state_changed(update.attempt_id, state, time.time(),
+                                                failure=failure, result=update.result)
+        self._execute(out)
+        return [i.reason for i in out if isinstance(i, ins.Rejected)]
 
     def _check_attempt_host(self, attempt_id: str) -> None:
         """Only the TaskManager an attempt was deployed to speaks for it (when the
@@ -329,7 +362,8 @@ class JobMaster(FencedRpcEndpoint):
             jobmaster=self.endpoint_id, fencing_token=self.fencing_token,
             artifact_sha256=self.record.artifact_sha256, work_dir=str(self.work_dir),
             args=self.record.args, inputs=deploy.inputs, outputs=deploy.outputs,
-            task_timeout=self.record.task_timeout)
+            task_timeout=self.record.task_timeout,
+            data_endpoints=self._data_peers.for_inputs(deploy.inputs, slot.taskmanager_id))
         self._send_task(task, slot.taskmanager_id)
 
     def _send_task(self, task: p.SubmitTask, taskmanager_id: str, tries: int = 0) -> None:

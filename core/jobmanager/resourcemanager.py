@@ -186,10 +186,11 @@ class ResourceManager(FencedRpcEndpoint):
             assert registration is not None
             gateway = self.rpc_service.gateway(JobMasterGateway, allocation.request.jobmaster,
                                                self.fencing_token)
+            registered = registration.request
             gateway.offer_slot(p.OfferSlot(
                 allocation.request.allocation_id, allocation.slot.resource_id,
-                registration.request.endpoint_id, registration.request.host,
-                allocation.slot.index))
+                registered.endpoint_id, registered.host, allocation.slot.index,
+                registered.data_url, registered.data_fingerprint, registered.data_key))
         if made:
             self._publish_snapshot()
 

@@ -15,13 +15,18 @@ from clusterdeck.core.protocol.failures import FailureRecord, TaskFailure
 from clusterdeck.core.protocol.jobgraph import InputSplit, JobGraph
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
-from clusterdeck.core.protocol.wiring import EdgeInput, EdgeOutput, ResultPartitionRef
+from clusterdeck.core.protocol.wiring import (
+    DataEndpoint,
+    EdgeInput,
+    EdgeOutput,
+    ResultPartitionRef,
+)
 from clusterdeck.core.rpc import message
 
 # 2: JobSnapshot.graph and ExecutionStateEvent.failure are typed; 3: offloaded deployment
 # inputs, execution reports for reconciliation, a paged job list; 4: qualified endpoints
 # and replies on client-id topics (rpc/taskexecutor/<cluster>.<id>, reply/<cluster>.<id>)
-PROTOCOL_VERSION = 7
+PROTOCOL_VERSION = 8
 
 # -- presence and leadership (retained) -------------------------------------------------
 
@@ -98,6 +103,9 @@ class RegisterTaskManager:
     host: str
     pid: int
     slot_report: SlotReport
+    data_url: str = ""  # its data service (core/dataservice), "" when it runs none
+    data_fingerprint: str = ""
+    data_key: str = ""
 
 
 @message
@@ -404,6 +412,9 @@ class OfferSlot:
     endpoint_id: str
     host: str
     slot_index: int
+    data_url: str = ""  # the TaskManager's data service, as it registered it
+    data_fingerprint: str = ""
+    data_key: str = ""
 
 
 @message
@@ -434,7 +445,9 @@ class SubmitTask:
     ``inputs_offloaded``: a consumer of thousands of producers would not fit in one frame;
     its ``inputs`` then name the edges with no partitions, and the task asks its JobMaster
     for them page by page (RequestInputPartitions), as Flink offloads a large deployment
-    descriptor's shuffle descriptors."""
+    descriptor's shuffle descriptors. ``data_endpoints``: the data services of the
+    TaskManagers that wrote its input partitions, each with a capability for this job's
+    work dir, for partitions the task cannot see on its own disk (core/dataservice)."""
 
     job_id: str
     graph: JobGraph
@@ -454,6 +467,7 @@ class SubmitTask:
     outputs: tuple[EdgeOutput, ...] = ()
     task_timeout: float = 0.0
     inputs_offloaded: bool = False
+    data_endpoints: tuple[DataEndpoint, ...] = ()
 
 
 @message

@@ -81,3 +81,17 @@ def check_edge(edge: JobEdge, producer_parallelism: int, consumer_parallelism: i
         raise ValueError(
             f"FORWARD edge {edge.source} -> {edge.target} needs equal parallelism, got "
             f"{producer_parallelism} and {consumer_parallelism}")
+
+
+@dataclass(frozen=True)
+class DataEndpoint:
+    """Where a TaskManager's data service is and what opens one job's files there.
+
+    ``url``: ``http://host:port`` on loopback, ``https://...`` beyond; ``fingerprint``:
+    the SHA-256 of its self-signed certificate, the only one a client accepts ("" for
+    http); ``capability``: for the job's work dir only (core/dataservice/capability.py)."""
+
+    taskmanager_id: str
+    url: str
+    fingerprint: str
+    capability: str

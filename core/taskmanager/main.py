@@ -18,6 +18,7 @@ from clusterdeck.core.node.service import (
     setup_logging,
     wait_for_termination,
 )
+from clusterdeck.core.taskmanager.dataplane import start_data_plane
 from clusterdeck.core.taskmanager.taskexecutor import TaskExecutor
 
 log = logging.getLogger(__name__)
@@ -54,13 +55,18 @@ def run_taskmanager(config: Config, resource_id: str | None = None,
         refusal.append(reason)
         os.kill(os.getpid(), signal.SIGTERM)
 
-    executor = TaskExecutor(config, resource_id, service.instance_id, on_refused=refused)
+    scratch = paths.cluster_dir(config["cluster.id"]) / "taskmanagers" / resource_id
+    data_plane = start_data_plane(config, service.address, scratch)
+    executor = TaskExecutor(config, resource_id, service.instance_id, on_refused=refused,
+                            data_plane=data_plane)
     service.start_endpoint(executor)
-    log.info("TaskManager %s started with %d slots", resource_id, config["taskmanager.slots"])
+    log.info("TaskManager %s started with %d slots; data service at %s", resource_id,
+             config["taskmanager.slots"], data_plane.address.url)
     try:
         disconnected = wait_for_termination(service, config["broker.reconnect-timeout"])
     finally:
         service.close()
+        data_plane.server.stop()
     if disconnected:
         return exitcodes.DISCONNECTED
     if refusal:

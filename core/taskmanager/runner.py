@@ -25,6 +25,7 @@ from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.wiring import ResultPartitionRef
 from clusterdeck.core.taskmanager.attemptlogs import safe_name
+from clusterdeck.core.taskmanager.partitionfetch import fetcher
 
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)?)"
                              r"(?::\s?(.*))?$")
@@ -55,7 +56,7 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any) ->
     try:
         result = run_subtask(spark, job, deployment.vertex_id, deployment.subtask,
                              deployment.attempt_id, input_partitions(deployment),
-                             task.splits(), output_dir)
+                             task.splits(), output_dir, fetch_missing=fetcher(deployment))
     except PartitionNotFound:
         raise  # not the user's: its type and lost producers reach the JobMaster as they are
     except SubtaskFailed as failure:  # a failed script's output is shown as well

@@ -42,6 +42,7 @@ from clusterdeck.core.rpc import (
 from clusterdeck.core.supervisor import RESTARTS_ENV
 from clusterdeck.core.taskmanager.artifacts import load_artifact
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
+from clusterdeck.core.taskmanager.dataplane import DataPlane
 from clusterdeck.core.taskmanager.deployment import with_inputs
 from clusterdeck.core.taskmanager.runner import run_task
 from clusterdeck.core.taskmanager.slots import SlotTable
@@ -61,7 +62,8 @@ def endpoint_id_of(resource_id: str) -> str:
 
 class TaskExecutor(RpcEndpoint):
     def __init__(self, config: Config, resource_id: str, instance_id: str,
-                 on_refused: Callable[[str], None] | None = None) -> None:
+                 on_refused: Callable[[str], None] | None = None,
+                 data_plane: DataPlane | None = None) -> None:
         super().__init__(endpoint_id_of(resource_id))
         self.config = config
         self.resource_id = resource_id
@@ -75,6 +77,7 @@ class TaskExecutor(RpcEndpoint):
         self._attempt = 0
         self._retry_pending = False
         self._on_refused = on_refused
+        self.data_plane = data_plane
         self._os_process = psutil.Process()
         self.host = socket.gethostname()
         self.tasks: dict[str, Task] = {}
@@ -215,11 +218,19 @@ class TaskExecutor(RpcEndpoint):
             cluster_id=self.config["cluster.id"], protocol_version=p.PROTOCOL_VERSION,
             resource_id=self.resource_id, instance_id=self.instance_id,
             endpoint_id=self.endpoint_id, host=socket.gethostname(), pid=os.getpid(),
-            slot_report=self._slot_report())
+            slot_report=self._slot_report(), **self._data_service())
         timeout = min(self.config["rpc.ask-timeout"], max(1.0, self._backoff * 4))
         future = self._rm_gateway().register_task_manager(request, timeout)
         self.on_main_thread(future, lambda answer, error: self._on_registration_answer(
             attempt, answer, error))
+
+    def _data_service(self) -> dict[str, str]:
+        """What the registration announces of the data service (nothing without one)."""
+        plane = self.data_plane
+        if plane is None:
+            return {}
+        return {"data_url": plane.address.url, "data_fingerprint": plane.address.fingerprint,
+                "data_key": plane.key}
 
     def _on_registration_answer(self, attempt: int, answer: Any,
                                 error: BaseException | None) -> None:

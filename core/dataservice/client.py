@@ -1,0 +1,123 @@
+"""Fetching a file from another TaskManager's data service into the same path here.
+
+A consumer that cannot see a producer's result partition on its own disk, and the
+JobManager that cannot see a task's collected rows, fetch the file from the TaskManager
+that wrote it. The copy goes to ``<path>.part`` and is renamed when whole, so a reader
+never sees half a file; a transfer that breaks is resumed with a range request
+(``tries`` times) from where it stopped. Every failure is a FetchError that says which
+TaskManager, which file and why: the caller turns it into the attempt's cause.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import ssl
+from urllib.parse import urlencode, urlsplit
+
+from clusterdeck.core.dataservice.selfsigned import fingerprint_of
+from clusterdeck.core.dataservice.server import FILE_ROUTE
+from clusterdeck.core.protocol.wiring import DataEndpoint
+
+CHUNK = 1024 * 1024
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_TRIES = 3
+
+
+class FetchError(Exception):
+    """A file could not be fetched; ``missing`` when the TaskManager answered that it
+    does not have it (as opposed to not answering at all)."""
+
+    def __init__(self, message: str, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
+def fetch_file(endpoint: DataEndpoint, root: str, path: str, dest: str | None = None, *,
+               timeout: float = DEFAULT_TIMEOUT, tries: int = DEFAULT_TRIES) -> int:
+    """Copy ``path`` (under the job work dir ``root``) from ``endpoint`` to ``dest`` here
+    (default: the same path); returns its size in bytes."""
+    relative = os.path.relpath(path, root)
+    dest = dest or path
+    partial = f"{dest}.part"
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    got, total, problem = 0, None, ""
+    with open(partial, "wb"):
+        pass
+    try:
+        for _ in range(max(1, tries)):
+            try:
+                got, total = _transfer(endpoint, root, relative, partial, got, timeout)
+            except (OSError, http.client.HTTPException) as error:
+                problem = f"{type(error).__name__}: {error}"
+                got = os.path.getsize(partial)
+                continue
+            os.replace(partial, dest)
+            return total
+        raise FetchError(f"{_where(endpoint, path)}: {problem} (after {tries} tries, "
+                         f"{got} of {'?' if total is None else total} bytes)")
+    finally:
+        if os.path.exists(partial):
+            os.unlink(partial)
+
+
+def _transfer(endpoint: DataEndpoint, root: str, relative: str, partial: str, got: int,
+              timeout: float) -> tuple[int, int]:
+    """One request: the file from byte ``got`` on, appended to ``partial``."""
+    connection = _connect(endpoint, timeout)
+    try:
+        headers = {"Authorization": f"Bearer {endpoint.capability}"}
+        if got:
+            headers["Range"] = f"bytes={got}-"
+        connection.request("GET", f"{FILE_ROUTE}?{urlencode({'root': root, 'path': relative})}",
+                           headers=headers)
+        response = connection.getresponse()
+        if response.status not in (200, 206) or (got and response.status != 206):
+            reason = response.read(512).decode("utf-8", "replace")
+            raise FetchError(f"{_where(endpoint, os.path.join(root, relative))}: "
+                             f"{response.status} {reason}", missing=response.status == 404)
+        length = int(response.getheader("Content-Length", "-1"))
+        with open(partial, "ab") as out:
+            while chunk := response.read(CHUNK):
+                out.write(chunk)
+                got += len(chunk)
+        if length >= 0 and got - _start(response) != length:
+            raise http.client.IncompleteRead(b"", length)
+        return got, got
+    finally:
+        connection.close()
+
+
+def _start(response: http.client.HTTPResponse) -> int:
+    content_range = response.getheader("Content-Range", "")
+    if response.status == 206 and content_range.startswith("bytes "):
+        return int(content_range[6:].split("-", 1)[0])
+    return 0
+
+
+def _connect(endpoint: DataEndpoint, timeout: float) -> http.client.HTTPConnection:
+    url = urlsplit(endpoint.url)
+    if url.hostname is None or url.port is None or url.scheme not in ("http", "https"):
+        raise FetchError(f"TaskManager {endpoint.taskmanager_id} announced no usable data "
+                         f"service address ({endpoint.url!r})")
+    if url.scheme == "http":
+        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=timeout)
+        connection.connect()
+        return connection
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False  # the certificate is pinned by fingerprint instead
+    context.verify_mode = ssl.CERT_NONE
+    connection = http.client.HTTPSConnection(url.hostname, url.port, timeout=timeout,
+                                             context=context)
+    connection.connect()
+    der = connection.sock.getpeercert(binary_form=True) if connection.sock else None
+    if not der or fingerprint_of(der) != endpoint.fingerprint:
+        connection.close()
+        raise FetchError(f"TaskManager {endpoint.taskmanager_id} at {endpoint.url} showed a "
+                         f"certificate other than the one it registered with")
+    return connection
+
+
+def _where(endpoint: DataEndpoint, path: str) -> str:
+    return f"{os.path.basename(path)} from TaskManager {endpoint.taskmanager_id} at {endpoint.url}"
+

@@ -1,0 +1,57 @@
+"""The data services of a job's TaskManagers, as its JobMaster knows them.
+
+Each slot offer carries its TaskManager's data service and key (from the registration).
+The JobMaster hands each consumer it deploys the endpoints of the TaskManagers that
+wrote its inputs, each with a capability for this job's work dir only, and uses them
+itself to fetch what a task left on a disk this machine cannot see (collected rows) before
+the task counts as finished, so nothing the client needs lives only on a TaskManager.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+
+from clusterdeck.core.dataservice.capability import capability
+from clusterdeck.core.dataservice.client import FetchError, fetch_file
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.wiring import DataEndpoint, EdgeInput
+
+
+class DataPeers:
+    """Main thread of the JobMaster only."""
+
+    def __init__(self, work_dir: str) -> None:
+        self.work_dir = work_dir
+        self._endpoints: dict[str, DataEndpoint] = {}
+
+    def offered(self, offer: p.OfferSlot) -> None:
+        """Remember the offering TaskManager's data service (its latest registration's)."""
+        if offer.data_url and offer.data_key:
+            self._endpoints[offer.resource_id] = DataEndpoint(
+                offer.resource_id, offer.data_url, offer.data_fingerprint,
+                capability(offer.data_key, self.work_dir))
+
+    def endpoint(self, taskmanager_id: str | None) -> DataEndpoint | None:
+        return self._endpoints.get(taskmanager_id or "")
+
+    def for_inputs(self, inputs: Iterable[EdgeInput], consumer: str
+                   ) -> tuple[DataEndpoint, ...]:
+        """The endpoints of the TaskManagers (other than ``consumer``'s) whose partitions
+        the inputs name: at most one per TaskManager, however many partitions."""
+        producers = {ref.taskmanager_id for edge in inputs for ref in edge.partitions}
+        producers.discard(consumer)
+        return tuple(self._endpoints[t] for t in sorted(p for p in producers if p)
+                     if t in self._endpoints)
+
+
+def fetch_unseen(paths: Sequence[str], endpoint: DataEndpoint | None, root: str) -> None:
+    """Worker thread: copy each of ``paths`` this machine cannot see from the TaskManager
+    that wrote it; raises FetchError naming the first that cannot be had."""
+    for path in paths:
+        if os.path.isfile(path):
+            continue
+        if endpoint is None:
+            raise FetchError(f"{os.path.basename(path)} is not on this machine and its "
+                             f"TaskManager announced no data service")
+        fetch_file(endpoint, root, path)

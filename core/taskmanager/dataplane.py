@@ -1,0 +1,55 @@
+"""Starting a TaskManager's data service, under the broker's rule for encryption.
+
+The service listens where its peers can reach it: on loopback when the broker is on
+loopback (every TaskManager is on this machine then), on every interface otherwise,
+announcing the address this machine reaches the broker from (a peer that reaches the
+broker most likely reaches us the same way). Beyond loopback it speaks TLS, as the
+broker does (docs/security.md); its certificate is self-signed and pinned through the
+registration (core/dataservice/selfsigned.py).
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusterdeck.broker.address import BrokerAddress
+from clusterdeck.broker.tls import is_loopback, is_wildcard
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.dataservice import capability
+from clusterdeck.core.dataservice.server import DataServer, DataServiceAddress
+
+
+@dataclass(frozen=True)
+class DataPlane:
+    """A started data service and what the registration announces of it."""
+
+    server: DataServer
+    address: DataServiceAddress
+    key: str
+
+
+def start_data_plane(config: Config, broker: BrokerAddress, scratch: Path) -> DataPlane:
+    bind = config["taskmanager.data.bind"]
+    if bind == "auto":
+        bind = "127.0.0.1" if is_loopback(broker.host) else "0.0.0.0"
+    advertised = config["taskmanager.data.host"] or (
+        bind if not is_wildcard(bind) else _address_towards(broker.host, broker.port))
+    encrypted = config["taskmanager.data.tls"] == "always" or not is_loopback(bind)
+    key = capability.new_key()
+    server = DataServer(key, max_connections=config["taskmanager.data.max-connections"])
+    address = server.start(bind, advertised, scratch / "tls" if encrypted else None,
+                           port=config["taskmanager.data.port"])
+    return DataPlane(server, address, key)
+
+
+def _address_towards(host: str, port: int) -> str:
+    """This machine's address on the route to ``host`` (a UDP connect sends nothing)."""
+    try:
+        info = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)[0]
+        with socket.socket(info[0], socket.SOCK_DGRAM) as probe:
+            probe.connect(info[4])
+            return str(probe.getsockname()[0])
+    except OSError:
+        return socket.gethostname()

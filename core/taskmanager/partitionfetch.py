@@ -1,0 +1,88 @@
+"""Bringing a consumer's input partitions here from the TaskManagers that wrote them.
+
+A partition its consumer cannot see on this machine's disk (the producer ran on another
+machine) is fetched from the producer TaskManager's data service (core/dataservice) into
+the same path here, so it is then read like any local one. The completion marker comes
+last: a copy broken half way is never taken for the partition, and the next attempt
+fetches again. Partitions are fetched a few at a time, on the slot thread's own pool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from clusterdeck.core.dataservice.client import FetchError, fetch_file
+from clusterdeck.core.engine.exchange import (
+    COMPLETE_FILE,
+    SCHEMA_FILE,
+    FetchMissing,
+    InputPartition,
+)
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.wiring import DataEndpoint
+
+PARALLEL_FETCHES = 4
+MAX_FILES = 100_000  # data files one partition's marker may list
+
+
+def fetcher(deployment: p.SubmitTask) -> FetchMissing:
+    """What fetches this deployment's missing partitions; answers why, for each that it
+    could not fetch."""
+    endpoints = {e.taskmanager_id: e for e in deployment.data_endpoints}
+
+    def fetch_missing(partitions: Sequence[InputPartition]) -> dict[InputPartition, str]:
+        with ThreadPoolExecutor(PARALLEL_FETCHES, thread_name_prefix="fetch") as pool:
+            outcomes = pool.map(lambda partition: _fetch(
+                endpoints.get(partition.producer.taskmanager_id or ""), deployment.work_dir,
+                partition), partitions)
+            pairs = zip(partitions, outcomes, strict=True)
+            return {partition: why for partition, why in pairs if why}
+    return fetch_missing
+
+
+def _fetch(endpoint: DataEndpoint | None, root: str, partition: InputPartition) -> str:
+    """"" once the partition is here, else why not."""
+    if endpoint is None:
+        return (f"nowhere to fetch it from: its TaskManager "
+                f"{partition.producer.taskmanager_id} is this one or announced no data service")
+    try:
+        mirror_partition(endpoint, root, partition.path)
+    except (FetchError, OSError, ValueError) as error:
+        return f"fetching it failed: {error}"
+    return ""
+
+
+def mirror_partition(endpoint: DataEndpoint, root: str, path: str,
+                     local_root: str | None = None) -> None:
+    """Copy the complete result partition at ``path`` (marker last) from ``endpoint``,
+    to the same path here (under ``local_root`` in place of ``root`` when given)."""
+    here = os.path.join(local_root, os.path.relpath(path, root)) if local_root else path
+    incoming = os.path.join(here, f"{COMPLETE_FILE}.fetched")
+    fetch_file(endpoint, root, os.path.join(path, COMPLETE_FILE), incoming)
+    with open(incoming, encoding="utf-8") as handle:  # the marker goes in place last
+        names = _data_file_names(json.load(handle))
+    for name in names:
+        if not os.path.isfile(os.path.join(here, name)):
+            fetch_file(endpoint, root, os.path.join(path, name), os.path.join(here, name))
+    edge_folder = os.path.dirname(os.path.normpath(path))
+    schema_here = os.path.join(os.path.dirname(os.path.normpath(here)), SCHEMA_FILE)
+    if not os.path.isfile(schema_here):
+        try:
+            fetch_file(endpoint, root, os.path.join(edge_folder, SCHEMA_FILE), schema_here)
+        except FetchError as error:
+            if not error.missing:
+                raise
+    os.replace(incoming, os.path.join(here, COMPLETE_FILE))
+
+
+def _data_file_names(marker: object) -> list[str]:
+    """The marker's file names, refused unless each is a plain name in the folder."""
+    names = marker.get("files") if isinstance(marker, dict) else None
+    if not isinstance(names, list) or len(names) > MAX_FILES or not all(
+            isinstance(n, str) and n and "/" not in n and n not in (".", "..")
+            and not n.startswith(".") and "\x00" not in n for n in names):
+        raise ValueError("its completion marker is malformed")
+    return names
