@@ -178,6 +178,9 @@ class Scheduler:
                                          f"{state}")]
         if state is ExecutionState.RUNNING:
             return [self._move(execution, state, now)]
+        if state is ExecutionState.FINISHED and (stranded := self._stranded_splits(execution)):
+            return self.task_state_changed(attempt_id, ExecutionState.FAILED, now,
+                                           failure=stranded)
         if state is ExecutionState.FINISHED:
             execution.result = result
             out = [self._move(execution, state, now), *self._release(execution)]
@@ -203,6 +206,24 @@ class Scheduler:
         if split is not None:
             execution.input_splits.append(split)
         return [AssignSplit(attempt_id, split)]
+
+    def _stranded_splits(self, execution: Execution) -> TaskFailure | None:
+        """The last subtask of a source finishing while splits are left: they are bound
+        to hosts where none of its subtasks ran (files on one machine's own disk). Its
+        failure says so, and failover runs it again, perhaps there; a job never ends
+        FINISHED with part of its input."""
+        left = self.splits.remaining(execution.vertex_id)
+        vertex = self.graph.vertex(execution.vertex_id)
+        if not left or any(s.current is not execution and s.current.state
+                           is not ExecutionState.FINISHED for s in vertex.subtasks):
+            return None
+        hosts = sorted({host for split in left for host in split.hosts})
+        return TaskFailure("InputSplitUnreadable", (
+            f"{len(left)} input split(s) of {execution.vertex_id} were read by no subtask, "
+            f"e.g. {left[0].path or left[0].split_id}: they are files on the disk of "
+            f"{', '.join(hosts) or 'no known host'}, and no subtask of {execution.vertex_id} "
+            f"ran there. Start a TaskManager there, or name the input so every TaskManager "
+            f"reads it (a URL such as file:///shared/..., hdfs://..., s3a://...)."))
 
     def taskmanager_lost(self, taskmanager_id: str, cause: str,
                          now: float) -> list[Instruction]:

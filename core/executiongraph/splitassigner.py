@@ -1,7 +1,12 @@
 """The input split assigner: source subtasks pull their work one split at a time.
 
 Pulling balances the load (a fast subtask simply asks more often) and keeps locality: a
-requester gets a split stored on its own host when one is left. The assigner remembers
+requester gets a split stored on its own host when one is left. A split bound to hosts
+(a file on one machine's own disk: ``hosts``) goes to a requester on one of them only,
+never elsewhere to fail or read nothing; splits anyone reads (URLs, generated input) go
+to anyone. What is left when a source's last subtask finishes says which host it needs
+(``remaining``), so the job fails saying so rather than ends with part of its input.
+The assigner remembers
 which subtask holds which splits, so when an attempt fails its splits go back to the
 pool and the restarted attempt (or a sibling) reads them again; after a JobManager
 restart, the splits of subtasks restored as finished never return to it. Counters of handed-out
@@ -37,12 +42,15 @@ class InputSplitAssigner:
         self._returned.setdefault(vertex_id, Counter())
 
     def next_split(self, vertex_id: str, subtask: int, host: str | None) -> InputSplit | None:
-        """The next split for subtask ``subtask`` running on ``host``, a local one first;
-        None when the vertex has none left."""
+        """The next split for subtask ``subtask`` running on ``host``, a local one first,
+        then one anyone reads; None when the vertex has none left that ``host`` can read."""
         pool = self._pool.get(vertex_id)
         if not pool:
             return None
-        index = next((i for i, split in enumerate(pool) if host and host in split.hosts), 0)
+        index = next((i for i, split in enumerate(pool) if host and host in split.hosts),
+                     next((i for i, split in enumerate(pool) if not split.hosts), None))
+        if index is None:
+            return None
         split = pool.pop(index)
         self._held.setdefault((vertex_id, subtask), []).append(split)
         self._handed_out[vertex_id][split.split_id] += 1

@@ -71,8 +71,9 @@ def _files_the_client_reads(update: p.UpdateTaskExecutionState) -> tuple[str, ..
 
 
 def _located(splits: list[InputSplit]) -> list[InputSplit]:
-    """File splits are on this host's file system: the assigner then prefers TaskManagers
-    on this host for them (on a shared file system every host can read them anyway)."""
+    """File splits are on this host's disk: the assigner gives them to TaskManagers on
+    this host only (input on a shared mount is named by a URL, file:///..., and goes to
+    anyone)."""
     host = socket.gethostname()
     return [replace(s, hosts=(host,)) if s.path and not s.hosts else s for s in splits]
 

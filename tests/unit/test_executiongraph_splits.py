@@ -40,10 +40,14 @@ def test_a_split_stored_on_the_requesters_host_is_preferred():
     assert assigner.next_split("source", 0, host="host-b").split_id == 2
 
 
-def test_without_a_local_split_the_requester_gets_any_other():
-    assigner = InputSplitAssigner({"source": splits(2, hosts={0: ("host-a",), 1: ("host-a",)})})
+def test_a_split_bound_to_another_host_is_never_handed_out_here():
+    assigner = InputSplitAssigner({"source": splits(3, hosts={0: ("host-a",), 1: ("host-a",)})})
 
-    assert assigner.next_split("source", 0, host="host-z").split_id == 0
+    assert assigner.next_split("source", 0, host="host-z").split_id == 2  # unbound
+    assert assigner.next_split("source", 0, host="host-z") is None
+    assert assigner.next_split("source", 0, host=None) is None
+    assert [s.split_id for s in assigner.remaining("source")] == [0, 1]
+    assert assigner.next_split("source", 1, host="host-a").split_id == 0
 
 
 def test_returned_splits_go_back_to_the_pool_and_are_counted():
@@ -150,3 +154,24 @@ def test_restoring_a_split_that_is_not_in_the_pool_is_refused_and_changes_nothin
 
     assert [s.split_id for s in assigner.remaining("source")] == [1]
     assert assigner.held_by("source", 1) == []
+
+
+def test_a_source_finishing_with_splits_only_another_host_reads_fails_saying_where():
+    assigner = InputSplitAssigner({"source": splits(3, hosts={1: ("host-a",)})})
+    harness = Harness(word_count(sources=2, reducers=1), splits=assigner)
+    harness.start()
+    harness.grant_slots()
+    first, second = harness.attempt("source", 0), harness.attempt("source", 1)
+    while harness.scheduler.request_split(first, host="host-z")[0].split is not None:
+        pass
+    assert harness.scheduler.request_split(second, host="host-z")[0].split is None
+    harness.report(first, S.FINISHED)  # another subtask may still run on host-a
+    assert harness.graph.execution(first).state is S.FINISHED
+
+    harness.report(second, S.FINISHED)
+
+    assert harness.graph.execution(second).state is S.FAILED
+    cause = harness.graph.root_cause
+    assert cause.exception_type == "InputSplitUnreadable"
+    assert "host-a" in cause.message and "/data/part-1.txt" in cause.message
+    assert harness.scheduler.status is not JobStatus.FINISHED
