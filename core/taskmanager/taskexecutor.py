@@ -44,6 +44,7 @@ from clusterdeck.core.taskmanager.artifacts import load_artifact
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
 from clusterdeck.core.taskmanager.dataplane import DataPlane
 from clusterdeck.core.taskmanager.deployment import with_inputs
+from clusterdeck.core.taskmanager.jobfolders import claim, sweep
 from clusterdeck.core.taskmanager.runner import run_task
 from clusterdeck.core.taskmanager.slots import SlotTable
 from clusterdeck.core.taskmanager.spark import restart_spark, start_spark
@@ -315,6 +316,8 @@ class TaskExecutor(RpcEndpoint):
         jobmaster = self.rpc_service.gateway(JobMasterGateway, task.jobmaster,
                                              task.fencing_token)
         def run(spark: Any, job: LoadedJob, deployment: p.SubmitTask, t: Task) -> p.TaskResult:
+            if claim(deployment.work_dir):
+                self.run_async(self._sweep_job_folders, os.path.dirname(deployment.work_dir))
             return run_task(spark, job, with_inputs(deployment, jobmaster), t)
         running = Task(task, self.spark(), self._job(task), self._split_source(task,
                        jobmaster), run, self.attempt_logs,
@@ -326,6 +329,16 @@ class TaskExecutor(RpcEndpoint):
         self._report(jobmaster, p.UpdateTaskExecutionState(task.job_id, task.attempt_id,
                                                            ExecutionState.RUNNING))
         return p.TaskOperationResult(task.attempt_id, True)
+
+    def _sweep_job_folders(self, jobs_folder: str) -> None:
+        """Main thread: a task made a job folder on this machine; apply this machine's
+        job retention to such folders (core/taskmanager/jobfolders.py), on a worker."""
+        in_use = {t.deployment.work_dir for t in self.tasks.values()}
+        swept = self.run_in_worker(sweep, jobs_folder, self.config["jobstore.retention.max-jobs"],
+                                   self.config["jobstore.retention.max-age"], in_use,
+                                   name="job-retention")
+        self.on_main_thread(swept, lambda _gone, error: error and log.warning(
+            "could not apply job retention to %s: %s", jobs_folder, error))
 
     @handler(p.CancelTask, senders=(topics.JOBMANAGER,))
     def cancel_task(self, request: p.CancelTask) -> p.TaskOperationResult:
