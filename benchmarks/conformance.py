@@ -83,6 +83,7 @@ class Rule(Enum):
     LINES = "lines"    # the same lines, in any order (a multiset)
     SHAPE = "shape"    # the same text once values and layout are masked (see ``shape``)
     KINDS = "kinds"    # masked line by line, as a set: each kind of line at least once
+    SAMPLE = "sample"  # every line one of the program's ``population`` (a random sample)
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class Program:
     args: tuple[str, ...] = ()
     rule: Rule = Rule.EXACT
     why: str = ""                # why the rule is looser than EXACT
+    population: frozenset[str] = frozenset()  # Rule.SAMPLE: the lines it may print
 
     @property
     def path(self) -> str:
@@ -164,6 +166,10 @@ PROGRAMS: dict[str, Program] = {program.name: program for program in (
         "gradient_boosting_classification", "gradient_boosting_regression",
         "random_forest_classification", "random_forest_regression")),
     Program("mllib/word2vec.py", ("data/streaming/AFINN-111.txt",), Rule.SHAPE, NUMERIC),
+    Program("mllib/stratified_sampling_example.py", (), Rule.SAMPLE,
+            "prints an unseeded sampleByKey of six pairs: which ones differs on every run",
+            frozenset(str(pair) for pair in ((1, "a"), (1, "b"), (2, "c"), (2, "d"),
+                                             (2, "e"), (3, "f")))),
 )}
 
 
@@ -217,8 +223,11 @@ def shape(text: str) -> str:
     return _DASHES.sub("--", text)
 
 
-def same_stdout(rule: Rule, reference: str, candidate: str) -> bool:
+def same_stdout(rule: Rule, reference: str, candidate: str,
+                population: frozenset[str] = frozenset()) -> bool:
     ours, theirs = reference.splitlines(), candidate.splitlines()
+    if rule is Rule.SAMPLE:
+        return set(ours) <= population and set(theirs) <= population
     if rule is Rule.EXACT:
         return ours == theirs
     if rule is Rule.LINES:
@@ -537,13 +546,14 @@ def judge(entry: Program, reference: Run, candidate: Run, cluster_after: str = "
             same = "same exit status" if reference.exit_code == candidate.exit_code \
                 else f"under clusterdeck: {failure(candidate)}"
             output = "same stdout" if same_stdout(entry.rule, reference.stdout,
-                                                  candidate.stdout) else "stdout differs"
+                                                  candidate.stdout, entry.population) \
+                else "stdout differs"
             note = f"{failure(reference)} ({same}; {output})"
             if "examples/src/main/resources" in reference.stderr:
                 note = f"missing resource: {note}"
     elif candidate.exit_code != 0:
         verdict, note = Verdict.DIFFERS, f"fails under clusterdeck: {failure(candidate)}"
-    elif not same_stdout(entry.rule, reference.stdout, candidate.stdout):
+    elif not same_stdout(entry.rule, reference.stdout, candidate.stdout, entry.population):
         verdict = Verdict.DIFFERS
         note = first_difference(entry.rule, reference.stdout, candidate.stdout)
     elif reference.stdout == candidate.stdout and entry.rule is not Rule.EXACT:
