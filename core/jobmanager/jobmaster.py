@@ -67,7 +67,8 @@ def _files_the_client_reads(update: p.UpdateTaskExecutionState) -> tuple[str, ..
     result = update.result
     if update.state is not ExecutionState.FINISHED or result is None:
         return ()
-    return (result.collected_path,) if result.collected_path else ()
+    return tuple(path for path in (result.collected_path, result.stdout_path,
+                                   result.stderr_path) if path)
 
 
 def _located(splits: list[InputSplit]) -> list[InputSplit]:
