@@ -97,6 +97,10 @@ def cmd_run(config: Config, args: argparse.Namespace) -> int:
     if problem := check_java():
         print(f"clusterdeck: {problem}", file=sys.stderr)
         return EXIT_FAILED
+    if config["taskmanager.count"] == 0:
+        print("clusterdeck: run starts a cluster of its own for the job: it needs at least "
+              "one TaskManager (taskmanager.count)", file=sys.stderr)
+        return EXIT_FAILED
     cluster = LocalCluster(config)
     try:
         print(f"starting a local cluster ({config['taskmanager.count']} TaskManagers x "

@@ -72,6 +72,15 @@ def positive_int(value: Any) -> int:
     return number
 
 
+def non_negative_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"expected a whole number, got {value!r}")
+    number = int(value)
+    if number < 0:
+        raise ValueError("must be 0 or more")
+    return number
+
+
 def port(value: Any) -> int:
     if isinstance(value, bool):
         raise ValueError("expected a port number")
@@ -123,7 +132,8 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option("cluster.id", text, "default", "Name of the cluster; all its topics live under "
            "clusterdeck/<cluster.id>/ and its state under the data dir."),
-    Option("taskmanager.count", positive_int, 2, "TaskManagers started by `clusterdeck up`."),
+    Option("taskmanager.count", non_negative_int, 2, "TaskManagers started by `clusterdeck "
+           "up`; 0 for a JobManager whose TaskManagers all join from other machines."),
     Option("taskmanager.slots", positive_int, 2, "Task slots per TaskManager."),
     Option("heartbeat.interval", duration, 1.0, "Time between two heartbeats, both ways."),
     Option("heartbeat.timeout", duration, 6.0, "How long a silent peer is tolerated: the "

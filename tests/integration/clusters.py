@@ -65,8 +65,8 @@ class ClusterWatcher:
                       if t.state is p.TaskManagerState.REGISTERED)
 
     def wait_registered(self, ids: list[str], timeout: float = 30.0) -> p.ClusterOverview:
-        wait_for(lambda: set(ids) <= set(self.registered()), timeout,
-                 f"{ids} registered (now: {self.registered()})")
+        wait_for(lambda: self.latest is not None and set(ids) <= set(self.registered()),
+                 timeout, f"{ids} registered (now: {self.registered()})")
         assert self.latest is not None
         return self.latest
 
