@@ -175,27 +175,42 @@ def write_exchange(work: Work, stream: Stream, output_dir: str, edge: JobEdge,
         out.write(df.select(*payload).schema.json())
 
 
-def declare_partitions(output_dir: str, edge: JobEdge,
-                       consumer_parallelism: int) -> list[ResultPartition]:
+def declare_partitions(output_dir: str, edge: JobEdge, consumer_parallelism: int,
+                       records_written: int = 0) -> list[ResultPartition]:
     """Every result partition of the edge, its folder created (empty when nothing was
-    written to it) and marked complete, once the producer has finished writing."""
-    partitions = []
+    written to it) and marked complete, once the producer has finished writing.
+
+    Spark's executors write the files; when they do not share this machine's disk (a
+    Spark cluster behind the TaskManager, ``spark.master``) the files land where no
+    marker can list them, and the partitions would read as empty. ``records_written``
+    records with no data file in sight fail the producer instead (OutputNotVisible)."""
+    partitions, files = [], 0
     for partition in range(partitions_per_producer(edge.ship_strategy, consumer_parallelism)):
         path = result_partition_path(output_dir, edge.target, edge.input_index, partition)
         os.makedirs(path, exist_ok=True)
-        _mark_complete(path)
+        files += _mark_complete(path)
         partitions.append(ResultPartition(edge.target, edge.input_index, partition, path))
+    if records_written and not files:
+        folder = edge_dir(output_dir, edge.target, edge.input_index)
+        raise SubtaskFailed(
+            f"OutputNotVisible: {records_written} records were written for {edge.target}, "
+            f"but no data file is in {folder} on this machine: Spark's executors wrote them "
+            f"elsewhere. With a Spark cluster behind the TaskManagers (spark.master), the "
+            f"clusterdeck home's data folder must be on a filesystem the executors share "
+            f"(docs/distributed.md).", vertex_id=edge.target)
     return partitions
 
 
-def _mark_complete(path: str) -> None:
+def _mark_complete(path: str) -> int:
     """Write the partition's completion marker, listing its data files; written whole or
-    not at all (a rename), so a reader never takes half a list for the partition."""
+    not at all (a rename), so a reader never takes half a list for the partition.
+    Returns how many files it lists."""
     files = sorted(name for name in os.listdir(path) if _is_data_file(name))
     marker = os.path.join(path, COMPLETE_FILE)
     with open(f"{marker}.tmp", "w", encoding="utf-8") as out:
         json.dump({"files": files}, out)
     os.replace(f"{marker}.tmp", marker)
+    return len(files)
 
 
 def _is_data_file(name: str) -> bool:

@@ -258,7 +258,8 @@ class _Run:
     def finish(self) -> dict[str, list[str]]:
         for edge in self.outputs:
             self.partitions.extend(declare_partitions(
-                self.output_dir, edge, self.consumer_parallelism[edge.target]))
+                self.output_dir, edge, self.consumer_parallelism[edge.target],
+                self.records_out))
         if self.writer is None:
             return {}
         return {self.writer.op.id: self.writer.publish()}

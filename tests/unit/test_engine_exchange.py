@@ -140,3 +140,14 @@ def test_many_missing_partitions_name_three_and_count_the_rest() -> None:
     assert str(failure).endswith("; and 2 more")
     assert "\n" not in str(failure)  # one line: the failure's message is its first line
     assert failure.lost_producers == tuple(f"job/map#{i}/a0" for i in range(5))
+
+
+def test_records_written_where_this_machine_sees_no_file_fail_the_producer(tmp_path) -> None:
+    """A Spark cluster's executors wrote elsewhere: never marked as empty partitions."""
+    with pytest.raises(SubtaskFailed, match="OutputNotVisible: 7 records"):
+        declare_partitions(str(tmp_path / "map-1"), EDGE, consumer_parallelism=2,
+                           records_written=7)
+    assert [p.path for p in declare_partitions(str(tmp_path / "map-2"), EDGE, 2,
+                                               records_written=0)]
+    produce(tmp_path / "map-3")  # some file in sight: fine
+    declare_partitions(str(tmp_path / "map-3"), EDGE, 2, records_written=7)
