@@ -41,6 +41,7 @@ class ResourceManager(FencedRpcEndpoint):
     def __init__(self, config: Config, fencing_token: str | None = None) -> None:
         super().__init__(ENDPOINT_ID, fencing_token)
         self.cluster_id = config["cluster.id"]
+        self.spark_properties = config.spark_properties()  # handed to each TaskManager
         self.interval: float = config["heartbeat.interval"]
         self.registry = TaskManagerRegistry(self.cluster_id,
                                             config["resourcemanager.max-taskmanagers"])
@@ -79,7 +80,8 @@ class ResourceManager(FencedRpcEndpoint):
         assert registration is not None
         if outcome == "already":
             return p.AlreadyRegistered(registration.registration_id, self.endpoint_id,
-                                       self.fencing_token, self.interval)
+                                       self.fencing_token, self.interval,
+                                       self.spark_properties)
         self.heartbeats.monitor(request.resource_id, time.monotonic())
         busy = {s.index for s in request.slot_report.slots if s.allocation_id is not None}
         self.slots.add_taskmanager(request.resource_id, len(request.slot_report.slots), busy,
@@ -91,7 +93,8 @@ class ResourceManager(FencedRpcEndpoint):
                                  p.TaskManagerRegistered(self._info(registration)))
         self._publish_snapshot()
         return p.AcknowledgeRegistration(registration.registration_id, self.endpoint_id,
-                                         self.fencing_token, self.interval)
+                                         self.fencing_token, self.interval,
+                                         self.spark_properties)
 
     # -- liveness -------------------------------------------------------------------------------
 

@@ -115,6 +115,9 @@ class AcknowledgeRegistration:
     resource_manager: str
     fencing_token: str
     heartbeat_interval: float
+    # The cluster's spark.* settings: a TaskManager's session gets those its own
+    # configuration does not set (one on another machine has only its own file).
+    spark_properties: dict[str, str] = field(default_factory=dict)
 
 
 @message
@@ -126,6 +129,9 @@ class AlreadyRegistered:
     resource_manager: str
     fencing_token: str
     heartbeat_interval: float
+    # The cluster's spark.* settings: a TaskManager's session gets those its own
+    # configuration does not set (one on another machine has only its own file).
+    spark_properties: dict[str, str] = field(default_factory=dict)
 
 
 @message

@@ -79,6 +79,7 @@ class TaskExecutor(RpcEndpoint):
         self._retry_pending = False
         self._on_refused = on_refused
         self.data_plane = data_plane
+        self._spark_after_registration = False
         self._os_process = psutil.Process()
         self.host = socket.gethostname()
         self.tasks: dict[str, Task] = {}
@@ -104,8 +105,9 @@ class TaskExecutor(RpcEndpoint):
         service.subscribe(topics.presence("jobmanager"),
                           lambda _t, m: self.run_async(self._on_jobmanager_presence, m))
         restarted = os.environ.get(RESTARTS_ENV, "0") not in ("", "0")
-        if self.config["spark.start"] == "eager" and not restarted:
-            self.spark()
+        # Started once registered: the answer carries the cluster's Spark settings.
+        self._spark_after_registration = self.config["spark.start"] == "eager" \
+            and not restarted
         self._heartbeat_round()
 
     def on_stop(self) -> None:
@@ -242,6 +244,7 @@ class TaskExecutor(RpcEndpoint):
             self._backoff = self.config["registration.initial-backoff"]
             self._leader_heartbeats.monitor(RESOURCE_MANAGER, time.monotonic())
             log.info("registered at %s as %s", answer.resource_manager, self.resource_id)
+            self._take_cluster_spark_settings(answer.spark_properties)
             return
         if isinstance(answer, p.RefuseRegistration):
             log.error("registration refused: %s", answer.reason)
@@ -252,6 +255,20 @@ class TaskExecutor(RpcEndpoint):
             log.info("registration attempt failed (%s); retrying in %.1f s", error,
                      self._backoff)
         self._schedule_retry()
+
+    def _take_cluster_spark_settings(self, cluster: dict[str, str]) -> None:
+        """The cluster's ``spark.*`` settings under this TaskManager's own, for a session
+        not started yet; then the eager start waited for them."""
+        own = self.config.spark_properties()
+        wanted = {**cluster, **own}
+        if self._spark is None:
+            self.config = self.config.with_overrides(wanted)
+        elif wanted != own:
+            log.warning("the cluster's Spark settings differ from those this TaskManager's "
+                        "session started with; they apply after its restart")
+        if self._spark_after_registration:
+            self._spark_after_registration = False
+            self.spark()
 
     def _schedule_retry(self) -> None:
         if self._retry_pending:

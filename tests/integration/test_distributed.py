@@ -70,12 +70,12 @@ while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory
             ) -> Iterator[tuple[LocalCluster, list[NamespacedTaskManager]]]:
-    """A JobManager with no TaskManager of its own, and two in namespaces of their own."""
+    """A JobManager with no TaskManager of its own, and two in namespaces of their own;
+    the cluster's Spark setting is in the JobManager's configuration only."""
     skip_unless_namespaces()
     folder = tmp_path_factory.mktemp("namespaced")
     with running_cluster("auto", **{"taskmanager.count": 0, **SETTING}) as (local, watcher), \
-            namespaced_taskmanagers(local, 2, folder,
-                                    {**TASKMANAGER_CONFIG, **SETTING}) as taskmanagers:
+            namespaced_taskmanagers(local, 2, folder, TASKMANAGER_CONFIG) as taskmanagers:
         ids = [t.id for t in taskmanagers]
         try:
             watcher.wait_registered(ids, timeout=90)
