@@ -9,9 +9,9 @@ from the pyspark folder, as in ``benchmarks.conformance``:
 - **end to end**: the command's wall time, start to exit;
 - **job time**: under spark-submit, from the moment the script's SparkContext exists to
   the script's end, before the exit hooks stop Spark (a timer wrapped around the driver:
-  what is left once the JVM and the context are up); under clusterdeck, the job's duration as the JobManager records it
-  (``clusterdeck result JOB --json``: from the job's start to its end, scheduling and
-  deployment included).
+  what is left once the JVM and the context are up); under clusterdeck, the job's
+  duration as the JobManager records it (``clusterdeck result JOB --json``: from the
+  job's start to its end, scheduling and deployment included).
 
     python -m benchmarks.conformance_speed [--rounds 3] [--only GLOB ...]
 """

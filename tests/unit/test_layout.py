@@ -90,3 +90,11 @@ def test_a_lower_layer_importing_a_higher_one_breaks_the_contracts(
     broken = lint_imports(copy_of_the_tree / "pyproject.toml", copy_of_the_tree, env)
     assert broken.returncode != 0
     assert complaint in " ".join(broken.stdout.split()), broken.stdout
+
+
+def test_the_code_is_ruff_clean() -> None:
+    """What STYLE asks of every change, checked in CI like the import contracts."""
+    ruff = Path(sys.executable).parent / "ruff"
+    result = subprocess.run([str(ruff), "check", "--no-cache", str(REPO)], cwd=REPO,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
