@@ -22,7 +22,8 @@ While it runs, on its thread only:
   SparkContext (``newSession()``: the script's SQL settings and temporary views stay its
   own; builder options that can change at runtime are applied to it, the rest ignored);
 * ``SparkContext(...)`` returns the TaskManager's running SparkContext;
-* ``spark.stop()`` and ``sc.stop()`` do nothing, so the TaskManager keeps its Spark.
+* ``spark.stop()`` and ``sc.stop()`` do nothing, and ``ssc.stop(stopSparkContext=True)``
+  stops the streams only, so the TaskManager keeps its Spark.
 
 Its Spark jobs run in the attempt's job group, so ``cancel_subtask`` stops them. An
 exception or ``sys.exit(non-zero)`` is a failure; the traceback is kept and also written
@@ -242,6 +243,15 @@ def _context_stop(self: SparkContext) -> None:
         _originals["context_stop"](self)
 
 
+def _streaming_stop(self: Any, stopSparkContext: bool = True,
+                    stopGraceFully: bool = False) -> None:
+    """A script's ``ssc.stop(stopSparkContext=True)`` stops its streams only: through the
+    JVM it would stop the TaskManager's SparkContext, which every later task needs."""
+    if _script_session() is not None:
+        stopSparkContext = False
+    _originals["streaming_stop"](self, stopSparkContext, stopGraceFully)
+
+
 def _context_new(cls: type, *args: Any, **kwargs: Any) -> Any:
     active = SparkContext._active_spark_context
     if _script_session() is not None and active is not None:
@@ -256,13 +266,17 @@ def _context_init(self: SparkContext, *args: Any, **kwargs: Any) -> None:
 
 
 def _patch() -> None:
+    from pyspark.streaming import StreamingContext
+
     _originals.update(getOrCreate=SparkSession.Builder.getOrCreate,
                       session_stop=SparkSession.stop, context_stop=SparkContext.stop,
                       context_init=SparkContext.__init__,
-                      context_new=SparkContext.__dict__.get("__new__"))
+                      context_new=SparkContext.__dict__.get("__new__"),
+                      streaming_stop=StreamingContext.stop)
     SparkSession.Builder.getOrCreate = _get_or_create
     SparkSession.stop = _session_stop
     SparkContext.stop = _context_stop
+    StreamingContext.stop = _streaming_stop
     SparkContext.__init__ = _context_init
     SparkContext.__new__ = staticmethod(_context_new)
     sparkpaths.patch()
@@ -276,6 +290,9 @@ def _unpatch() -> None:
     SparkSession.stop = _originals["session_stop"]
     SparkContext.stop = _originals["context_stop"]
     SparkContext.__init__ = _originals["context_init"]
+    from pyspark.streaming import StreamingContext
+
+    StreamingContext.stop = _originals["streaming_stop"]
     if _originals["context_new"] is not None:
         SparkContext.__new__ = _originals["context_new"]
     # Else ours stays: outside a script it is object.__new__. Deleting an assigned

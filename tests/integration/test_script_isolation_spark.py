@@ -149,3 +149,30 @@ def test_a_script_that_changes_directory_moves_neither_the_process_nor_the_next_
     """)
     assert run_pyspark_script(spark, unplaced, [], "chdir-unplaced").exit_code == 0
     assert os.getcwd() == process_cwd
+
+
+STOPS_ITS_STREAMS_AND_CONTEXT = """
+    import time
+    from pyspark import SparkContext
+    from pyspark.streaming import StreamingContext
+    sc = SparkContext(appName="queue")
+    ssc = StreamingContext(sc, 0.5)
+    stream = ssc.queueStream([sc.parallelize(range(10))])
+    stream.foreachRDD(lambda rdd: print("batch", rdd.count()))
+    ssc.start()
+    time.sleep(1.5)
+    ssc.stop(stopSparkContext=True, stopGraceFully=True)
+    print("stopped")
+"""
+
+
+def test_a_script_stopping_its_streaming_context_with_spark_leaves_spark_running(
+        spark, tmp_path):
+    """Spark's streaming examples end with ssc.stop(stopSparkContext=True): through the JVM
+    that would stop the TaskManager's SparkContext, and every later task would fail."""
+    run = run_pyspark_script(spark, script_file(tmp_path, STOPS_ITS_STREAMS_AND_CONTEXT), [],
+                             "streaming-stop")
+    assert run.exit_code == 0, run.stderr
+    assert run.stdout.endswith("stopped\n"), run.stdout
+    assert not spark.sparkContext._jsc.sc().isStopped()
+    assert spark.range(5).count() == 5
