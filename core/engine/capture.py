@@ -8,7 +8,9 @@ sees the original objects. The routers are installed by the first script to star
 removed when the last one ends (unless someone else replaced them meanwhile).
 
 Output written to the file descriptors directly (the JVM's log4j, C extensions) and
-output of threads the script starts itself is not captured.
+output of threads the script starts itself is not captured, except for functions bound
+with ``bound_to_this_thread`` (a DStream's ``foreachRDD``, which ``pprint`` uses, runs on
+Py4J's callback thread).
 """
 
 from __future__ import annotations
@@ -116,3 +118,20 @@ def thread_io(argv: Sequence[str]) -> Iterator[tuple[io.StringIO, io.StringIO]]:
     finally:
         _local.stdout = _local.stderr = _local.argv = None
         _uninstall()
+
+
+def bound_to_this_thread(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func``, printing into this thread's buffers (if it has any) on whatever thread
+    later calls it: for callbacks of the script that another thread runs."""
+    out, err = getattr(_local, "stdout", None), getattr(_local, "stderr", None)
+    if out is None:
+        return func
+
+    def bound(*args: Any, **kwargs: Any) -> Any:
+        previous = getattr(_local, "stdout", None), getattr(_local, "stderr", None)
+        _local.stdout, _local.stderr = out, err
+        try:
+            return func(*args, **kwargs)
+        finally:
+            _local.stdout, _local.stderr = previous
+    return bound

@@ -54,7 +54,7 @@ from pyspark.sql import SparkSession
 
 from clusterdeck.core.engine import scriptisolation, sparkpaths
 from clusterdeck.core.engine.cancellation import attempt_scope
-from clusterdeck.core.engine.capture import thread_io
+from clusterdeck.core.engine.capture import bound_to_this_thread, thread_io
 from clusterdeck.core.engine.scriptconf import SparkConfError, apply_settings
 from clusterdeck.core.engine.threadcwd import thread_working_directory
 from clusterdeck.core.jobapi.tracebacks import user_traceback
@@ -252,6 +252,16 @@ def _streaming_stop(self: Any, stopSparkContext: bool = True,
     _originals["streaming_stop"](self, stopSparkContext, stopGraceFully)
 
 
+def _foreach_rdd(self: Any, func: Callable[..., Any]) -> None:
+    """A script's DStream output (``pprint``, ``foreachRDD``) runs on Py4J's callback
+    thread: it prints into the script's output all the same."""
+    if _script_session() is not None:
+        per_batch = func if func.__code__.co_argcount != 1 else (  # pyspark's own test
+            lambda _time, rdd, single=func: single(rdd))
+        func = bound_to_this_thread(per_batch)  # takes *args: foreachRDD passes two
+    _originals["foreach_rdd"](self, func)
+
+
 def _context_new(cls: type, *args: Any, **kwargs: Any) -> Any:
     active = SparkContext._active_spark_context
     if _script_session() is not None and active is not None:
@@ -266,17 +276,19 @@ def _context_init(self: SparkContext, *args: Any, **kwargs: Any) -> None:
 
 
 def _patch() -> None:
-    from pyspark.streaming import StreamingContext
+    from pyspark.streaming import DStream, StreamingContext
 
     _originals.update(getOrCreate=SparkSession.Builder.getOrCreate,
                       session_stop=SparkSession.stop, context_stop=SparkContext.stop,
                       context_init=SparkContext.__init__,
                       context_new=SparkContext.__dict__.get("__new__"),
-                      streaming_stop=StreamingContext.stop)
+                      streaming_stop=StreamingContext.stop,
+                      foreach_rdd=DStream.foreachRDD)
     SparkSession.Builder.getOrCreate = _get_or_create
     SparkSession.stop = _session_stop
     SparkContext.stop = _context_stop
     StreamingContext.stop = _streaming_stop
+    DStream.foreachRDD = _foreach_rdd
     SparkContext.__init__ = _context_init
     SparkContext.__new__ = staticmethod(_context_new)
     sparkpaths.patch()
@@ -290,9 +302,10 @@ def _unpatch() -> None:
     SparkSession.stop = _originals["session_stop"]
     SparkContext.stop = _originals["context_stop"]
     SparkContext.__init__ = _originals["context_init"]
-    from pyspark.streaming import StreamingContext
+    from pyspark.streaming import DStream, StreamingContext
 
     StreamingContext.stop = _originals["streaming_stop"]
+    DStream.foreachRDD = _originals["foreach_rdd"]
     if _originals["context_new"] is not None:
         SparkContext.__new__ = _originals["context_new"]
     # Else ours stays: outside a script it is object.__new__. Deleting an assigned

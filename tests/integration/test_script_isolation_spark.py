@@ -174,5 +174,6 @@ def test_a_script_stopping_its_streaming_context_with_spark_leaves_spark_running
                              "streaming-stop")
     assert run.exit_code == 0, run.stderr
     assert run.stdout.endswith("stopped\n"), run.stdout
+    assert "batch 10\n" in run.stdout, run.stdout  # printed on Py4J's callback thread
     assert not spark.sparkContext._jsc.sc().isStopped()
     assert spark.range(5).count() == 5
