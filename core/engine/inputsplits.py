@@ -11,6 +11,9 @@ that starts mid-line skips to the next line, and a range reads past its end to f
 last line. Text files are cut; CSV and Parquet files are always read whole (a CSV
 header and quoted newlines, Parquet's row groups do not survive a byte cut).
 
+A URL (``s3a://``, ``hdfs://``, ``file://`` on a shared mount) is not listed here: it is
+one split, read whole by Spark's reader on the TaskManager that takes it (any of them).
+
 Collections and ranges are split into ``parallelism`` parts (``part`` of ``parts``).
 Nothing here uses Spark; ``read_lines`` runs inside Spark's Python workers.
 """
@@ -22,7 +25,7 @@ import os
 from collections.abc import Iterator, Sequence
 
 from clusterdeck.core.jobapi import plan
-from clusterdeck.core.protocol.jobgraph import InputSplit, JobVertex
+from clusterdeck.core.protocol.jobgraph import InputSplit, JobVertex, is_url
 
 DEFAULT_BLOCK_SIZE = 32 * 1024 * 1024
 SPLIT_SLOP = 1.1   # Hadoop's: do not cut off a last block smaller than 10% of a block
@@ -36,6 +39,9 @@ def resolve_paths(patterns: str | Sequence[str]) -> list[str]:
     patterns = [patterns] if isinstance(patterns, str) else list(patterns)
     files: list[str] = []
     for pattern in patterns:
+        if is_url(pattern):  # Spark lists and reads it where the split runs
+            files.append(pattern)
+            continue
         if _GLOB_CHARS & set(pattern):
             matches = sorted(glob.glob(pattern, recursive=True))
         else:
@@ -66,6 +72,9 @@ def plan_file_splits(paths_or_glob: str | Sequence[str], block_size: int = DEFAU
         raise ValueError(f"block_size must be positive, got {block_size}")
     splits: list[InputSplit] = []
     for path in resolve_paths(paths_or_glob):
+        if is_url(path):  # no size to cut by: one split, read whole by Spark
+            splits.append(InputSplit(first_split_id + len(splits), vertex_id, path=path))
+            continue
         size = os.path.getsize(path)
         if not splittable or size <= block_size * SPLIT_SLOP:
             splits.append(InputSplit(first_split_id + len(splits), vertex_id, path=path))

@@ -59,6 +59,7 @@ from clusterdeck.core.protocol.jobgraph import (
     JobVertex,
     OperatorSpec,
     ShipStrategy,
+    is_url,
 )
 
 DEFAULT_SPLIT_BATCH_BYTES = 64 * 1024 * 1024
@@ -277,6 +278,8 @@ def _batches(splits: Iterable[InputSplit], max_bytes: int) -> Iterator[list[Inpu
         batch.append(split)
         if split.length >= 0:
             size += split.length
+        elif split.path and is_url(split.path):
+            size = max_bytes  # no size known here: a URL is a batch of its own
         elif split.path:
             size += os.path.getsize(split.path)
         if size >= max_bytes:

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.counters import Counter
 from clusterdeck.core.jobapi.plan import InputRef, KeySpec, Transformation, UserCode
+from clusterdeck.core.protocol.jobgraph import is_url
 
 F = TypeVar("F", bound=Callable[..., Any])
 PathLike = str | os.PathLike[str]
@@ -68,13 +69,25 @@ def _paths(op_name: str, path: PathLike | Sequence[PathLike]) -> list[str]:
     if not items or not all(isinstance(item, str | os.PathLike) for item in items):
         raise TypeError(f"{op_name}(): a path is a file, a folder or a glob, or a list of them; "
                         f"got {path!r}")
-    return [os.path.abspath(os.path.expanduser(os.fspath(item))) for item in items]
+    return [_absolute(os.fspath(item)) for item in items]
 
 
 def _sink_path(op_name: str, path: PathLike) -> str:
     if not isinstance(path, str | os.PathLike):
         raise TypeError(f"{op_name}(): the output is one folder path, got {path!r}")
-    return os.path.abspath(os.path.expanduser(os.fspath(path)))
+    path = os.fspath(path)
+    if path.startswith("file://"):  # a shared mount: published with local renames
+        return os.path.abspath(path.removeprefix("file://"))
+    if is_url(path):
+        raise ValueError(f"{op_name}(): file sinks publish into a folder of the machine "
+                         f"that runs them; {path!r} is not one (write to a shared mount, "
+                         f"file:///..., or from a PySpark script)")
+    return _absolute(path)
+
+
+def _absolute(path: str) -> str:
+    """A local path made absolute against the submitter's folder; a URL as it is."""
+    return path if is_url(path) else os.path.abspath(os.path.expanduser(path))
 
 
 def _schema(op_name: str, schema: Any) -> str | None:

@@ -43,7 +43,7 @@ from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.failures import TaskFailure
 from clusterdeck.core.protocol.gateways import ResourceManagerGateway, TaskExecutorGateway
-from clusterdeck.core.protocol.jobgraph import InputSplit, JobKind
+from clusterdeck.core.protocol.jobgraph import InputSplit, JobKind, is_url
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from clusterdeck.core.protocol.wiring import EdgeInput
 from clusterdeck.core.rpc import (
@@ -76,7 +76,8 @@ def _located(splits: list[InputSplit]) -> list[InputSplit]:
     this host only (input on a shared mount is named by a URL, file:///..., and goes to
     anyone)."""
     host = socket.gethostname()
-    return [replace(s, hosts=(host,)) if s.path and not s.hosts else s for s in splits]
+    return [replace(s, hosts=(host,)) if s.path and not s.hosts and not is_url(s.path)
+            else s for s in splits]
 
 
 def _trimmed(failure: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ operator is matched by its ``id``, which the builder assigns in declaration orde
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -125,6 +126,15 @@ class JobGraph:
         )
         return JobGraph(name=data["name"], kind=JobKind(data["kind"]), vertices=vertices,
                         edges=edges, default_parallelism=int(data.get("default_parallelism", 1)))
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_url(path: str) -> bool:
+    """A path Spark reads the same from every machine (``s3a://``, ``hdfs://``,
+    ``file://`` on a shared mount): passed to Spark untouched, read by any TaskManager."""
+    return _URL.match(path) is not None
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,15 @@ def test_a_word_count_over_taskmanagers_sharing_no_folder_is_exact(client, tmp_p
     assert {word: count for word, count in collected_rows(result)} == dict(expected)
 
 
+def test_an_input_named_by_a_url_is_read_by_any_taskmanager(client, tmp_path) -> None:
+    """file:// names a shared mount: its split is bound to no host, Spark reads it."""
+    source, expected = words_file(tmp_path, lines=500)
+    result = wait_result(client, client.submit(EXAMPLES / "wordcount.py",
+                                               [f"file://{source}", "2"]))
+    assert result.status is JobStatus.FINISHED, result.root_cause
+    assert {word: count for word, count in collected_rows(result)} == dict(expected)
+
+
 def test_a_pyspark_scripts_output_and_the_clusters_spark_settings_reach_the_submitter(
         client, tmp_path) -> None:
     """Three scripts at once, each holding its slot until all have started: two slots per
