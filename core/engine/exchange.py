@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -263,28 +263,31 @@ def read_inputs(work: Work, inputs: Sequence[Sequence[InputPartition]],
     says why for those it cannot). Every partition is checked before any is read, so one
     PartitionNotFound names all that are missing and failover reruns their producers in
     one go."""
-    missing = _missing(inputs)
+    found, missing = _located(p for edge in inputs for p in edge)
     if missing and fetch_missing is not None:
         unfetched = fetch_missing(list(missing))
-        missing = {partition: f"{why}; {unfetched[partition]}"
-                   for partition, why in missing.items() if partition in unfetched}
-        missing.update(_missing([[p for p in edge if p not in missing] for edge in inputs]))
+        fetched, still = _located(p for p in missing if p not in unfetched)
+        found.update(fetched)
+        missing = {**{partition: f"{why}; {unfetched[partition]}"
+                      for partition, why in missing.items() if partition in unfetched},
+                   **still}
     if missing:
         raise PartitionNotFound(list(missing.items()), work.attempt_id)
-    return [_read_edge(work, [(partition.path, partition_files(partition.path))
-                              for partition in edge]) for edge in inputs]
+    return [_read_edge(work, [(partition.path, found[partition]) for partition in edge])
+            for edge in inputs]
 
 
-def _missing(inputs: Sequence[Sequence[InputPartition]]) -> dict[InputPartition, str]:
-    """The partitions that cannot be read here, each with why."""
+def _located(partitions: Iterable[InputPartition]
+             ) -> tuple[dict[InputPartition, list[str]], dict[InputPartition, str]]:
+    """The partitions' data files where they can be read here, and why for the others."""
+    found: dict[InputPartition, list[str]] = {}
     missing: dict[InputPartition, str] = {}
-    for edge in inputs:
-        for partition in edge:
-            try:
-                partition_files(partition.path)
-            except IncompletePartition as problem:
-                missing[partition] = str(problem)
-    return missing
+    for partition in partitions:
+        try:
+            found[partition] = partition_files(partition.path)
+        except IncompletePartition as problem:
+            missing[partition] = str(problem)
+    return found, missing
 
 
 class IncompletePartition(Exception):

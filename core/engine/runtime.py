@@ -132,8 +132,7 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
         except Exception as exc:
             raise _failure(exc, vertex_id, subtask_index, attempt_id) from exc
     run = _Run(job, vertex, subtask_index, attempt_id, os.fspath(output_dir),
-               dict(consumer_parallelism or {}))
-    run.fetch_missing = fetch_missing
+               dict(consumer_parallelism or {}), fetch_missing)
     description = f"{job.graph.name}: {vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
     with (attempt_scope(spark.sparkContext, attempt_id, description) as cancelled,
           CounterScope(spark.sparkContext, job.counter_names) as counters):
@@ -166,7 +165,8 @@ class _Run:
     """The state of one attempt across its batches (slot thread only)."""
 
     def __init__(self, job: LoadedJob, vertex: JobVertex, subtask_index: int,
-                 attempt_id: str, output_dir: str, consumer_parallelism: dict[str, int]) -> None:
+                 attempt_id: str, output_dir: str, consumer_parallelism: dict[str, int],
+                 fetch_missing: FetchMissing | None = None) -> None:
         self.job = job
         self.vertex = vertex
         self.subtask_index = subtask_index
@@ -184,7 +184,7 @@ class _Run:
         self.records_out = 0
         self.splits: list[int] = []
         self.partitions: list[ResultPartition] = []
-        self.fetch_missing: FetchMissing | None = None
+        self.fetch_missing = fetch_missing
         self.collected: dict[str, list[Any]] = {last.id: []} \
             if last.kind == plan.SINK_COLLECT else {}
 
