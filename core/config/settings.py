@@ -63,22 +63,21 @@ def size(value: Any) -> int:
     return number
 
 
-def positive_int(value: Any) -> int:
+def _whole_number(value: Any, least: int, why: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise ValueError(f"expected a whole number, got {value!r}")
     number = int(value)
-    if number < 1:
-        raise ValueError("must be at least 1")
+    if number < least:
+        raise ValueError(why)
     return number
+
+
+def positive_int(value: Any) -> int:
+    return _whole_number(value, 1, "must be at least 1")
 
 
 def non_negative_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ValueError(f"expected a whole number, got {value!r}")
-    number = int(value)
-    if number < 0:
-        raise ValueError("must be 0 or more")
-    return number
+    return _whole_number(value, 0, "must be 0 or more")
 
 
 def port(value: Any) -> int:
