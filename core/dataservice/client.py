@@ -2,9 +2,11 @@
 
 A consumer that cannot see a producer's result partition on its own disk, and the
 JobManager that cannot see a task's collected rows, fetch the file from the TaskManager
-that wrote it. The copy goes to ``<path>.part`` and is renamed when whole, so a reader
-never sees half a file; a transfer that breaks is resumed with a range request
-(``tries`` times) from where it stopped. Every failure is a FetchError that says which
+that wrote it. The copy goes to a hidden file of its own beside the destination and is
+renamed when whole, so a reader never sees half a file and two fetches of one file (two
+slots reading partitions of one producer need its edge's schema) never write into each
+other; a transfer that breaks is resumed with a range request (``tries`` times) from
+where it stopped. Every failure is a FetchError that says which
 TaskManager, which file and why: the caller turns it into the attempt's cause.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import http.client
 import os
 import ssl
+import tempfile
 from urllib.parse import urlencode, urlsplit
 
 from clusterdeck.core.dataservice.selfsigned import fingerprint_of
@@ -39,11 +42,11 @@ def fetch_file(endpoint: DataEndpoint, root: str, path: str, dest: str | None = 
     (default: the same path); returns its size in bytes."""
     relative = os.path.relpath(path, root)
     dest = dest or path
-    partial = f"{dest}.part"
     os.makedirs(os.path.dirname(dest), exist_ok=True)
     got, total, problem = 0, None, ""
-    with open(partial, "wb"):
-        pass
+    handle, partial = tempfile.mkstemp(".part", f".{os.path.basename(dest)}.",
+                                       os.path.dirname(dest))
+    os.close(handle)
     try:
         for _ in range(max(1, tries)):
             try:

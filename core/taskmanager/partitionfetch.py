@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -58,24 +59,39 @@ def _fetch(endpoint: DataEndpoint | None, root: str, partition: InputPartition) 
 def mirror_partition(endpoint: DataEndpoint, root: str, path: str,
                      local_root: str | None = None) -> None:
     """Copy the complete result partition at ``path`` (marker last) from ``endpoint``,
-    to the same path here (under ``local_root`` in place of ``root`` when given)."""
+    to the same path here (under ``local_root`` in place of ``root`` when given). Two
+    slots may mirror one partition at once (a broadcast edge): every file lands whole by
+    a rename, so the second copy only replaces the first with the same bytes."""
     here = os.path.join(local_root, os.path.relpath(path, root)) if local_root else path
-    incoming = os.path.join(here, f"{COMPLETE_FILE}.fetched")
-    fetch_file(endpoint, root, os.path.join(path, COMPLETE_FILE), incoming)
-    with open(incoming, encoding="utf-8") as handle:  # the marker goes in place last
-        names = _data_file_names(json.load(handle))
-    for name in names:
-        if not os.path.isfile(os.path.join(here, name)):
-            fetch_file(endpoint, root, os.path.join(path, name), os.path.join(here, name))
-    edge_folder = os.path.dirname(os.path.normpath(path))
+    os.makedirs(here, exist_ok=True)
+    handle, incoming = tempfile.mkstemp(".fetched", f".{COMPLETE_FILE}.", here)
+    os.close(handle)
+    try:
+        fetch_file(endpoint, root, os.path.join(path, COMPLETE_FILE), incoming)
+        with open(incoming, encoding="utf-8") as marker:  # the marker goes in place last
+            names = _data_file_names(json.load(marker))
+        for name in names:
+            if not os.path.isfile(os.path.join(here, name)):
+                fetch_file(endpoint, root, os.path.join(path, name), os.path.join(here, name))
+        _mirror_schema(endpoint, root, path, here)
+        os.replace(incoming, os.path.join(here, COMPLETE_FILE))
+    finally:
+        if os.path.exists(incoming):
+            os.unlink(incoming)
+
+
+def _mirror_schema(endpoint: DataEndpoint, root: str, path: str, here: str) -> None:
+    """The producer edge's schema, beside the partition folders, unless already here (an
+    edge whose producer wrote no records may have none)."""
     schema_here = os.path.join(os.path.dirname(os.path.normpath(here)), SCHEMA_FILE)
-    if not os.path.isfile(schema_here):
-        try:
-            fetch_file(endpoint, root, os.path.join(edge_folder, SCHEMA_FILE), schema_here)
-        except FetchError as error:
-            if not error.missing:
-                raise
-    os.replace(incoming, os.path.join(here, COMPLETE_FILE))
+    if os.path.isfile(schema_here):
+        return
+    edge_folder = os.path.dirname(os.path.normpath(path))
+    try:
+        fetch_file(endpoint, root, os.path.join(edge_folder, SCHEMA_FILE), schema_here)
+    except FetchError as error:
+        if not error.missing:
+            raise
 
 
 def _data_file_names(marker: object) -> list[str]:

@@ -54,7 +54,7 @@ def test_a_file_arrives_whole_at_another_path(served, tmp_path: Path) -> None:
     size = fetch_file(endpoint_for(server, address, root), str(root), str(source), str(dest))
     assert size == len(data)
     assert dest.read_bytes() == data
-    assert not Path(f"{dest}.part").exists()
+    assert list(dest.parent.iterdir()) == [dest]  # no partial copy left beside it
 
 
 def test_a_missing_file_is_missing_and_leaves_nothing(served, tmp_path: Path) -> None:
@@ -65,7 +65,7 @@ def test_a_missing_file_is_missing_and_leaves_nothing(served, tmp_path: Path) ->
                    str(root / "partitions" / "a1" / "gone.parquet"), str(dest))
     assert caught.value.missing
     assert "taskmanager-2" in str(caught.value) and "404" in str(caught.value)
-    assert not dest.exists() and not Path(f"{dest}.part").exists()
+    assert list(dest.parent.iterdir()) == []
 
 
 def test_a_capability_opens_only_its_own_folder(served, tmp_path: Path) -> None:
@@ -214,6 +214,40 @@ def test_a_partition_is_mirrored_marker_last(served, tmp_path: Path) -> None:
         mirror_partition(endpoint_for(server, address, root), str(root), str(partition),
                          str(again))
     assert not (again / "partitions" / "a1" / "v2.0" / "__part=3" / "_complete.json").exists()
+
+
+def test_slots_mirroring_one_partition_at_once_all_get_it_whole(served,
+                                                                 tmp_path: Path) -> None:
+    """Consumers in several slots of one TaskManager fetch one producer's partition and
+    its edge's schema at the same moment: none fails, none sees a file written twice."""
+    server, address, root = served
+    partition = root / "partitions" / "a1" / "v2.0" / "__part=0"
+    partition.mkdir(parents=True)
+    data = os.urandom(2 * 1024 * 1024)
+    (partition / "part-0.parquet").write_bytes(data)
+    schema = '{"type": "struct", "fields": []}'
+    (partition.parent / "_schema.json").write_text(schema)
+    (partition / "_complete.json").write_text(json.dumps({"files": ["part-0.parquet"]}))
+    here, endpoint = tmp_path / "consumer", endpoint_for(server, address, root)
+    errors: list[BaseException] = []
+
+    def mirror() -> None:
+        try:
+            mirror_partition(endpoint, str(root), str(partition), str(here))
+        except BaseException as error:  # the test reports every one
+            errors.append(error)
+
+    threads = [threading.Thread(target=mirror) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    mirrored = here / "partitions" / "a1" / "v2.0" / "__part=0"
+    assert (mirrored / "part-0.parquet").read_bytes() == data
+    assert (mirrored.parent / "_schema.json").read_text() == schema
+    assert sorted(p.name for p in mirrored.iterdir()) == ["_complete.json", "part-0.parquet"]
+    assert sorted(p.name for p in mirrored.parent.iterdir()) == ["__part=0", "_schema.json"]
 
 
 def test_a_malformed_marker_is_refused(served, tmp_path: Path) -> None:
