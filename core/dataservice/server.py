@@ -21,6 +21,7 @@ import re
 import socket
 import ssl
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -50,8 +51,12 @@ class DataServiceAddress:
 class DataServer:
     """The file server; ``start`` binds and serves on a daemon thread, ``stop`` ends it."""
 
-    def __init__(self, key: str, *, max_connections: int = 16) -> None:
+    def __init__(self, key: str, *, max_connections: int = 16,
+                 locate: Callable[[str], str] = str) -> None:
+        """``locate``: where this machine keeps a job work dir that the capabilities and
+        requests name by the JobManager's path (itself, unless it could not be made)."""
         self.key = key
+        self.locate = locate
         self._slots = threading.BoundedSemaphore(max_connections)
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -158,7 +163,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not re.fullmatch(r"[0-9a-f]{64}", token) or not capability.allows(
                 self.server.owner.key, root, token):
             raise _Refused(HTTPStatus.FORBIDDEN, "no capability for that folder")
-        return served_path(root, relative)
+        return served_path(self.server.owner.locate(root), relative)
 
     def _send_file(self, handle: Any, size: int, body: bool) -> None:
         try:

@@ -11,6 +11,7 @@ registration (core/dataservice/selfsigned.py).
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +31,9 @@ class DataPlane:
     key: str
 
 
-def start_data_plane(config: Config, broker: BrokerAddress, scratch: Path) -> DataPlane:
+def start_data_plane(config: Config, broker: BrokerAddress, scratch: Path,
+                     locate: Callable[[str], str] = str) -> DataPlane:
+    """``locate``: where this machine keeps a job's work dir (core/taskmanager/jobfolders.py)."""
     bind = config["taskmanager.data.bind"]
     if bind == "auto":
         bind = "127.0.0.1" if is_loopback(broker.host) else "0.0.0.0"
@@ -38,7 +41,8 @@ def start_data_plane(config: Config, broker: BrokerAddress, scratch: Path) -> Da
         bind if not is_wildcard(bind) else _address_towards(broker.host, broker.port))
     encrypted = config["taskmanager.data.tls"] == "always" or not is_loopback(bind)
     key = capability.new_key()
-    server = DataServer(key, max_connections=config["taskmanager.data.max-connections"])
+    server = DataServer(key, max_connections=config["taskmanager.data.max-connections"],
+                        locate=locate)
     address = server.start(bind, advertised, scratch / "tls" if encrypted else None,
                            port=config["taskmanager.data.port"])
     return DataPlane(server, address, key)

@@ -10,10 +10,17 @@ a job folder it deletes, of the marked folders beside it, those beyond the newes
 ``jobstore.retention.max-jobs`` and those unused for ``jobstore.retention.max-age`` —
 never one of a job with a task running here. Partitions another TaskManager still needs
 and loses this way are refetched or recomputed (PartitionNotFound), never read as empty.
+
+Where this machine's user may not create the JobManager's path (another user's home, a
+read-only mount), the job's files go to a stand-in folder under this TaskManager's own
+data folder instead, named by a hash of the JobManager's path. The path keeps naming
+the files in every message; only this machine's disk holds them elsewhere, and
+``kept_at`` says where, for the tasks and for the data service alike.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
@@ -21,30 +28,76 @@ import time
 from collections.abc import Collection
 from pathlib import Path
 
+from clusterdeck.core.config import paths
+
 log = logging.getLogger(__name__)
 
 MARKER = ".made-by-taskmanager"
 
 
-def claim(work_dir: str) -> bool:
-    """Slot thread, before a task writes: make the job folder if it is not here (True:
-    this machine's copy is ours to delete); mark a folder made here as used now."""
+def stand_ins_of(cluster_id: str) -> str:
+    """The folder of this machine's stand-in job folders of a cluster."""
+    return str(paths.cluster_dir(cluster_id) / "jobs")
+
+
+def stand_in(work_dir: str, stand_ins: str) -> str:
+    """The folder under ``stand_ins`` that holds the job of ``work_dir`` here, if any."""
+    return os.path.join(stand_ins, hashlib.sha256(work_dir.encode()).hexdigest()[:24])
+
+
+def kept_at(work_dir: str, stand_ins: str) -> str:
+    """Where this machine keeps the files of the job whose work dir (as the JobManager
+    names it) is ``work_dir``: its stand-in once one was made, else that path itself."""
+    folder = stand_in(work_dir, stand_ins)
+    return folder if os.path.isdir(folder) else work_dir
+
+
+def claim(work_dir: str, stand_ins: str) -> tuple[str, bool]:
+    """Slot thread, before a task writes: the folder to write the job's files to, made
+    here if missing (True: this machine's copy is ours to delete); a folder made here is
+    marked as used now."""
+    folder = stand_in(work_dir, stand_ins)
+    if os.path.isdir(folder):
+        _used(folder)
+        return folder, False
     try:
         os.makedirs(work_dir)
     except FileExistsError:
-        marker = Path(work_dir) / MARKER
-        if marker.exists():
-            marker.touch()
-        return False
+        if os.access(work_dir, os.W_OK | os.X_OK):
+            _used(work_dir)
+            return work_dir, False
+        return _made(folder, work_dir)
+    except OSError as error:
+        return _made(folder, work_dir, error)
     (Path(work_dir) / MARKER).touch()
-    return True
+    return work_dir, True
+
+
+def _made(folder: str, instead_of: str = "", why: object = "not writable") -> tuple[str, bool]:
+    try:
+        os.makedirs(folder)
+    except FileExistsError:
+        _used(folder)
+        return folder, False
+    log.info("this machine may not write %s (%s): keeping that job's files in %s",
+             instead_of, why, folder)
+    (Path(folder) / MARKER).touch()
+    return folder, True
+
+
+def _used(folder: str) -> None:
+    marker = Path(folder) / MARKER
+    if marker.exists():
+        marker.touch()
 
 
 def sweep(jobs_folder: str, keep: int, max_age: float, in_use: Collection[str],
-          now: float | None = None) -> list[str]:
+          stand_ins: str = "", now: float | None = None) -> list[str]:
     """Worker thread: delete the marked job folders in ``jobs_folder`` beyond the newest
-    ``keep`` and older than ``max_age`` seconds, except those in ``in_use``; returns them."""
+    ``keep`` and older than ``max_age`` seconds, except those of the work dirs ``in_use``
+    (kept here at their stand-ins, if any); returns them."""
     now = time.time() if now is None else now
+    in_use = {kept_at(work_dir, stand_ins) if stand_ins else work_dir for work_dir in in_use}
     marked = []
     with os.scandir(jobs_folder) as entries:
         for entry in entries:

@@ -19,6 +19,7 @@ from clusterdeck.core.node.service import (
     wait_for_termination,
 )
 from clusterdeck.core.taskmanager.dataplane import start_data_plane
+from clusterdeck.core.taskmanager.jobfolders import kept_at, stand_ins_of
 from clusterdeck.core.taskmanager.taskexecutor import TaskExecutor
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,9 @@ def run_taskmanager(config: Config, resource_id: str | None = None,
         os.kill(os.getpid(), signal.SIGTERM)
 
     scratch = paths.cluster_dir(config["cluster.id"]) / "taskmanagers" / resource_id
-    data_plane = start_data_plane(config, service.address, scratch)
+    stand_ins = stand_ins_of(config["cluster.id"])
+    data_plane = start_data_plane(config, service.address, scratch,
+                                  locate=lambda work_dir: kept_at(work_dir, stand_ins))
     executor = TaskExecutor(config, resource_id, service.instance_id, on_refused=refused,
                             data_plane=data_plane)
     service.start_endpoint(executor)

@@ -29,28 +29,31 @@ PARALLEL_FETCHES = 4
 MAX_FILES = 100_000  # data files one partition's marker may list
 
 
-def fetcher(deployment: p.SubmitTask) -> FetchMissing:
-    """What fetches this deployment's missing partitions; answers why, for each that it
-    could not fetch."""
+def fetcher(deployment: p.SubmitTask, kept: str) -> FetchMissing:
+    """What fetches this deployment's missing partitions into ``kept`` (the job's work dir
+    here, core/taskmanager/jobfolders.py); answers why, for each that it could not."""
     endpoints = {e.taskmanager_id: e for e in deployment.data_endpoints}
 
     def fetch_missing(partitions: Sequence[InputPartition]) -> dict[InputPartition, str]:
         with ThreadPoolExecutor(PARALLEL_FETCHES, thread_name_prefix="fetch") as pool:
             outcomes = pool.map(lambda partition: _fetch(
                 endpoints.get(partition.producer.taskmanager_id or ""), deployment.work_dir,
-                partition), partitions)
+                kept, partition), partitions)
             pairs = zip(partitions, outcomes, strict=True)
             return {partition: why for partition, why in pairs if why}
     return fetch_missing
 
 
-def _fetch(endpoint: DataEndpoint | None, root: str, partition: InputPartition) -> str:
-    """"" once the partition is here, else why not."""
+def _fetch(endpoint: DataEndpoint | None, root: str, kept: str,
+           partition: InputPartition) -> str:
+    """"" once the partition is here, else why not. ``partition.path`` is under ``kept``,
+    the producer's TaskManager knows it under ``root``."""
     if endpoint is None:
         return (f"nowhere to fetch it from: its TaskManager "
                 f"{partition.producer.taskmanager_id} is this one or announced no data service")
     try:
-        mirror_partition(endpoint, root, partition.path)
+        mirror_partition(endpoint, root,
+                         os.path.join(root, os.path.relpath(partition.path, kept)), kept)
     except (FetchError, OSError, ValueError) as error:
         return f"fetching it failed: {error}"
     return ""

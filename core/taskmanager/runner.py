@@ -4,12 +4,15 @@ deployment (what the JobMaster sent) and the Spark work of ``clusterdeck.core.en
 Result partitions live under the job's work dir, one folder per producer attempt, so a
 consumer finds them from the partition references in its deployment alone; one it cannot
 find fails the attempt with PartitionNotFound, naming it and its producer. Collected
-rows are written to a file there too: bulk data never travels in messages.
+rows are written to a file there too: bulk data never travels in messages. ``kept``
+is where this machine keeps the work dir (core/taskmanager/jobfolders.py): files are
+written there, and named in the result by the work dir's path, as everyone else knows it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -35,51 +38,67 @@ def attempt_dir(work_dir: str, attempt_id: str) -> Path:
     return Path(work_dir) / "partitions" / safe_name(attempt_id)
 
 
-def input_partitions(deployment: p.SubmitTask) -> list[list[InputPartition]]:
+def input_partitions(deployment: p.SubmitTask, kept: str) -> list[list[InputPartition]]:
     """Per input edge, in input order, the result partitions this subtask reads: their
-    folders and their producers (named if a partition cannot be read)."""
-    return [[_input_partition(deployment, edge.input_index, ref) for ref in edge.partitions]
+    folders here and their producers (named if a partition cannot be read)."""
+    return [[_input_partition(deployment, kept, edge.input_index, ref)
+             for ref in edge.partitions]
             for edge in sorted(deployment.inputs, key=lambda e: e.input_index)]
 
 
-def _input_partition(deployment: p.SubmitTask, input_index: int,
+def _input_partition(deployment: p.SubmitTask, kept: str, input_index: int,
                      ref: ResultPartitionRef) -> InputPartition:
-    producer_dir = attempt_dir(deployment.work_dir, ref.producer_attempt_id)
+    producer_dir = attempt_dir(kept, ref.producer_attempt_id)
     return InputPartition(result_partition_path(producer_dir, deployment.vertex_id,
                                                 input_index, ref.partition),
                           deployment.vertex_id, input_index, ref)
 
 
-def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any) -> p.TaskResult:
-    """Runs on the slot thread; raises what run_subtask raises."""
-    output_dir = attempt_dir(deployment.work_dir, deployment.attempt_id)
+def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any,
+             kept: str | None = None) -> p.TaskResult:
+    """Runs on the slot thread; raises what run_subtask raises. ``kept``: where the job's
+    work dir is on this machine (default: at its own path)."""
+    kept = kept or deployment.work_dir
+    named = _naming(deployment.work_dir, kept)
+    output_dir = attempt_dir(kept, deployment.attempt_id)
     try:
         result = run_subtask(spark, job, deployment.vertex_id, deployment.subtask,
-                             deployment.attempt_id, input_partitions(deployment),
-                             task.splits(), output_dir, fetch_missing=fetcher(deployment))
+                             deployment.attempt_id, input_partitions(deployment, kept),
+                             task.splits(), output_dir,
+                             fetch_missing=fetcher(deployment, kept))
     except PartitionNotFound:
         raise  # not the user's: its type and lost producers reach the JobMaster as they are
     except SubtaskFailed as failure:  # a failed script's output is shown as well
-        raise UserCodeFailure(failure, *_printed_files(deployment, failure.stdout,
-                                                       failure.stderr)) from failure
+        printed = _printed_files(deployment, kept, failure.stdout, failure.stderr)
+        raise UserCodeFailure(failure, *map(named, printed)) from failure
     collected_path = ""
     if result.collected:
         rows = [row for op_rows in result.collected.values() for row in op_rows]
-        path = Path(deployment.work_dir) / "collect" / f"{safe_name(deployment.attempt_id)}.json"
+        path = Path(kept) / "collect" / f"{safe_name(deployment.attempt_id)}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(rows), encoding="utf-8")
         collected_path = str(path)
-    stdout_path, stderr_path = _printed_files(deployment, result.stdout, result.stderr)
+    stdout_path, stderr_path = _printed_files(deployment, kept, result.stdout, result.stderr)
     return p.TaskResult(
         records_in=result.records_in, records_out=result.records_out,
-        counters=dict(result.counters), partitions=tuple(x.path for x in result.partitions),
+        counters=dict(result.counters),
+        partitions=tuple(named(x.path) for x in result.partitions),
         outputs=tuple(f for files in result.sink_files.values() for f in files),
-        collected_path=collected_path, stdout=p.printed_tail(result.stdout),
-        stderr=p.printed_tail(result.stderr), stdout_path=stdout_path, stderr_path=stderr_path)
+        collected_path=named(collected_path), stdout=p.printed_tail(result.stdout),
+        stderr=p.printed_tail(result.stderr), stdout_path=named(stdout_path),
+        stderr_path=named(stderr_path))
 
 
-def _printed_files(deployment: p.SubmitTask, stdout: str, stderr: str) -> tuple[str, str]:
-    output = Path(deployment.work_dir) / "output"
+def _naming(work_dir: str, kept: str) -> Any:
+    """A path under ``kept`` as the same path under ``work_dir``; "" stays ""."""
+    def named(path: str) -> str:
+        return os.path.join(work_dir, os.path.relpath(path, kept)) if path else ""
+    return named
+
+
+def _printed_files(deployment: p.SubmitTask, kept: str, stdout: str,
+                   stderr: str) -> tuple[str, str]:
+    output = Path(kept) / "output"
     name = safe_name(deployment.attempt_id)
     return (_printed_file(output / f"{name}.stdout", stdout),
             _printed_file(output / f"{name}.stderr", stderr))

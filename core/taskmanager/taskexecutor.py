@@ -44,7 +44,7 @@ from clusterdeck.core.taskmanager.artifacts import load_artifact
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
 from clusterdeck.core.taskmanager.dataplane import DataPlane
 from clusterdeck.core.taskmanager.deployment import with_inputs
-from clusterdeck.core.taskmanager.jobfolders import claim, sweep
+from clusterdeck.core.taskmanager.jobfolders import claim, stand_ins_of, sweep
 from clusterdeck.core.taskmanager.runner import run_task
 from clusterdeck.core.taskmanager.slots import SlotTable
 from clusterdeck.core.taskmanager.spark import restart_spark, start_spark
@@ -89,6 +89,7 @@ class TaskExecutor(RpcEndpoint):
         self._spark_jvm: SparkJvm | None = None  # the JVM of the started session, watched
         cluster_id = config["cluster.id"]
         self.scratch = paths.cluster_dir(cluster_id) / "taskmanagers" / resource_id
+        self.stand_ins = stand_ins_of(cluster_id)
         self.attempt_logs = AttemptLogHandler.from_config(
             paths.cluster_log_dir(cluster_id) / "attempts", config)
         logging.getLogger().addHandler(self.attempt_logs)
@@ -333,9 +334,10 @@ class TaskExecutor(RpcEndpoint):
         jobmaster = self.rpc_service.gateway(JobMasterGateway, task.jobmaster,
                                              task.fencing_token)
         def run(spark: Any, job: LoadedJob, deployment: p.SubmitTask, t: Task) -> p.TaskResult:
-            if claim(deployment.work_dir):
-                self.run_async(self._sweep_job_folders, os.path.dirname(deployment.work_dir))
-            return run_task(spark, job, with_inputs(deployment, jobmaster), t)
+            kept, made = claim(deployment.work_dir, self.stand_ins)
+            if made:
+                self.run_async(self._sweep_job_folders, os.path.dirname(kept))
+            return run_task(spark, job, with_inputs(deployment, jobmaster), t, kept)
         running = Task(task, self.spark(), self._job(task), self._split_source(task,
                        jobmaster), run, self.attempt_logs,
                        lambda t, outcome: self.run_async(self._task_done, t, outcome))
@@ -350,10 +352,10 @@ class TaskExecutor(RpcEndpoint):
     def _sweep_job_folders(self, jobs_folder: str) -> None:
         """Main thread: a task made a job folder on this machine; apply this machine's
         job retention to such folders (core/taskmanager/jobfolders.py), on a worker."""
-        in_use = {t.deployment.work_dir for t in self.tasks.values()}
+        work_dirs = [t.deployment.work_dir for t in self.tasks.values()]
         swept = self.run_in_worker(sweep, jobs_folder, self.config["jobstore.retention.max-jobs"],
-                                   self.config["jobstore.retention.max-age"], in_use,
-                                   name="job-retention")
+                                   self.config["jobstore.retention.max-age"], work_dirs,
+                                   self.stand_ins, name="job-retention")
         self.on_main_thread(swept, lambda _gone, error: error and log.warning(
             "could not apply job retention to %s: %s", jobs_folder, error))
 

@@ -1,31 +1,74 @@
 """TaskManagers that share nothing with the JobManager but the broker, on one machine.
 
-Each runs as its own OS process inside its own mount namespace (``unshare --mount``),
-where a fresh tmpfs covers the clusterdeck home: it sees none of the JobManager's
-folders (job work dirs, credentials, logs) nor those of the other namespaced
-TaskManagers, as on another machine, and joins with a credentials file made by
-``credentials export`` as a user on another machine would. Files outside the home (the
-test's inputs, its job files) stay visible to all, like a read-only shared mount. The
-network is shared: the data services listen on loopback. Needs root and util-linux's
-``unshare``; tests skip otherwise.
+Each runs as its own OS process in a mount namespace of its own, set up as another
+machine would be (``_SETUP`` does it inside the namespace, before the TaskManager runs):
+
+1. ``unshare --mount --propagation private``: a private copy of the mount table, so
+   nothing mounted below reaches this machine or the other TaskManagers;
+2. a fresh tmpfs over each of the JobManager's clusterdeck folders (its home: config,
+   data with the jobs' work dirs and the credentials, logs): the TaskManager sees them
+   empty, and what it writes at the same paths (a job's work dir, as on another machine)
+   lands on its own tmpfs;
+3. a fresh tmpfs over a folder of its own, which holds its HOME, XDG folders, TMPDIR and
+   working directory: its clusterdeck files go there through appdirs (CLUSTERDECK_HOME
+   is not passed on), and the other TaskManagers see that folder empty;
+4. the credentials file from ``clusterdeck credentials export`` is copied in over
+   standard input (mode 0600, inside its tmpfs: on no shared disk), and
+   ``clusterdeck taskmanager --credentials FILE`` is exec'd (same pid as the Popen).
+
+Everything else (the test's input files and job files under pytest's tmp folder, the
+venv, Java) stays visible to all, like a shared mount. The network is shared: the broker
+(plain MQTT) and the data services listen on loopback; ``taskmanager.data.tls = always``
+gives a data service the TLS it has beyond loopback. A network namespace per TaskManager
+would need a bridge and veth pairs on this machine, a broker bound beyond loopback (TLS
+and certificates for the bridge's address) and the bridge removed again by every run
+that made one, also one killed half way; not done.
+Needs root and util-linux's ``unshare``; tests skip otherwise.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from clusterdeck.broker import exported
 from clusterdeck.core.client.localcluster import LocalCluster
+from clusterdeck.core.config import paths
+from tests.waiting import wait_for
+
+CLI = [sys.executable, "-m", "clusterdeck.core.cli"]
+
+# $1: the TaskManager's own folder; $2: the mount options of the tmpfs over the folders
+# to hide, which follow up to "--"; then the command. Runs as root inside the new
+# namespace; `set -e`: a failed mount ends it before the TaskManager could write into a
+# folder it shares.
+_SETUP = r'''
+set -eu
+own=$1; elsewhere=$2; shift 2
+while [ "$1" != "--" ]; do
+    mkdir -p "$1"
+    mount -t tmpfs -o "$elsewhere" clusterdeck-elsewhere "$1"
+    shift
+done
+shift
+mkdir -p "$own"
+mount -t tmpfs -o mode=0700 clusterdeck-own "$own"
+mkdir -p "$HOME" "$XDG_CONFIG_HOME" "$XDG_DATA_HOME" "$XDG_CACHE_HOME" "$XDG_STATE_HOME" \
+    "$TMPDIR"
+umask 077
+cat > "$HOME/taskmanager.credentials.json"
+cd "$HOME"
+exec "$@" --credentials "$HOME/taskmanager.credentials.json" < /dev/null
+'''
 
 
 def skip_unless_namespaces() -> None:
@@ -35,51 +78,141 @@ def skip_unless_namespaces() -> None:
 
 @dataclass
 class NamespacedTaskManager:
-    """One TaskManager in its own mount namespace: ``id`` is its login's name."""
+    """One TaskManager in its own mount namespace: ``id`` is its login's name, ``own``
+    the folder (on this machine's paths) its tmpfs covers."""
 
     id: str
     process: subprocess.Popen[bytes]
     log: Path
+    own: Path
+    mount_namespace: str = ""
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def sees(self, path: str | os.PathLike[str]) -> Path:
+        """``path`` as this TaskManager sees it (through /proc/<pid>/root: its mounts)."""
+        return Path(f"/proc/{self.pid}/root") / os.fspath(path).lstrip("/")
 
     def kill(self) -> None:
-        """kill -9 of its whole process group (the TaskManager and its Spark JVM)."""
+        """kill -9 of its process group, then of anything else left in its namespace (so
+        the namespace, and its tmpfs, go away with it)."""
         with suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(10)
+            os.killpg(self.pid, signal.SIGKILL)
+        for pid in _processes_in(self.mount_namespace):
+            with suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        with suppress(subprocess.TimeoutExpired):
+            self.process.wait(10)
 
     def output(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:]
+        return f"--- {self.id} ---\n" + self.log.read_text(errors="replace")[-4000:]
+
+
+def jobmanager_folders() -> list[Path]:
+    """Where clusterdeck keeps its files on this machine (core/config/paths.py): one
+    CLUSTERDECK_HOME, as in tests, else appdirs' three folders."""
+    home = os.environ.get(paths.HOME_ENV)
+    return [Path(home)] if home else [paths.config_dir(), paths.data_dir(), paths.log_dir()]
+
+
+def export_credentials(cluster: LocalCluster) -> str:
+    """A new TaskManager login, as ``clusterdeck credentials export`` writes it."""
+    done = subprocess.run(
+        [*CLI, "--cluster", cluster.cluster_id, "credentials", "export", "--role",
+         "taskmanager", "--host", "127.0.0.1", "-o", "-"],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def machine_environment(own: Path) -> dict[str, str]:
+    """This process's environment as another machine's user would have it: no
+    CLUSTERDECK_HOME, and HOME, XDG folders and TMPDIR of its own under ``own``."""
+    env = {k: v for k, v in os.environ.items() if k != paths.HOME_ENV and k != "PWD"}
+    env.update(HOME=str(own / "home"), XDG_CONFIG_HOME=str(own / "config"),
+               XDG_DATA_HOME=str(own / "data"), XDG_CACHE_HOME=str(own / "cache"),
+               XDG_STATE_HOME=str(own / "state"), TMPDIR=str(own / "tmp"))
+    return env
+
+
+def start_taskmanager(cluster: LocalCluster, own: Path, log: Path,
+                      config: Mapping[str, object], *, writable_elsewhere: bool = True
+                      ) -> NamespacedTaskManager:
+    """One namespaced TaskManager; with ``writable_elsewhere`` False its machine has the
+    JobManager's folder paths but may not write there (read-only), as user bob's
+    machine has /home but no /home/alice he could create."""
+    elsewhere = "mode=0700" if writable_elsewhere else "ro,mode=0755"
+    credentials = export_credentials(cluster)
+    settings = [arg for key, value in config.items() for arg in ("-D", f"{key}={value}")]
+    hidden = [str(folder) for folder in jobmanager_folders()]
+    own.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c", _SETUP,
+             "namespaced-taskmanager", str(own), elsewhere, *hidden, "--", *CLI, "taskmanager",
+             *settings],
+            stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
+            env=machine_environment(own), start_new_session=True)
+    taskmanager = NamespacedTaskManager(json.loads(credentials)["identity"], process, log, own)
+    try:
+        assert process.stdin is not None
+        with process.stdin:
+            process.stdin.write(credentials.encode())
+        ours = _mount_namespace(os.getpid())
+        taskmanager.mount_namespace = wait_for(
+            lambda: _namespace_if_entered(taskmanager, ours), 30,
+            f"{taskmanager.id} in a mount namespace of its own")
+    except BaseException:
+        taskmanager.kill()  # not yet in the caller's hands, so not in its cleanup
+        raise
+    return taskmanager
+
+
+def _namespace_if_entered(taskmanager: NamespacedTaskManager, ours: str) -> str:
+    if taskmanager.process.poll() is not None:
+        raise AssertionError(f"{taskmanager.id} ended at once:\n{taskmanager.output()}")
+    namespace = _mount_namespace(taskmanager.pid)
+    return namespace if namespace not in ("", ours) else ""
+
+
+def _mount_namespace(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return ""
+
+
+def _processes_in(namespace: str) -> list[int]:
+    if not namespace:
+        return []
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and _mount_namespace(int(entry)) == namespace:
+            found.append(int(entry))
+    return found
 
 
 @contextmanager
 def namespaced_taskmanagers(cluster: LocalCluster, count: int, folder: Path,
-                            config: Mapping[str, object]
+                            config: Mapping[str, object], *,
+                            overrides: Sequence[Mapping[str, object]] = (),
+                            writable_elsewhere: bool = True
                             ) -> Iterator[list[NamespacedTaskManager]]:
-    """Start ``count`` namespaced TaskManagers of ``cluster`` (``config`` as ``-D``), with
-    their credentials files and logs in ``folder``; killed on exit, whatever happened."""
+    """Start ``count`` namespaced TaskManagers of ``cluster`` with ``config`` (as ``-D``),
+    the n-th also with ``overrides[n]`` when given; their own folders and logs in
+    ``folder``. All are killed on exit, whatever happened. ``writable_elsewhere``: see
+    ``start_taskmanager``."""
     skip_unless_namespaces()
-    home = os.environ["CLUSTERDECK_HOME"]
     started: list[NamespacedTaskManager] = []
     try:
         for index in range(count):
-            credentials = exported.export(cluster.cluster_dir, cluster.cluster_id,
-                                          "taskmanager", "127.0.0.1")
-            credentials_file = folder / f"taskmanager-{index}.json"
-            exported.write(credentials, credentials_file)
-            settings = [arg for key, value in config.items() for arg in ("-D", f"{key}={value}")]
-            command = [sys.executable, "-m", "clusterdeck.core.cli", "taskmanager",
-                       "--credentials", str(credentials_file), *settings]
-            # The mount and exec happen inside the new namespace; the tmpfs hides the home
-            # from this process only.
-            script = 'mount -t tmpfs clusterdeck-tm "$1" && shift && exec "$@"'
-            log = folder / f"taskmanager-{index}.log"
-            with log.open("wb") as out:
-                process = subprocess.Popen(
-                    ["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
-                     "namespaced-taskmanager", home, *command],
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                    start_new_session=True)
-            started.append(NamespacedTaskManager(credentials.identity, process, log))
+            extra = overrides[index] if index < len(overrides) else {}
+            started.append(start_taskmanager(cluster, folder / f"machine-{index}",
+                                             folder / f"taskmanager-{index}.log",
+                                             {**config, **extra},
+                                             writable_elsewhere=writable_elsewhere))
         yield started
     finally:
         for taskmanager in started:

@@ -57,6 +57,23 @@ def test_a_file_arrives_whole_at_another_path(served, tmp_path: Path) -> None:
     assert list(dest.parent.iterdir()) == [dest]  # no partial copy left beside it
 
 
+def test_a_job_kept_elsewhere_here_is_served_by_the_jobmanagers_path(tmp_path: Path) -> None:
+    """A TaskManager that keeps a job in a stand-in folder serves it by the path everyone
+    else names it by (core/taskmanager/jobfolders.py)."""
+    named, kept = "/nowhere/clusters/c/work/job-1", tmp_path / "stand-in"
+    (kept / "collect").mkdir(parents=True)
+    (kept / "collect" / "rows.json").write_text("[1, 2]")
+    server = DataServer(capability.new_key(), locate={named: str(kept)}.__getitem__)
+    address = server.start("127.0.0.1", "127.0.0.1", None)
+    try:
+        endpoint = DataEndpoint("taskmanager-2", address.url, address.fingerprint,
+                                capability.capability(server.key, named))
+        fetch_file(endpoint, named, f"{named}/collect/rows.json", str(tmp_path / "rows"))
+    finally:
+        server.stop()
+    assert (tmp_path / "rows").read_text() == "[1, 2]"
+
+
 def test_a_missing_file_is_missing_and_leaves_nothing(served, tmp_path: Path) -> None:
     server, address, root = served
     dest = tmp_path / "here" / "gone.parquet"

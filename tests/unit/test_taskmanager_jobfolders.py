@@ -5,24 +5,44 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from clusterdeck.core.taskmanager.jobfolders import MARKER, claim, sweep
+from clusterdeck.core.taskmanager.jobfolders import MARKER, claim, kept_at, sweep
 
 
 def test_a_folder_made_here_is_marked_and_one_already_there_is_not(tmp_path: Path) -> None:
-    shared = tmp_path / "jobs" / "shared"
+    shared, made = tmp_path / "jobs" / "shared", tmp_path / "jobs" / "made"
+    stand_ins = str(tmp_path / "stand-ins")
     shared.mkdir(parents=True)
-    assert not claim(str(shared))
+    assert claim(str(shared), stand_ins) == (str(shared), False)
     assert not (shared / MARKER).exists()
-    assert claim(str(tmp_path / "jobs" / "made"))
-    assert (tmp_path / "jobs" / "made" / MARKER).exists()
-    assert not claim(str(tmp_path / "jobs" / "made"))  # a second task of the job
+    assert claim(str(made), stand_ins) == (str(made), True)
+    assert (made / MARKER).exists()
+    assert claim(str(made), stand_ins) == (str(made), False)  # a second task of the job
+    assert kept_at(str(made), stand_ins) == str(made)
+
+
+def test_a_path_this_machine_may_not_make_is_kept_in_a_stand_in(tmp_path: Path) -> None:
+    """The JobManager's work dir under what is a file here (as under another user's home,
+    or a read-only mount): the job's files go to a stand-in, found again by its path."""
+    (tmp_path / "theirs").write_text("not a folder here")
+    work_dir, stand_ins = str(tmp_path / "theirs" / "work" / "job-1"), str(tmp_path / "jobs")
+    assert kept_at(work_dir, stand_ins) == work_dir  # nothing made yet
+    kept, made = claim(work_dir, stand_ins)
+    assert made and Path(kept).parent == tmp_path / "jobs" and (Path(kept) / MARKER).exists()
+    assert claim(work_dir, stand_ins) == (kept, False)
+    assert kept_at(work_dir, stand_ins) == kept
+    other, _ = claim(str(tmp_path / "theirs" / "work" / "job-2"), stand_ins)
+    assert other != kept
+    os.utime(Path(kept) / MARKER, (1000.0, 1000.0))  # the older one, but in use
+    gone = sweep(stand_ins, keep=0, max_age=10_000.0, in_use=[work_dir], stand_ins=stand_ins)
+    assert gone == [other]
+    assert Path(kept).is_dir()  # in use: never deleted
 
 
 def test_only_marked_folders_beyond_the_limits_and_not_in_use_are_deleted(tmp_path) -> None:
     jobs = tmp_path / "jobs"
     for index in range(5):
         folder = jobs / f"job-{index}"
-        claim(str(folder))
+        claim(str(folder), str(tmp_path / "stand-ins"))
         (folder / "partitions").mkdir()
         os.utime(folder / MARKER, (1000.0 + index, 1000.0 + index))
     (jobs / "jobmanagers-own").mkdir()  # not made by a TaskManager: never touched

@@ -43,7 +43,7 @@ def reading_inputs(_spark: Any, _job: Any, task_deployment: p.SubmitTask,
                    _task: Any) -> p.TaskResult:
     """A runner that gets as far as any run gets first: checking its input partitions."""
     read_inputs(SimpleNamespace(attempt_id=task_deployment.attempt_id),  # type: ignore[arg-type]
-                input_partitions(task_deployment))
+                input_partitions(task_deployment, task_deployment.work_dir))
     raise AssertionError("every input was found")
 
 
@@ -62,7 +62,7 @@ def run(task_deployment: p.SubmitTask, tmp_path: Path) -> TaskOutcome:
 
 def test_each_input_partition_is_found_in_its_producers_folder_and_knows_its_producer(
         tmp_path) -> None:
-    (edge,) = input_partitions(deployment(tmp_path))
+    (edge,) = input_partitions(deployment(tmp_path), str(tmp_path))
 
     assert [i.path for i in edge] == [
         str(tmp_path / "partitions" / "job_map-0_a0" / "sink.0" / "__part=1"),
