@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, Signal
 
-from clusterdeck.core.client.jobclient import collected_rows
+from clusterdeck.core.client.jobclient import collected_rows, local_chunks
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.gui.bridge import ClusterBridge
 
@@ -79,13 +79,16 @@ class JobCommands(QObject):
                         lambda error: self.notice.emit(f"cancel of {job_id} failed: {error}"))
 
     def load_rows(self, result: p.JobResult) -> None:
-        """Read ``result``'s collected rows (files under the cluster's work dir)."""
+        """Read ``result``'s collected rows (files under the cluster's work dir, read
+        through the JobManager when it is on another machine)."""
         if not result.collected_paths:
             self.rows_loaded.emit(result.job_id, [], 0)
             return
+        client = self.bridge.client
+        files = client.reader(result.job_id) if client is not None else local_chunks
 
         def read() -> tuple[list[Any], int]:
-            rows = collected_rows(result)
+            rows = collected_rows(result, files)
             return rows[:ROWS_SHOWN], len(rows)
 
         self.worker.run(read, lambda found: self.rows_loaded.emit(result.job_id, *found),

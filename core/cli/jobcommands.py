@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import os
-import shutil
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from clusterdeck.core.config.settings import Config, ConfigError, parse_override
 from clusterdeck.core.node import exitcodes
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.states import JobStatus
+
+if TYPE_CHECKING:
+    from clusterdeck.core.client.jobclient import FileReader
 
 EXIT_OK, EXIT_FAILED, EXIT_CANCELED = exitcodes.OK, exitcodes.FAILED, exitcodes.CANCELED
 EXIT_REJECTED, EXIT_UNREACHABLE = exitcodes.REJECTED, exitcodes.UNREACHABLE
@@ -58,7 +62,12 @@ def add_job_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     cancel.add_argument("job_id")
     result = commands.add_parser("result", parents=[common], help="a job's result")
     result.add_argument("job_id")
-    result.add_argument("--json", action="store_true")
+    shown = result.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true")
+    shown.add_argument("--stdout", action="store_true", help="only all of what the job "
+                       "printed on standard output, as spark-submit shows it")
+    shown.add_argument("--stderr", action="store_true", help="only all of what it printed "
+                       "on standard error")
     failures = commands.add_parser("failures", parents=[common],
                                    help="a job's root cause and failure history")
     failures.add_argument("job_id")
@@ -150,30 +159,33 @@ def submit_and_follow(client: Any, job_file: Path, job_args: list[str],
                       restart_strategy: dict[str, Any] | None = None,
                       task_timeout: float = 0.0,
                       spark_conf: dict[str, str] | None = None) -> int:
-    from clusterdeck.core.client.jobclient import SubmitUnconfirmedError
+    from clusterdeck.core.client.jobclient import SubmitUnconfirmedError, new_job_id
     from clusterdeck.core.jobapi.errors import JobLoadError
     from clusterdeck.core.rpc import RemoteError
-    try:
-        job_id = client.submit(job_file, job_args, parallelism=parallelism,
-                               restart_strategy=restart_strategy, task_timeout=task_timeout,
-                               spark_conf=spark_conf)
-    except SubmitUnconfirmedError as error:
-        print(f"clusterdeck: job not confirmed: {error}", file=sys.stderr)
-        return EXIT_UNREACHABLE
-    except JobLoadError as error:
-        print(f"clusterdeck: job rejected: {error.describe()}", file=sys.stderr, end="")
-        return EXIT_REJECTED
-    except RemoteError as error:
-        print(f"clusterdeck: job rejected by the JobManager: {error}", file=sys.stderr)
-        return EXIT_REJECTED
-    if detached:
-        print(job_id)
-        return EXIT_OK
-    print(f"job {job_id} submitted", file=sys.stderr)
     progress = ProgressBar()
-    result = client.wait(job_id, on_progress=progress.update)
+    job_id = new_job_id()
+    with client.following_output(job_id, progress.printed) as feed:
+        try:
+            client.submit(job_file, job_args, parallelism=parallelism,
+                          restart_strategy=restart_strategy, task_timeout=task_timeout,
+                          spark_conf=spark_conf, job_id=job_id)
+        except SubmitUnconfirmedError as error:
+            print(f"clusterdeck: job not confirmed: {error}", file=sys.stderr)
+            return EXIT_UNREACHABLE
+        except JobLoadError as error:
+            print(f"clusterdeck: job rejected: {error.describe()}", file=sys.stderr, end="")
+            return EXIT_REJECTED
+        except RemoteError as error:
+            print(f"clusterdeck: job rejected by the JobManager: {error}", file=sys.stderr)
+            return EXIT_REJECTED
+        if detached:
+            print(job_id)
+            return EXIT_OK
+        print(f"job {job_id} submitted", file=sys.stderr)
+        result = client.wait(job_id, on_progress=progress.update)
+        shown = feed.close()
     progress.close()
-    print_result(result)
+    print_result(result, client.reader(job_id), shown)
     return exit_code(result, EXIT_FAILED)
 
 
@@ -206,13 +218,33 @@ class ProgressBar:
         print(f"\r{line}" if self.tty else line, end="" if self.tty else "\n", file=sys.stderr,
               flush=True)
 
+    def printed(self, stream: str, text: str) -> None:
+        """What the job prints, shown as it arrives (MQTT thread, as ``update``); on a
+        terminal the bar is cleared first and drawn again below a finished line."""
+        if self.tty and self.last:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+        out = sys.stdout if stream == "stdout" else sys.stderr
+        out.write(text)
+        out.flush()
+        if self.tty and self.last:
+            if text.endswith("\n"):
+                sys.stderr.write(self.last)
+                sys.stderr.flush()
+            else:
+                self.last = ""  # drawn again at the next update
+
     def close(self) -> None:
         if self.tty and self.last:
             print(file=sys.stderr)
 
 
-def print_result(result: p.JobResult) -> None:
+def print_result(result: p.JobResult, read: FileReader,
+                 shown: Mapping[str, int] | None = None) -> None:
+    """``read``: the job's result files, wherever this runs (JobClient.reader); ``shown``:
+    the bytes of each output file already shown while the job ran (OutputFeed)."""
     from clusterdeck.core.client.jobclient import collected_rows
+    shown = shown or {}
     out = sys.stderr
     print(f"job {result.job_id} ({result.name}) {result.status} in "
           f"{result.duration or 0:.2f} s", file=out)
@@ -231,29 +263,39 @@ def print_result(result: p.JobResult) -> None:
     if result.root_cause:
         # A failed script's stderr holds its traceback already, as spark-submit shows it.
         print_failure(result.root_cause, traceback=not _readable(failed_output[1]))
-    print_output(result.stdout_paths + failed_output[0], result.stdout, sys.stdout)
-    print_output(result.stderr_paths + failed_output[1], result.stderr, sys.stderr)
+    print_output(result.stdout_paths + failed_output[0], result.stdout, sys.stdout, read, shown)
+    print_output(result.stderr_paths + failed_output[1], result.stderr, sys.stderr, read, shown)
     if result.collected_paths:
-        rows = collected_rows(result)
+        rows = collected_rows(result, read)
         for row in rows[:ROWS_SHOWN]:
             print(json.dumps(row) if not isinstance(row, str) else row)
         if len(rows) > ROWS_SHOWN:
             print(f"  ... {len(rows) - ROWS_SHOWN} more rows", file=out)
 
 
-def print_output(paths: tuple[str, ...], tail: str, out: TextIO) -> None:
+def print_output(paths: tuple[str, ...], tail: str, out: TextIO, read: FileReader,
+                 shown: Mapping[str, int]) -> None:
     """All of what the job's tasks printed, from their output files, as spark-submit
-    shows it; the end the result carries when there are no files or one cannot be read
-    here (another machine's TaskManager wrote it)."""
+    shows it, after what was ``shown`` of each while the job ran; the end the result
+    carries when there are no files or one cannot be had (a failed task's, on its
+    TaskManager's machine) and none of it was shown."""
+    from clusterdeck.core.rpc import RpcError
+    path = ""
     try:
         for path in paths:
-            with open(path, encoding="utf-8", errors="replace") as printed:
-                shutil.copyfileobj(printed, out)
+            decoder = codecs.getincrementaldecoder("utf-8")("replace")
+            for chunk in read(path, shown.get(path, 0)):
+                out.write(decoder.decode(chunk))
+            out.write(decoder.decode(b"", final=True))
         if paths:
             return
-    except OSError as error:
-        print(f"clusterdeck: cannot read the output file {error.filename} "
-              f"({error.strerror}); its end follows", file=sys.stderr)
+    except (OSError, RpcError) as error:
+        if shown.get(path):
+            print(f"clusterdeck: cannot read the rest of the output file {path} "
+                  f"({error})", file=sys.stderr)
+            return
+        print(f"clusterdeck: cannot read the output file {path} ({error}); its end "
+              f"follows", file=sys.stderr)
     if tail:
         print(tail, end="" if tail.endswith("\n") else "\n", file=out)
 
@@ -314,10 +356,16 @@ def cmd_result(config: Config, args: argparse.Namespace) -> int:
     from clusterdeck.core.client.jobclient import JobClient
     with JobClient(config, connect_timeout=5.0) as client:
         result = client.result(args.job_id)
-    if args.json:
-        print(json.dumps(asdict(result), indent=2))
-    else:
-        print_result(result)
+        if args.json:
+            print(json.dumps(asdict(result), indent=2))
+        elif args.stdout or args.stderr:
+            failed = _file((result.root_cause or {}).get(
+                "stdout_path" if args.stdout else "stderr_path"))
+            paths = (result.stdout_paths if args.stdout else result.stderr_paths) + failed
+            print_output(paths, result.stdout if args.stdout else result.stderr,
+                         sys.stdout, client.reader(args.job_id), {})
+        else:
+            print_result(result, client.reader(args.job_id))
     return exit_code(result, EXIT_OK)
 
 

@@ -11,10 +11,12 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from clusterdeck.core.client.outputfeed import OutputFeed
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.jobapi.artifact import pack_artifact
 from clusterdeck.core.jobapi.loader import load_job
@@ -133,7 +135,7 @@ class JobClient(ClusterClient):
     def submit(self, job_file: Path | str, args: Sequence[str] = (), *,
                parallelism: int | None = None, restart_strategy: dict[str, Any] | None = None,
                task_timeout: float = 0.0, cwd: str | None = None,
-               spark_conf: Mapping[str, str] | None = None) -> str:
+               spark_conf: Mapping[str, str] | None = None, job_id: str | None = None) -> str:
         """Load the job here (a broken file raises JobLoadError before anything is sent),
         upload its artifact in chunks, submit it; returns the job id.
 
@@ -149,7 +151,7 @@ class JobClient(ClusterClient):
                        cwd=os.getcwd() if cwd is None else cwd, spark_conf=spark_conf)
         artifact = pack_artifact(job_file)
         pieces = list(artifact.chunks(max(1024, self.config["rpc.framesize"] // 2)))
-        job_id = uuid.uuid4().hex[:16]
+        job_id = job_id or new_job_id()
         attempt = 0
         while True:
             attempt += 1
@@ -253,6 +255,47 @@ class JobClient(ClusterClient):
     def result(self, job_id: str) -> p.JobResult:
         return self.dispatcher().request_job_result(job_id).result()
 
+    def job_file(self, job_id: str, path: str, offset: int = 0) -> Iterator[bytes]:
+        """One of the job's result files (collected rows, printed output, its files
+        manifest) from ``offset`` on, in chunks: from this machine's disk when it is here
+        (the JobManager's machine, or a shared mount), else from the JobManager, a
+        message at a time."""
+        if os.path.isfile(path) and os.access(path, os.R_OK):
+            yield from local_chunks(path, offset)
+        else:
+            yield from self.job_file_from_jobmanager(job_id, path, offset)
+
+    def job_file_from_jobmanager(self, job_id: str, path: str,
+                                 offset: int = 0) -> Iterator[bytes]:
+        """``job_file`` as a client on another machine reads it: through the Dispatcher,
+        one chunk of at most half ``rpc.framesize`` bytes per ask."""
+        while True:
+            chunk = self.dispatcher().request_job_file(
+                p.RequestJobFile(job_id, path, offset)).result()
+            data = base64.b64decode(chunk.data, validate=True)
+            yield data
+            offset += len(data)
+            if not data or offset >= chunk.total:
+                return
+
+    def reader(self, job_id: str) -> FileReader:
+        """``job_file`` of one job, for ``collected_rows`` and ``result_files``."""
+        return lambda path, offset: self.job_file(job_id, path, offset)
+
+    @contextmanager
+    def following_output(self, job_id: str, write: Callable[[str, str], None]
+                         ) -> Iterator[OutputFeed]:
+        """While inside, what the job's scripts print is written through ``write(stream,
+        text)`` as it arrives (core/client/outputfeed.py); subscribe before submitting
+        (``submit(job_id=...)``) to miss nothing."""
+        feed = OutputFeed(write)
+        self.service.subscribe(topics.job_output(job_id), feed.receive)
+        try:
+            yield feed
+        finally:
+            feed.close()
+            self.service.unsubscribe(topics.job_output(job_id), feed.receive)
+
     def snapshot(self, job_id: str, timeout: float = 5.0) -> p.JobSnapshot | None:
         """The job's retained snapshot, as a late observer sees it."""
         found: list[p.JobSnapshot] = []
@@ -272,18 +315,36 @@ class JobClient(ClusterClient):
         return [failure.to_dict() for failure in snapshot.graph.failures] if snapshot else []
 
 
-def result_files(result: p.JobResult) -> tuple[list[str], list[str]]:
+# The bytes of one of a job's result files from an offset on, in chunks: ``local_chunks``
+# where the files are on this machine's disk, ``JobClient.job_file`` anywhere.
+FileReader = Callable[[str, int], Iterator[bytes]]
+LOCAL_CHUNK = 1024 * 1024
+
+
+def local_chunks(path: str, offset: int = 0) -> Iterator[bytes]:
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        while chunk := handle.read(LOCAL_CHUNK):
+            yield chunk
+
+
+def new_job_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def result_files(result: p.JobResult, read: FileReader = local_chunks
+                 ) -> tuple[list[str], list[str]]:
     """Every output file and every collected-row file of a job, also when the result
     message lists only the first of them and the rest are in its ``files_manifest``."""
     if not result.files_manifest:
         return list(result.outputs), list(result.collected_paths)
-    manifest = json.loads(Path(result.files_manifest).read_text(encoding="utf-8"))
+    manifest = json.loads(b"".join(read(result.files_manifest, 0)))
     return list(manifest["outputs"]), list(manifest["collected_paths"])
 
 
-def collected_rows(result: p.JobResult) -> list[Any]:
+def collected_rows(result: p.JobResult, read: FileReader = local_chunks) -> list[Any]:
     """The rows a job's collect() sinks gathered, in subtask order (they live in files)."""
     rows: list[Any] = []
-    for path in result_files(result)[1]:
-        rows.extend(json.loads(Path(path).read_text(encoding="utf-8")))
+    for path in result_files(result, read)[1]:
+        rows.extend(json.loads(b"".join(read(path, 0))))
     return rows

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from clusterdeck.core.engine.liveoutput import LiveOutput
+
 _local = threading.local()
 _lock = threading.Lock()
 _users = 0
@@ -106,11 +108,28 @@ def _uninstall() -> None:
             _originals = _routers = None
 
 
+class _Teed(io.StringIO):
+    """A thread's buffer that also hands each write to the live feed."""
+
+    def __init__(self, stream: str, live: LiveOutput) -> None:
+        super().__init__()
+        self._stream = stream
+        self._live = live
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        self._live.write(self._stream, text)
+        return written
+
+
 @contextmanager
-def thread_io(argv: Sequence[str]) -> Iterator[tuple[io.StringIO, io.StringIO]]:
-    """While inside, this thread's stdout and stderr go to the yielded buffers and its
-    ``sys.argv`` is ``argv``. Enter and leave on the same thread."""
-    out, err = io.StringIO(), io.StringIO()
+def thread_io(argv: Sequence[str], live: LiveOutput | None = None
+              ) -> Iterator[tuple[io.StringIO, io.StringIO]]:
+    """While inside, this thread's stdout and stderr go to the yielded buffers (and to
+    ``live`` as they are written, when given) and its ``sys.argv`` is ``argv``. Enter and
+    leave on the same thread."""
+    out, err = ((_Teed("stdout", live), _Teed("stderr", live)) if live is not None
+                else (io.StringIO(), io.StringIO()))
     _install()
     _local.stdout, _local.stderr, _local.argv = out, err, list(argv)
     try:

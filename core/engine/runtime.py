@@ -41,6 +41,7 @@ from clusterdeck.core.engine.exchange import (
     read_inputs,
     write_exchange,
 )
+from clusterdeck.core.engine.liveoutput import LiveOutput
 from clusterdeck.core.engine.operators import apply
 from clusterdeck.core.engine.script import Submission, run_pyspark_script
 from clusterdeck.core.engine.sinks import FileSinkWriter, collect_rows
@@ -114,19 +115,21 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
                 splits: Iterable[InputSplit], output_dir: str | os.PathLike[str],
                 consumer_parallelism: Mapping[str, int] | None = None, *,
                 split_batch_bytes: int = DEFAULT_SPLIT_BATCH_BYTES,
-                fetch_missing: FetchMissing | None = None) -> SubtaskResult:
+                fetch_missing: FetchMissing | None = None,
+                live: LiveOutput | None = None) -> SubtaskResult:
     """Run one subtask attempt to its end on this thread (see the module docstring).
 
     ``consumer_parallelism``: target vertex id -> its parallelism, for the output edges
     (default: the graph's). ``fetch_missing``: how input partitions written on another
-    machine are brought here (exchange.read_inputs). Raises SubtaskFailed
+    machine are brought here (exchange.read_inputs). ``live``: where a PySpark script's
+    output goes as it is printed, too (core/engine/liveoutput.py). Raises SubtaskFailed
     (PartitionNotFound for an input that cannot be read) or SubtaskCancelled.
     """
     started = time.monotonic()
     vertex = job.graph.vertex(vertex_id)
     if job.kind is JobKind.PYSPARK_SCRIPT:
         try:
-            return _run_script(spark, job, vertex, subtask_index, attempt_id, started)
+            return _run_script(spark, job, vertex, subtask_index, attempt_id, started, live)
         except (SubtaskFailed, SubtaskCancelled):
             raise
         except Exception as exc:
@@ -303,12 +306,12 @@ def _failure(exc: BaseException, vertex_id: str, subtask_index: int,
 
 
 def _run_script(spark: SparkSession, job: LoadedJob, vertex: JobVertex, subtask_index: int,
-                attempt_id: str, started: float) -> SubtaskResult:
+                attempt_id: str, started: float, live: LiveOutput | None) -> SubtaskResult:
     params = vertex.operators[0].params
     submission = Submission(params.get("script", ""), params.get("cwd", ""),
                             dict(params.get("conf", {})))
     result = run_pyspark_script(spark, job.path, params.get("args", job.args), attempt_id,
-                                submission)
+                                submission, live)
     if result.cancelled:
         raise SubtaskCancelled(attempt_id)
     if not result.succeeded:

@@ -55,6 +55,7 @@ from pyspark.sql import SparkSession
 from clusterdeck.core.engine import scriptisolation, sparkpaths
 from clusterdeck.core.engine.cancellation import attempt_scope
 from clusterdeck.core.engine.capture import bound_to_this_thread, thread_io
+from clusterdeck.core.engine.liveoutput import LiveOutput
 from clusterdeck.core.engine.scriptconf import SparkConfError, apply_settings
 from clusterdeck.core.engine.threadcwd import thread_working_directory
 from clusterdeck.core.jobapi.tracebacks import user_traceback
@@ -100,13 +101,15 @@ class _Placement:
 
 def run_pyspark_script(spark: SparkSession | Callable[[], SparkSession],
                        script_path: str | Path, args: Sequence[str], attempt_id: str,
-                       submission: Submission = Submission()) -> ScriptResult:
-    """Run the script to its end on this thread; see the module docstring."""
+                       submission: Submission = Submission(),
+                       live: LiveOutput | None = None) -> ScriptResult:
+    """Run the script to its end on this thread; see the module docstring. ``live``:
+    where its output goes as it is printed, too."""
     owner = spark if isinstance(spark, SparkSession) else spark()
     path = Path(script_path).resolve()
     session = owner.newSession()
     place = _placement(path, submission, owner.sparkContext)
-    with (thread_io([place.file, *map(str, args)]) as (out, err),
+    with (thread_io([place.file, *map(str, args)], live) as (out, err),
           _spark_shim(session, place.spark_base),
           scriptisolation.isolated(session, lambda warning: _warn([warning])),
           attempt_scope(owner.sparkContext, attempt_id, f"PySpark script {path.name}")

@@ -13,7 +13,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,6 +30,7 @@ from clusterdeck.core.jobmanager.jobstore import (
     failure_cause,
 )
 from clusterdeck.core.jobmanager.listings import budget, fitting, listed
+from clusterdeck.core.jobmanager.resultfiles import read_chunk, servable
 from clusterdeck.core.jobmanager.results import bare
 from clusterdeck.core.jobmanager.retention import JobFiles, RetentionPolicy, delete_jobs, expired
 from clusterdeck.core.protocol import messages as p
@@ -62,6 +63,12 @@ class Dispatcher(FencedRpcEndpoint):
         self._artifacts: dict[str, bytes] = {}  # of running jobs only: dropped when one ends
         self.retention = RetentionPolicy.from_config(config)
         self.chunk_size = max(1024, config["rpc.framesize"] // 2)
+        # Result files are read off disk for clients two at a time: a burst of asks waits
+        # in this queue instead of starting a thread each.
+        self._file_reads = ThreadPoolExecutor(2, thread_name_prefix="job-file")
+
+    def on_stop(self) -> None:
+        self._file_reads.shutdown(wait=False, cancel_futures=True)
 
     def on_start(self) -> None:
         """Main thread: load the job store so earlier jobs are listed, and run on every job
@@ -305,6 +312,15 @@ class Dispatcher(FencedRpcEndpoint):
         summary = self._summary(record)
         return p.JobResult(record.job_id, record.graph.name, record.status,
                            finished=summary.finished, total=summary.total)
+
+    @handler(p.RequestJobFile, fenced=False, senders=topics.CLIENTS)
+    def request_job_file(self, request: p.RequestJobFile) -> Future[p.JobFileChunk]:
+        """A chunk of one of the job's result files, for a client on another machine
+        (core/jobmanager/resultfiles.py); read on a worker."""
+        self._record(request.job_id)
+        real = servable(self.work_root / request.job_id, request.path)
+        return self._file_reads.submit(read_chunk, request.job_id, request.path, real,
+                                       request.offset, self.chunk_size)
 
     def _record(self, job_id: str) -> JobRecord:
         record = self.jobs.get(job_id)

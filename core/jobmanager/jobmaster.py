@@ -9,6 +9,7 @@ only carries its instructions out over the transport.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import time
 import traceback
@@ -281,6 +282,22 @@ class JobMaster(FencedRpcEndpoint):
         if self.sender is not None and host is not None and host != self.sender:
             raise SenderMismatchError(f"attempt {attempt_id} runs on {host}, not on "
                                       f"{self.sender}")
+
+    @handler(p.TaskOutput, senders=(topics.TASKMANAGERS,))
+    def task_output(self, output: p.TaskOutput) -> None:
+        """Pass what a running script printed on to its submitter, if it is one of this
+        job's attempts, from the TaskManager running it, into one of its output files."""
+        if self.graph.execution(output.attempt_id) is None:
+            raise ValueError(f"output of {output.attempt_id}, no attempt of job {self.job_id}")
+        self._check_attempt_host(output.attempt_id)
+        if output.stream not in ("stdout", "stderr") or output.offset < 0 or \
+                len(output.text) > p.OUTPUT_PIECE or \
+                os.path.dirname(output.path) != str(self.work_dir / "output") or \
+                not output.path.endswith(f".{output.stream}"):
+            raise ValueError(f"malformed output of {output.attempt_id}")
+        self.rpc_service.publish(topics.job_output(self.job_id), p.JobOutput(
+            self.job_id, output.attempt_id, output.stream, output.path, output.offset,
+            output.text))
 
     @handler(p.RequestNextInputSplit, senders=(topics.TASKMANAGERS,))
     def request_next_input_split(self, request: p.RequestNextInputSplit) -> p.NextInputSplit:

@@ -52,6 +52,9 @@ class JobMasterGateway(Gateway):
     def offer_slot(self, msg: p.OfferSlot) -> None:
         self.tell(msg)
 
+    def task_output(self, msg: p.TaskOutput) -> None:
+        self.tell(msg)
+
     def update_task_execution_state(self, msg: p.UpdateTaskExecutionState,
                                     timeout: float | None = None
                                     ) -> Future[p.UpdateAcknowledged]:
@@ -91,3 +94,6 @@ class DispatcherGateway(Gateway):
     def request_job_result(self, job_id: str, timeout: float | None = None
                            ) -> Future[p.JobResult]:
         return self.ask(p.RequestJobResult(job_id), timeout)
+
+    def request_job_file(self, msg: p.RequestJobFile) -> Future[p.JobFileChunk]:
+        return self.ask(msg)

@@ -26,7 +26,7 @@ from clusterdeck.core.rpc import message
 # 2: JobSnapshot.graph and ExecutionStateEvent.failure are typed; 3: offloaded deployment
 # inputs, execution reports for reconciliation, a paged job list; 4: qualified endpoints
 # and replies on client-id topics (rpc/taskexecutor/<cluster>.<id>, reply/<cluster>.<id>)
-PROTOCOL_VERSION = 8
+PROTOCOL_VERSION = 10
 
 # -- presence and leadership (retained) -------------------------------------------------
 
@@ -307,6 +307,30 @@ class ArtifactChunk:
 
 @message
 @dataclass(frozen=True)
+class RequestJobFile:
+    """Client -> Dispatcher: a chunk of one of a job's result files (collected rows,
+    printed output, the files manifest) from ``offset`` on, for a client that cannot
+    read it where it runs (another machine than the JobManager's)."""
+
+    job_id: str
+    path: str
+    offset: int = 0
+
+
+@message
+@dataclass(frozen=True)
+class JobFileChunk:
+    """``data``: base64 of at most half ``rpc.framesize`` bytes; ``total``: the file's size."""
+
+    job_id: str
+    path: str
+    offset: int
+    total: int
+    data: str
+
+
+@message
+@dataclass(frozen=True)
 class JobSummary:
     job_id: str
     name: str
@@ -529,6 +553,40 @@ def printed_tail(text: str, kept: int = PRINTED_KEPT) -> str:
     cut = len(text) - kept
     return f"[... {cut:,} earlier characters cut; all of it is in the output files]\n" + \
         text[cut:]
+
+
+OUTPUT_PIECE = 16_000  # characters of printed output in one TaskOutput or JobOutput
+
+
+@message
+@dataclass(frozen=True)
+class TaskOutput:
+    """TaskExecutor -> JobMaster (tell), every few tenths of a second while a PySpark
+    script prints: what it printed since, to be passed on to the submitter. ``path`` is
+    the output file that will hold all of it (under the job's work dir, ``output/``) and
+    ``offset`` the piece's start in that file's bytes; ``text`` at most OUTPUT_PIECE
+    characters. The feed may skip (core/engine/liveoutput.py): the file never does."""
+
+    job_id: str
+    attempt_id: str
+    stream: str  # "stdout" or "stderr"
+    path: str
+    offset: int
+    text: str
+
+
+@message
+@dataclass(frozen=True)
+class JobOutput:
+    """JobMaster -> ``events/output/<job-id>``: a TaskOutput, passed on to whoever
+    follows the job's output (``clusterdeck submit``)."""
+
+    job_id: str
+    attempt_id: str
+    stream: str
+    path: str
+    offset: int
+    text: str
 
 
 @message

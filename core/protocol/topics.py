@@ -50,6 +50,11 @@ def job_state(job_id: str) -> str:
     return f"state/jobs/{job_id}"
 
 
+def job_output(job_id: str) -> str:
+    """What a job's PySpark script prints, while it runs (JobOutput)."""
+    return f"events/output/{job_id}"
+
+
 def job_result(job_id: str) -> str:
     """Retained JobResult of one job, once it ended."""
     return f"state/results/{job_id}"

@@ -65,7 +65,8 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any,
         result = run_subtask(spark, job, deployment.vertex_id, deployment.subtask,
                              deployment.attempt_id, input_partitions(deployment, kept),
                              task.splits(), output_dir,
-                             fetch_missing=fetcher(deployment, kept))
+                             fetch_missing=fetcher(deployment, kept),
+                             live=getattr(task, "live", None))
     except PartitionNotFound:
         raise  # not the user's: its type and lost producers reach the JobMaster as they are
     except SubtaskFailed as failure:  # a failed script's output is shown as well
@@ -96,12 +97,15 @@ def _naming(work_dir: str, kept: str) -> Any:
     return named
 
 
+def printed_path(work_dir: str, attempt_id: str, stream: str) -> str:
+    """The file that holds all an attempt printed on ``stream`` ("stdout" or "stderr")."""
+    return str(Path(work_dir) / "output" / f"{safe_name(attempt_id)}.{stream}")
+
+
 def _printed_files(deployment: p.SubmitTask, kept: str, stdout: str,
                    stderr: str) -> tuple[str, str]:
-    output = Path(kept) / "output"
-    name = safe_name(deployment.attempt_id)
-    return (_printed_file(output / f"{name}.stdout", stdout),
-            _printed_file(output / f"{name}.stderr", stderr))
+    return (_printed_file(Path(printed_path(kept, deployment.attempt_id, "stdout")), stdout),
+            _printed_file(Path(printed_path(kept, deployment.attempt_id, "stderr")), stderr))
 
 
 def _printed_file(path: Path, text: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -45,12 +46,14 @@ from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
 from clusterdeck.core.taskmanager.dataplane import DataPlane
 from clusterdeck.core.taskmanager.deployment import with_inputs
 from clusterdeck.core.taskmanager.jobfolders import claim, stand_ins_of, sweep
-from clusterdeck.core.taskmanager.runner import run_task
+from clusterdeck.core.taskmanager.runner import printed_path, run_task
 from clusterdeck.core.taskmanager.slots import SlotTable
 from clusterdeck.core.taskmanager.spark import restart_spark, start_spark
 from clusterdeck.core.taskmanager.sparkhealth import SparkJvm
 from clusterdeck.core.taskmanager.tasks import Task, TaskOutcome
 
+OUTPUT_INTERVAL = 0.2  # seconds between two hand-ons of what running scripts printed
+OUTPUT_PIECES_PER_TICK = 8  # per task: about 640,000 characters a second at most
 STUCK_GRACE = 10.0  # seconds from cancel to interrupt to giving up on the process
 
 log = logging.getLogger(__name__)
@@ -83,6 +86,7 @@ class TaskExecutor(RpcEndpoint):
         self._os_process = psutil.Process()
         self.host = socket.gethostname()
         self.tasks: dict[str, Task] = {}
+        self._output_ticking = False
         self._reporting: dict[str, str] = {}  # attempt -> job, final update not yet answered
         self._jobs: dict[str, Future[LoadedJob]] = {}
         self._spark: Future[Any] | None = None
@@ -343,11 +347,35 @@ class TaskExecutor(RpcEndpoint):
                        lambda t, outcome: self.run_async(self._task_done, t, outcome))
         self.tasks[task.attempt_id] = running
         running.start()
+        self._tick_output()
         if task.task_timeout > 0:
             self.schedule(task.task_timeout, self._task_overdue, running)
         self._report(jobmaster, p.UpdateTaskExecutionState(task.job_id, task.attempt_id,
                                                            ExecutionState.RUNNING))
         return p.TaskOperationResult(task.attempt_id, True)
+
+    def _output_tick(self) -> None:
+        """Main thread, every OUTPUT_INTERVAL while tasks run: what their scripts printed
+        since the last tick goes to their JobMasters, for the submitters to show."""
+        self._output_ticking = False
+        for task in self.tasks.values():
+            self._send_output(task, self.rpc_service.gateway(
+                JobMasterGateway, task.deployment.jobmaster, task.deployment.fencing_token))
+        self._tick_output()
+
+    def _tick_output(self) -> None:
+        if self.tasks and not self._output_ticking:
+            self._output_ticking = True
+            self.schedule(OUTPUT_INTERVAL, self._output_tick)
+
+    def _send_output(self, task: Task, jobmaster: JobMasterGateway,
+                     most: int | None = OUTPUT_PIECES_PER_TICK) -> None:
+        deployment = task.deployment
+        for piece in task.live.take(p.OUTPUT_PIECE, most or sys.maxsize):
+            jobmaster.task_output(p.TaskOutput(
+                deployment.job_id, task.attempt_id, piece.stream,
+                printed_path(deployment.work_dir, task.attempt_id, piece.stream),
+                piece.offset, piece.text))
 
     def _sweep_job_folders(self, jobs_folder: str) -> None:
         """Main thread: a task made a job folder on this machine; apply this machine's
@@ -410,11 +438,13 @@ class TaskExecutor(RpcEndpoint):
         return next_split
 
     def _task_done(self, task: Task, outcome: TaskOutcome) -> None:
-        """Main thread: free the slot first, so the next deployment finds it free."""
+        """Main thread: free the slot first, so the next deployment finds it free; the
+        last of what it printed goes before its final state."""
         self.tasks.pop(task.attempt_id, None)
         self.slots.free(task.deployment.slot_index)
         jobmaster = self.rpc_service.gateway(JobMasterGateway, task.deployment.jobmaster,
                                              task.deployment.fencing_token)
+        self._send_output(task, jobmaster, most=None)
         self._report(jobmaster, p.UpdateTaskExecutionState(
             task.deployment.job_id, task.attempt_id, outcome.state, outcome.failure,
             outcome.result))

@@ -12,6 +12,7 @@ import random
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -371,6 +372,48 @@ def test_a_script_that_prints_a_megabyte_finishes_and_submit_prints_all_of_it(
     assert printed == [f"line {i:06d} " + "x" * 40 for i in range(20000)]
     assert len(done.stdout) > 1_000_000
     assert "the end, on stderr" in done.stderr
+
+
+def test_submit_shows_what_a_script_prints_while_it_runs_then_all_of_it_once(
+        cluster, tmp_path) -> None:
+    """As spark-submit shows a program's output: the first line reaches the submitter
+    while the script still runs (it waits for a file the test writes only once it saw
+    that line), then a megabyte more, each line once and in order."""
+    local_cluster, _ = cluster
+    script, gate = tmp_path / "live.py", tmp_path / "gate"
+    script.write_text("import os, sys, time\n"
+                      "import pyspark\n"
+                      "print('first line', flush=True)\n"
+                      "print('first warning', file=sys.stderr)\n"
+                      "deadline = time.monotonic() + 120\n"
+                      f"while not os.path.exists({str(gate)!r}) and time.monotonic() < deadline:\n"
+                      "    time.sleep(0.05)\n"
+                      "for i in range(20000):\n"
+                      "    print(f'line {i:06d} ' + 'x' * 40)\n")
+    submitter = subprocess.Popen(
+        [sys.executable, "-m", "clusterdeck.core.cli", "submit", "--cluster",
+         local_cluster.cluster_id, str(script)], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    errors: list[str] = []
+    readers = [threading.Thread(target=lambda: lines.extend(submitter.stdout), daemon=True),
+               threading.Thread(target=lambda: errors.extend(submitter.stderr), daemon=True)]
+    try:
+        for reader in readers:
+            reader.start()
+        wait_for(lambda: "first line\n" in lines, 120, "the first line, while it runs")
+        assert submitter.poll() is None
+        wait_for(lambda: "first warning\n" in errors, 30, "its stderr, while it runs")
+        gate.touch()
+        assert submitter.wait(180) == 0, "".join(errors)[-3000:]
+    finally:
+        submitter.kill()
+    for reader in readers:
+        reader.join(30)
+    assert lines[0] == "first line\n"
+    assert [line for line in lines if line.startswith("line ")] == [
+        f"line {i:06d} " + "x" * 40 + "\n" for i in range(20000)]
+    assert errors.count("first warning\n") == 1
 
 
 def test_an_update_too_large_to_send_fails_its_attempt_with_the_limit_named(client,

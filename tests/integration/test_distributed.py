@@ -24,6 +24,7 @@ from clusterdeck.core.client.localcluster import LocalCluster
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.snapshots import AttemptSnapshot, VertexSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.core.rpc import RemoteError
 from clusterdeck.core.taskmanager.attemptlogs import safe_name
 from tests.integration.clusters import (
     FAST_HEARTBEATS,
@@ -110,6 +111,13 @@ print("app", spark.sparkContext.appName)
 deadline = time.monotonic() + 120  # hold the slot until every script has one
 while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
     time.sleep(0.05)
+'''
+
+# About 1.1 MB on standard output, several chunks of a message each.
+BIG_PRINT = '''
+import pyspark  # a PySpark script, as clusterdeck tells one
+for i in range(40000):
+    print(f"line {i:06d} " + "x" * 14)
 '''
 
 Cluster = tuple[LocalCluster, list[NamespacedTaskManager]]
@@ -217,6 +225,39 @@ def test_a_word_count_over_taskmanagers_sharing_no_folder_is_exact(
 def test_a_word_count_over_taskmanagers_sharing_no_folder_needs_no_failover(
         word_count: Run) -> None:
     assert [(f["exception_type"], f["message"]) for f in word_count.failures] == []
+
+
+def test_a_client_on_another_machine_reads_the_results_through_the_jobmanager(
+        cluster: Cluster, client: JobClient, word_count: Run, tmp_path: Path) -> None:
+    """Collected rows and printed output that TaskManagers wrote on their machines reach
+    a client that cannot read the JobManager's disk either: in chunks, through the
+    Dispatcher. Nothing else of the JobManager's machine is served."""
+    local, _ = cluster
+    job_id, result = word_count.job_id, word_count.result
+
+    def from_jobmanager(path: str, offset: int) -> Iterator[bytes]:
+        return client.job_file_from_jobmanager(job_id, path, offset)
+
+    assert dict(collected_rows(result, from_jobmanager)) == dict(word_count.expected)
+
+    script = tmp_path / "big_print.py"
+    script.write_text(BIG_PRINT, encoding="utf-8")
+    printed = wait_result(client, client.submit(script, cwd=str(tmp_path)))
+    assert printed.status is JobStatus.FINISHED, _why(printed)
+    (path,) = printed.stdout_paths
+    chunks = list(client.job_file_from_jobmanager(printed.job_id, path))
+    assert len(chunks) > 1 and max(map(len, chunks)) <= local.config["rpc.framesize"] // 2
+    lines = b"".join(chunks).decode().splitlines()
+    assert lines == [f"line {i:06d} " + "x" * 14 for i in range(40000)]
+
+    work_dir = local.cluster_dir / "work" / job_id
+    for hostile in (local.cluster_dir / "credentials.json", work_dir / "job.zip",
+                    work_dir / "collect" / ".." / ".." / ".." / "credentials.json",
+                    "collect/x.json", work_dir / "partitions"):
+        with pytest.raises(RemoteError, match="not a result file"):
+            b"".join(client.job_file_from_jobmanager(job_id, str(hostile)))
+    with pytest.raises(RemoteError, match="unknown job"):
+        b"".join(client.job_file_from_jobmanager("no-such-job", path))
 
 
 def test_an_input_named_by_a_url_is_read_by_any_taskmanager(client, tmp_path) -> None:
