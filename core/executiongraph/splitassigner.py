@@ -47,8 +47,7 @@ class InputSplitAssigner:
         pool = self._pool.get(vertex_id)
         if not pool:
             return None
-        index = next((i for i, split in enumerate(pool) if host and host in split.hosts),
-                     next((i for i, split in enumerate(pool) if not split.hosts), None))
+        index = _pick(pool, subtask, host)
         if index is None:
             return None
         split = pool.pop(index)
@@ -106,3 +105,16 @@ class InputSplitAssigner:
         kept = self.handed_out(vertex_id)
         kept.subtract(self.returned(vertex_id))
         return kept
+
+
+def _pick(pool: Sequence[InputSplit], subtask: int, host: str | None) -> int | None:
+    """Where in ``pool`` the split for ``subtask`` on ``host`` is, if any. Generated
+    input (a collection, a range: no path) is cut into one part per subtask, and each
+    part is that subtask's: pulled by whoever asks first, the first subtasks to start
+    would take every part, all of them when a job has more subtasks than slots."""
+    for index, split in enumerate(pool):
+        if not split.path and split.part == subtask:
+            return index
+    files = [(index, split) for index, split in enumerate(pool) if split.path]
+    return next((i for i, split in files if host and host in split.hosts),
+                next((i for i, split in files if not split.hosts), None))

@@ -175,3 +175,19 @@ def test_a_source_finishing_with_splits_only_another_host_reads_fails_saying_whe
     assert cause.exception_type == "InputSplitUnreadable"
     assert "host-a" in cause.message and "/data/part-1.txt" in cause.message
     assert harness.scheduler.status is not JobStatus.FINISHED
+
+
+def test_each_part_of_a_generated_input_goes_to_its_own_subtask():
+    """A range cut into four parts: the first subtask to ask takes its own part only,
+    however often it asks, and every other subtask then gets its own."""
+    parts = [InputSplit(split_id=i, vertex_id="source", part=i, parts=4) for i in range(4)]
+    assigner = InputSplitAssigner({"source": parts})
+
+    first = [assigner.next_split("source", 0, host=None) for _ in range(3)]
+    assert [s.part if s else None for s in first] == [0, None, None]
+    assert [assigner.next_split("source", subtask, host=None).part
+            for subtask in (3, 1, 2)] == [3, 1, 2]
+
+    assigner.return_splits("source", 1)  # its attempt failed: the part waits for it
+    assert assigner.next_split("source", 0, host=None) is None
+    assert assigner.next_split("source", 1, host=None).part == 1
