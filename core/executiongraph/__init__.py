@@ -34,6 +34,7 @@ from clusterdeck.core.executiongraph.instructions import (
     ReleaseSlot,
     ScheduleOrUpdateConsumers,
     ScheduleRestart,
+    WithdrawSlotRequest,
 )
 from clusterdeck.core.executiongraph.recovery import FinishedSubtask
 from clusterdeck.core.executiongraph.restart import (
@@ -93,6 +94,7 @@ __all__ = [
     "Scheduler",
     "SlotRef",
     "TaskFailure",
+    "WithdrawSlotRequest",
     "attempt_id_of",
     "epoch_of",
     "failover_region",

@@ -65,6 +65,15 @@ class AllocateSlot:
 
 
 @dataclass(frozen=True)
+class WithdrawSlotRequest:
+    """The attempt got a slot the job already held (one its finished attempt left, as
+    Flink's JobMaster reuses the slots in its pool): its request for one more is no
+    longer needed."""
+
+    attempt_id: str
+
+
+@dataclass(frozen=True)
 class ReleaseSlot:
     """Give a slot back to its TaskManager: its task ended, or nobody is waiting for it."""
 
@@ -153,5 +162,5 @@ class Rejected:
 
 
 Instruction = (JobStatusChanged | ExecutionStateChanged | NewAttempt | AllocateSlot | ReleaseSlot
-               | DeployTask | CancelAttempt | ScheduleOrUpdateConsumers | AssignSplit
-               | ScheduleRestart | JobFinished | JobFailed | JobCanceled | Rejected)
+               | WithdrawSlotRequest | DeployTask | CancelAttempt | ScheduleOrUpdateConsumers
+               | AssignSplit | ScheduleRestart | JobFinished | JobFailed | JobCanceled | Rejected)

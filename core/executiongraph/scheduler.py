@@ -52,6 +52,7 @@ from clusterdeck.core.executiongraph.instructions import (
     ReleaseSlot,
     ScheduleOrUpdateConsumers,
     ScheduleRestart,
+    WithdrawSlotRequest,
 )
 from clusterdeck.core.executiongraph.recovery import FinishedSubtask, restore_finished
 from clusterdeck.core.executiongraph.restart import NoRestart, RestartStrategy
@@ -144,6 +145,10 @@ class Scheduler:
         execution = self._next_waiting() if self.status is JobStatus.RUNNING else None
         if execution is None:
             return [ReleaseSlot(slot)]
+        return self._deploy_into(slot, execution, now)
+
+    def _deploy_into(self, slot: SlotRef, execution: Execution,
+                     now: float) -> list[Instruction]:
         execution.slot = slot
         self._slots_in_use[slot] = execution
         changed = self._move(execution, ExecutionState.DEPLOYING, now)
@@ -155,6 +160,17 @@ class Scheduler:
             inputs=self.graph.input_partitions(execution.vertex_id, execution.subtask),
             outputs=self.graph.output_partitions(execution.vertex_id))
         return [changed, deploy]
+
+    def _reuse(self, slot: SlotRef | None, now: float) -> list[Instruction]:
+        """A finished attempt's slot goes straight to the longest-waiting attempt, without
+        a round trip to the ResourceManager; back to it when nothing waits."""
+        if slot is None:
+            return []
+        execution = self._next_waiting() if self.status is JobStatus.RUNNING else None
+        if execution is None:
+            return [ReleaseSlot(slot)]
+        return [WithdrawSlotRequest(execution.attempt_id),
+                *self._deploy_into(slot, execution, now)]
 
     def task_state_changed(self, attempt_id: str, state: ExecutionState | str, now: float, *,
                            failure: TaskFailure | None = None,
@@ -183,8 +199,12 @@ class Scheduler:
                                            failure=stranded)
         if state is ExecutionState.FINISHED:
             execution.result = result
-            out = [self._move(execution, state, now), *self._release(execution)]
-            return out + self._after_finished(execution, now)
+            out = [self._move(execution, state, now)]
+            freed = self._unhold(execution)
+            after = self._after_finished(execution, now)  # may schedule its consumers
+            if self.status is JobStatus.RUNNING:
+                return out + after + self._reuse(freed, now)
+            return out + ([ReleaseSlot(freed)] if freed else []) + after  # the end comes last
         if state is ExecutionState.CANCELED:
             failure = TaskFailure("UnexpectedCancellation",
                                   "the task stopped as canceled, but no cancel was sent")
@@ -478,11 +498,16 @@ class Scheduler:
         return record
 
     def _release(self, execution: Execution) -> list[Instruction]:
+        slot = self._unhold(execution)
+        return [] if slot is None else [ReleaseSlot(slot)]
+
+    def _unhold(self, execution: Execution) -> SlotRef | None:
+        """The slot the attempt held, now free; None if it held none."""
         slot = execution.slot
         if slot is None or self._slots_in_use.get(slot) is not execution:
-            return []
+            return None
         del self._slots_in_use[slot]
-        return [ReleaseSlot(slot)]
+        return slot
 
     def _move(self, execution: Execution, new: ExecutionState,
               now: float) -> ExecutionStateChanged:

@@ -123,6 +123,11 @@ class JobMaster(FencedRpcEndpoint):
         self.graph = ExecutionGraph(record.graph, record.job_id, epoch=record.epoch)
         self.scheduler: Scheduler | None = None
         self._allocations: dict[SlotRef, str] = {}
+        # Slot requests sent and not yet answered, by attempt; those withdrawn since (the
+        # attempt got a slot the job held), so that an offer crossing the withdrawal on
+        # its way is not taken.
+        self._slot_requests: dict[str, str] = {}
+        self._withdrawn: set[str] = set()
         self._executors: dict[str, str] = {}  # TaskManager id -> TaskExecutor endpoint
         self._hosts: dict[str, str] = {}
         self._data_peers = DataPeers(str(work_dir))
@@ -229,6 +234,10 @@ class JobMaster(FencedRpcEndpoint):
 
     @handler(p.OfferSlot, senders=(topics.JOBMANAGER,))
     def offer_slot(self, offer: p.OfferSlot) -> None:
+        if offer.allocation_id in self._withdrawn:  # crossed our FreeSlot: no longer ours
+            self._withdrawn.discard(offer.allocation_id)
+            return
+        self._slot_requests.pop(offer.allocation_id.split("/")[0], None)
         slot = SlotRef(offer.resource_id, offer.slot_index)
         self._allocations[slot] = offer.allocation_id
         self._executors[offer.resource_id] = offer.endpoint_id
@@ -361,8 +370,18 @@ class JobMaster(FencedRpcEndpoint):
             self._on_status(self.graph.status, *self.progress)
 
     def _request_slot(self, request: ins.AllocateSlot) -> None:
-        self.resource_manager.request_slot(p.RequestSlot(
-            self.job_id, f"{request.attempt_id}/{uuid.uuid4().hex[:8]}", self.endpoint_id))
+        allocation_id = f"{request.attempt_id}/{uuid.uuid4().hex[:8]}"
+        self._slot_requests[request.attempt_id] = allocation_id
+        self.resource_manager.request_slot(p.RequestSlot(self.job_id, allocation_id,
+                                                         self.endpoint_id))
+
+    def _withdraw_slot_request(self, withdraw: ins.WithdrawSlotRequest) -> None:
+        """The attempt runs in a slot the job held: its request is freed at the
+        ResourceManager, waiting or (an offer on its way) allocated already."""
+        allocation_id = self._slot_requests.pop(withdraw.attempt_id, None)
+        if allocation_id is not None:
+            self._withdrawn.add(allocation_id)
+            self.resource_manager.free_slot(p.FreeSlot(self.job_id, allocation_id))
 
     def _release_slot(self, release: ins.ReleaseSlot) -> None:
         self._free(release.slot)
@@ -554,6 +573,7 @@ class JobMaster(FencedRpcEndpoint):
         "ExecutionStateChanged": _execution_state_changed,
         "AllocateSlot": _request_slot,
         "ReleaseSlot": _release_slot,
+        "WithdrawSlotRequest": _withdraw_slot_request,
         "DeployTask": _deploy,
         "CancelAttempt": _cancel_task,
         "ScheduleRestart": _schedule_restart,
@@ -608,6 +628,8 @@ class JobMaster(FencedRpcEndpoint):
             self.progress_log.close()
             self.resource_manager.release_job_slots(p.ReleaseJobSlots(self.job_id))
             self._allocations.clear()
+            self._slot_requests.clear()
+            self._withdrawn.clear()
             self._publish_snapshot()
         finally:  # whatever else fails, the Dispatcher and the client learn the end
             self._on_terminal(result)

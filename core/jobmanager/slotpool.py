@@ -7,7 +7,6 @@ a heartbeat old, and a slot must never be given out twice.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 
@@ -35,7 +34,9 @@ class SlotPool:
         self._slots: dict[str, int] = {}  # live TaskManager -> number of slots
         self._allocations: dict[str, Allocation] = {}  # allocation id -> allocation
         self._by_slot: dict[SlotId, str] = {}
-        self._pending: deque[PendingRequest] = deque()
+        # Waiting requests by allocation id, oldest first: a JobMaster withdraws one (it
+        # reused a slot it held) at no cost however many wait.
+        self._pending: dict[str, PendingRequest] = {}
         self._busy_unknown: set[SlotId] = set()  # busy on the TaskManager, unknown here
         self._starting: set[str] = set()  # TaskManagers whose Spark is not up yet
 
@@ -68,18 +69,19 @@ class SlotPool:
         return lost
 
     def request(self, request: PendingRequest) -> None:
-        if request.allocation_id not in self._allocations and request not in self._pending:
-            self._pending.append(request)
+        if request.allocation_id not in self._allocations:
+            self._pending.setdefault(request.allocation_id, request)
 
     def free(self, allocation_id: str) -> None:
+        """The allocation ends, or its request is withdrawn while it waits."""
         self._drop(allocation_id)
-        self._pending = deque(r for r in self._pending if r.allocation_id != allocation_id)
+        self._pending.pop(allocation_id, None)
 
     def release_job(self, job_id: str) -> None:
         for allocation_id in [a for a, alloc in self._allocations.items()
                               if alloc.request.job_id == job_id]:
             self._drop(allocation_id)
-        self._pending = deque(r for r in self._pending if r.job_id != job_id)
+        self._pending = {a: r for a, r in self._pending.items() if r.job_id != job_id}
 
     def assign(self) -> list[Allocation]:
         """Match waiting requests with free slots, oldest request first: on TaskManagers
@@ -90,7 +92,7 @@ class SlotPool:
             slot = self._a_free_slot()
             if slot is None:
                 break
-            request = self._pending.popleft()
+            request = self._pending.pop(next(iter(self._pending)))
             allocation = Allocation(slot, request)
             self._allocations[request.allocation_id] = allocation
             self._by_slot[slot] = request.allocation_id

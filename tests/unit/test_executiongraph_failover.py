@@ -265,35 +265,36 @@ def test_with_local_partitions_a_lost_producer_is_recomputed_before_its_consumer
         "job-1/source#0/a0", "job-1/source#1/a1"]
 
 
-def test_with_local_partitions_lost_output_is_recomputed_and_its_waiting_consumers_wait_again():
+def test_with_local_partitions_lost_output_is_recomputed_and_its_consumers_run_again():
     harness = Harness(three_stages(), restart=FixedDelay(1, 0.0),
                       partitions_outlive_taskmanagers=False)
     harness.start()
     harness.grant_slots()  # source#0 and #1 on tm-1
-    harness.run_deployed()  # the map subtasks are scheduled, waiting for slots
+    harness.run_deployed()  # map#0 takes the last source's slot on tm-1, map#1 waits
+    assert {d.slot.taskmanager_id for d in harness.deployments().values()} == {"tm-1"}
 
     out = harness.lose("tm-1")
 
     (restart,) = [i for i in out if isinstance(i, ScheduleRestart)]
     assert restart.subtasks == ("source#0", "source#1", "map#0", "map#1")
-    assert [harness.state("map", i) for i in range(2)] == [S.CANCELED, S.CANCELED]
-    assert "result partitions are gone" in harness.graph.root_cause.message
+    assert [harness.state("map", i) for i in range(2)] == [S.FAILED, S.CANCELED]
+    assert any("result partitions are gone" in f.message for f in harness.graph.failures)
     harness.restart_due(restart.due)
     assert [harness.state("map", i) for i in range(2)] == [S.CREATED, S.CREATED]
     harness.run_to_end()
     assert harness.scheduler.status is JobStatus.FINISHED
     map_inputs = {d.inputs[0].partitions[0].producer_attempt_id
-                  for d in harness.logged(DeployTask) if d.vertex_id == "map"}
+                  for d in harness.logged(DeployTask) if d.vertex_id == "map" and d.attempt}
     assert map_inputs == {"job-1/source#0/a1", "job-1/source#1/a1"}
 
 
 def test_a_restart_waits_for_the_cancel_of_a_running_region_member():
     harness = Harness(word_count(sources=1, reducers=2), restart=FixedDelay(1, 1.0),
-                      slots={"tm-1": 2, "tm-2": 1}, partitions_outlive_taskmanagers=False)
+                      slots={"tm-1": 1, "tm-2": 1}, partitions_outlive_taskmanagers=False)
     harness.start()
     harness.grant_slots()  # source#0 on tm-1
-    harness.run_deployed()
-    harness.grant_slots()  # reduce#0 on tm-1, reduce#1 on tm-2
+    harness.run_deployed()  # reduce#0 takes its slot on tm-1
+    harness.grant_slots()  # reduce#1 on tm-2
     harness.run_deployed(finish=False)
 
     out = harness.lose("tm-1")
@@ -503,8 +504,8 @@ def test_a_failed_consumer_under_full_failover_reruns_on_the_finished_producers_
     harness.run_deployed()
     harness.grant_slots()
 
-    out = fail(harness, "reduce", 1)
-    assert CancelAttempt("job-1/reduce#0/a0", "tm-2") in out
+    out = fail(harness, "reduce", 1)  # both reducers took the sources' slots on tm-1
+    assert CancelAttempt("job-1/reduce#0/a0", "tm-1") in out
     harness.report("job-1/reduce#0/a0", S.CANCELED)
     harness.restart_due(harness.logged(ScheduleRestart)[0].due)
     harness.run_to_end()

@@ -21,6 +21,7 @@ from clusterdeck.core.executiongraph import (
     RestartStrategy,
     Scheduler,
     SlotRef,
+    WithdrawSlotRequest,
 )
 from clusterdeck.core.protocol.jobgraph import (
     JobEdge,
@@ -102,6 +103,9 @@ class Harness:
                 self.slot_requests.append(instruction)
             elif isinstance(instruction, ReleaseSlot):
                 self.free_slots.append(instruction.slot)
+            elif isinstance(instruction, WithdrawSlotRequest):
+                self.slot_requests = deque(r for r in self.slot_requests
+                                           if r.attempt_id != instruction.attempt_id)
         self.log += instructions
         return instructions
 

@@ -16,6 +16,7 @@ from clusterdeck.core.executiongraph import (
     ScheduleOrUpdateConsumers,
     ScheduleRestart,
     SlotRef,
+    WithdrawSlotRequest,
 )
 from clusterdeck.core.executiongraph import ExecutionState as S
 from clusterdeck.core.protocol.jobgraph import ShipStrategy
@@ -94,13 +95,21 @@ def test_job_finished_carries_what_each_subtask_reported():
     assert finished.duration == harness.now - 1.0
 
 
-def test_a_finished_task_gives_its_slot_back():
+def test_a_finished_tasks_slot_goes_to_the_longest_waiting_attempt_then_back():
+    """As Flink's JobMaster reuses the slots of its pool: no round trip through the
+    ResourceManager while attempts wait; the slot goes back once none does."""
     harness = Harness(word_count(sources=1, reducers=1))
     harness.start()
     harness.grant_slots()
 
     out = harness.report(harness.attempt("source", 0), S.FINISHED)
 
+    reduce = harness.attempt("reduce", 0)
+    assert WithdrawSlotRequest(reduce) in out and ReleaseSlot(SlotRef("tm-1", 0)) not in out
+    (deploy,) = [d for d in out if isinstance(d, DeployTask)]
+    assert (deploy.attempt_id, deploy.slot) == (reduce, SlotRef("tm-1", 0))
+    assert harness.state("reduce", 0) is S.DEPLOYING
+    out = harness.report(reduce, S.FINISHED)
     assert ReleaseSlot(SlotRef("tm-1", 0)) in out
 
 
@@ -148,7 +157,8 @@ def test_the_last_producer_finishing_schedules_the_consumers():
 
     assert ScheduleOrUpdateConsumers("reduce", ("source",)) in out
     assert [r.vertex_id for r in out if isinstance(r, AllocateSlot)] == ["reduce", "reduce"]
-    assert [harness.state("reduce", i) for i in range(2)] == [S.SCHEDULED, S.SCHEDULED]
+    # the first takes the last producer's slot, the second waits for one
+    assert [harness.state("reduce", i) for i in range(2)] == [S.DEPLOYING, S.SCHEDULED]
 
 
 def test_a_hash_consumer_is_deployed_with_its_partition_of_every_finished_producer():
