@@ -45,7 +45,7 @@ from clusterdeck.core.engine.liveoutput import LiveOutput
 from clusterdeck.core.engine.operators import apply
 from clusterdeck.core.engine.script import Submission, run_pyspark_script
 from clusterdeck.core.engine.sinks import FileSinkWriter, collect_rows
-from clusterdeck.core.engine.sources import read_source
+from clusterdeck.core.engine.sources import generates_nothing, read_source
 from clusterdeck.core.engine.streams import Records, Stream, Work, cache, counted
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.counters import CounterScope
@@ -144,7 +144,9 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
             if vertex.is_source:
                 for batch in _batches(splits, split_batch_bytes):
                     run.splits.extend(split.split_id for split in batch)
-                    run.batch(work, batch=batch)
+                    batch = [split for split in batch if not run.empty(split)]
+                    if batch:
+                        run.batch(work, batch=batch)
             else:
                 run.batch(work, inputs=inputs)
             sink_files = run.finish()
@@ -193,6 +195,10 @@ class _Run:
 
     def code(self, op_id: str) -> UserCode:
         return self.job.code.get(op_id, UserCode())
+
+    def empty(self, split: InputSplit) -> bool:
+        source = self.vertex.operators[0]
+        return generates_nothing(source, self.code(source.id), split)
 
     def batch(self, work: Work, batch: Sequence[InputSplit] = (),
               inputs: Sequence[Sequence[InputPartition]] = ()) -> None:

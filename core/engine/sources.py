@@ -51,6 +51,19 @@ def read_source(work: Work, source: OperatorSpec, code: UserCode,
     return reader(work, source.params, code, splits)
 
 
+def generates_nothing(source: OperatorSpec, code: UserCode, split: InputSplit) -> bool:
+    """A part of a collection or range with no element in it: read without a Spark job
+    (a job of more subtasks than elements has such parts; each costs one otherwise)."""
+    if source.kind == plan.SOURCE_RANGE:
+        count = max(0, source.params["end"] - source.params["start"])
+    elif source.kind == plan.SOURCE_COLLECTION:
+        count = len(code.items or ())
+    else:
+        return False
+    lo, hi = part_bounds(count, split.part, split.parts)
+    return hi <= lo
+
+
 def _text(work: Work, params: dict[str, Any], code: UserCode,
           splits: Sequence[InputSplit]) -> SourceBatch:
     whole = [split.path for split in splits if split.length < 0]

@@ -181,6 +181,29 @@ def test_collect_returns_every_row_as_json(spark, tmp_path):
     assert [r.records_out for r in result.subtasks] == [1000, 1000, 1000]
 
 
+@pytest.mark.parametrize("source, parallelism, expected", [
+    ("env.from_range(0, 3, parallelism=8)", 8, [0, 10, 20]),
+    ("env.from_collection([1, 2], parallelism=5)", 5, [10, 20])])
+def test_subtasks_beyond_the_elements_read_empty_parts_without_a_spark_job(
+        spark, tmp_path, source, parallelism, expected):
+    """Each part of a range or collection is its subtask's: with more subtasks than
+    elements, the others get empty parts and start no Spark job for them."""
+    path = job_file(tmp_path, "sparse.py", f"""
+        def build(env):
+            {source}.map(lambda x: x * 10).collect()
+    """)
+    result = run_local(load_job(path), spark, tmp_path / "work")
+    assert sorted(result.rows()) == expected
+    sources = [r for r in result.subtasks if r.vertex_id == result.subtasks[0].vertex_id]
+    assert len(sources) == parallelism  # the collect() behind them is a vertex of its own
+    tracker = spark.sparkContext.statusTracker()
+    spark_jobs = {r.attempt_id: len(tracker.getJobIdsForGroup(r.attempt_id)) for r in sources}
+    empty = [r.attempt_id for r in sources if r.records_out == 0]
+    assert len(empty) == parallelism - len(expected)
+    assert [spark_jobs[a] for a in empty] == [0] * len(empty)
+    assert all(spark_jobs[r.attempt_id] > 0 for r in sources if r.records_out)
+
+
 PEOPLE = [{"name": f"p{i}", "city": ["Oslo", "Lima", "Pune", "Kyiv"][i % 4], "age": 20 + i % 37}
           for i in range(200)]
 
