@@ -26,6 +26,20 @@ class Piece:
     text: str
 
 
+class _Run:
+    """Contiguous unsent output of one stream: its byte offset and its writes, joined only
+    when taken (joining as it goes would copy the run once per write)."""
+
+    def __init__(self, stream: str, offset: int) -> None:
+        self.stream = stream
+        self.offset = offset
+        self.texts: list[str] = []
+        self.size = 0  # bytes
+
+    def take(self, size: int) -> list[Piece]:
+        return _cut(Piece(self.stream, self.offset, "".join(self.texts)), size)
+
+
 class LiveOutput:
     """Written by one slot thread, taken by the TaskManager's main thread."""
 
@@ -33,7 +47,7 @@ class LiveOutput:
         self._lock = threading.Lock()
         self._limit = limit
         self._written = dict.fromkeys(STREAMS, 0)
-        self._pending: list[Piece] = []
+        self._runs: list[_Run] = []
         self._pending_bytes = 0
 
     def write(self, stream: str, text: str) -> None:
@@ -43,32 +57,29 @@ class LiveOutput:
             self._written[stream] += len(data)
             if not data or self._pending_bytes + len(data) > self._limit:
                 return  # the output file still gets it; the feed skips it
-            self._pending.append(Piece(stream, offset, data.decode("utf-8")))
+            run = next((r for r in reversed(self._runs) if r.stream == stream), None)
+            if run is None or run.offset + run.size != offset:
+                run = _Run(stream, offset)
+                self._runs.append(run)
+            run.texts.append(data.decode("utf-8"))
+            run.size += len(data)
             self._pending_bytes += len(data)
 
     def take(self, piece: int, most: int) -> list[Piece]:
-        """What was printed since the last take: adjacent writes of a stream joined,
+        """What was printed since the last take: a stream's adjacent writes joined, in
         pieces of at most ``piece`` characters, at most ``most`` pieces (the rest waits)."""
         with self._lock:
-            pending, self._pending, self._pending_bytes = self._pending, [], 0
-        pieces = [cut for joined in _joined(pending) for cut in _cut(joined, piece)]
+            runs, self._runs, self._pending_bytes = self._runs, [], 0
+        pieces = [cut for run in runs for cut in run.take(piece)]
         if len(pieces) > most:
             with self._lock:
-                self._pending[:0] = pieces[most:]
-                self._pending_bytes += sum(len(p.text.encode()) for p in pieces[most:])
+                kept = [_Run(x.stream, x.offset) for x in pieces[most:]]
+                for run, left in zip(kept, pieces[most:], strict=True):
+                    run.texts.append(left.text)
+                    run.size = len(left.text.encode())
+                self._runs[:0] = kept
+                self._pending_bytes += sum(run.size for run in kept)
         return pieces[:most]
-
-
-def _joined(pieces: list[Piece]) -> list[Piece]:
-    joined: list[Piece] = []
-    for piece in pieces:
-        last = joined[-1] if joined else None
-        if last and last.stream == piece.stream and \
-                last.offset + len(last.text.encode()) == piece.offset:
-            joined[-1] = Piece(last.stream, last.offset, last.text + piece.text)
-        else:
-            joined.append(piece)
-    return joined
 
 
 def _cut(piece: Piece, size: int) -> list[Piece]:

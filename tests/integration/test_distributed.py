@@ -10,8 +10,11 @@ The tests share one cluster and run in file order: the last two kill TaskManager
 from __future__ import annotations
 
 import collections
+import json
 import re
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -267,6 +270,22 @@ def test_an_input_named_by_a_url_is_read_by_any_taskmanager(client, tmp_path) ->
                                                [f"file://{source}", "2"]))
     assert result.status is JobStatus.FINISHED, _why(result)
     assert {word: count for word, count in collected_rows(result)} == dict(expected)
+
+
+def test_clusterdeck_submit_prints_the_collected_rows_of_taskmanagers_elsewhere(
+        cluster: Cluster, tmp_path: Path) -> None:
+    """As a user runs it: the command, from another folder, prints every counted word."""
+    local, _ = cluster
+    source, expected = words_file(tmp_path, lines=1000)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "clusterdeck.core.cli", "submit", "--cluster", local.cluster_id,
+         str(EXAMPLES / "wordcount.py"), "--", str(source), "4"],
+        capture_output=True, text=True, timeout=300, cwd=elsewhere, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("[")]
+    assert {word: count for word, count in rows} == dict(expected)
 
 
 def test_a_pyspark_scripts_output_and_the_clusters_spark_settings_reach_the_submitter(

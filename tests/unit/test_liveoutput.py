@@ -68,7 +68,21 @@ def test_a_piece_that_arrives_first_is_not_shown_before_the_ones_before_it() -> 
     live.write("stdout", "one\n")
     live.write("stderr", "two\n")
     live.write("stdout", "three\n")
-    pieces = live.take(100, 10)
-    shown, counts = shown_by(as_messages(pieces[2:] + pieces[:2]))
+    pieces = live.take(4, 10)  # stdout "one\n", "thre", "e\n"; stderr "two\n"
+    first, later, last = [x for x in pieces if x.stream == "stdout"]
+    (error,) = [x for x in pieces if x.stream == "stderr"]
+    shown, counts = shown_by(as_messages([later, first, last, error]))
     assert shown == {"stdout": "", "stderr": "two\n"}
     assert counts == {"/w/output/a1.stderr": 4}
+
+
+def test_many_small_writes_are_taken_as_few_large_pieces() -> None:
+    """A loop of 40,000 prints (two writes each) is joined once when taken, not per
+    write: the taking thread is the TaskManager's main thread, which sends heartbeats."""
+    live = LiveOutput()
+    for i in range(40_000):
+        live.write("stdout", f"line {i:06d}")
+        live.write("stdout", "\n")
+    pieces = live.take(16_000, 1_000)
+    assert len(pieces) == -(-40_000 * 12 // 16_000)
+    assert "".join(x.text for x in pieces) == "".join(f"line {i:06d}\n" for i in range(40_000))
