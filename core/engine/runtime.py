@@ -139,7 +139,7 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
     description = f"{job.graph.name}: {vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
     with (attempt_scope(spark.sparkContext, attempt_id, description) as cancelled,
           CounterScope(spark.sparkContext, job.counter_names) as counters):
-        work = Work(spark.newSession(), attempt_id, cancelled)
+        work = Work(spark, attempt_id, cancelled, fresh=True)
         try:
             if vertex.is_source:
                 for batch in _batches(splits, split_batch_bytes):

@@ -54,15 +54,25 @@ class Work:
     """One attempt's Spark work, on its slot thread (see module docstring)."""
 
     def __init__(self, session: SparkSession, attempt_id: str,
-                 cancelled: Callable[[], bool]) -> None:
-        self.session = session
+                 cancelled: Callable[[], bool], *, fresh: bool = False) -> None:
+        """``fresh``: the attempt works in a new session of ``session``'s, made when it
+        first needs one (an attempt that reads only empty parts never does: a new
+        session costs a few Py4J calls)."""
+        self._spark = session
+        self._session: SparkSession | None = None if fresh else session
         self.attempt_id = attempt_id
         self._cancelled = cancelled
         self._cached: list[Any] = []
 
     @property
+    def session(self) -> SparkSession:
+        if self._session is None:
+            self._session = self._spark.newSession()
+        return self._session
+
+    @property
     def spark_context(self) -> Any:
-        return self.session.sparkContext
+        return self._spark.sparkContext
 
     def check(self) -> None:
         """Called before each Spark action: a cancelled attempt starts no new Spark job."""
