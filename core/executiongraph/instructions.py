@@ -93,6 +93,8 @@ class DeployTask:
     slot: SlotRef
     inputs: tuple[EdgeInput, ...]
     outputs: tuple[EdgeOutput, ...]
+    # A generated source's whole input, sent with the deployment; None: it pulls splits
+    splits: tuple[InputSplit, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -153,12 +153,15 @@ class Scheduler:
         self._slots_in_use[slot] = execution
         changed = self._move(execution, ExecutionState.DEPLOYING, now)
         vertex = self.graph.vertex(execution.vertex_id)
+        # A generated source's part goes with the deployment: two asks fewer per subtask
+        splits = self.splits.own_part(execution.vertex_id, execution.subtask)
+        execution.input_splits.extend(splits or ())
         deploy = DeployTask(
             job_id=self.graph.job_id, attempt_id=execution.attempt_id,
             vertex_id=execution.vertex_id, subtask=execution.subtask,
             parallelism=vertex.parallelism, attempt=execution.attempt, slot=slot,
             inputs=self.graph.input_partitions(execution.vertex_id, execution.subtask),
-            outputs=self.graph.output_partitions(execution.vertex_id))
+            outputs=self.graph.output_partitions(execution.vertex_id), splits=splits)
         return [changed, deploy]
 
     def _reuse(self, slot: SlotRef | None, now: float) -> list[Instruction]:

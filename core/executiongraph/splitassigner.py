@@ -30,12 +30,16 @@ class InputSplitAssigner:
         self._held: dict[tuple[str, int], list[InputSplit]] = {}
         self._handed_out: dict[str, Counter[int]] = {}
         self._returned: dict[str, Counter[int]] = {}
+        self._generated: dict[str, bool] = {}  # a collection's or range's parts
         for vertex_id, vertex_splits in (splits or {}).items():
             self.add_splits(vertex_id, vertex_splits)
 
     def add_splits(self, vertex_id: str, splits: Iterable[InputSplit]) -> None:
         """Put a source vertex's splits in its pool (the JobMaster enumerates them)."""
         pool = self._pool.setdefault(vertex_id, [])
+        splits = list(splits)
+        if vertex_id not in self._generated:  # a vertex's splits are all of one kind
+            self._generated[vertex_id] = bool(splits) and not any(s.path for s in splits)
         pool.extend(splits)
         pool.sort(key=lambda split: split.split_id)
         self._handed_out.setdefault(vertex_id, Counter())
@@ -54,6 +58,21 @@ class InputSplitAssigner:
         self._held.setdefault((vertex_id, subtask), []).append(split)
         self._handed_out[vertex_id][split.split_id] += 1
         return split
+
+    def own_part(self, vertex_id: str, subtask: int) -> tuple[InputSplit, ...] | None:
+        """A generated source's subtask's whole input, handed out at once with its
+        deployment (the subtask then asks for none): its own part if still in the pool,
+        nothing if it was read already. None for a source of files, which pull theirs."""
+        pool = self._pool.get(vertex_id)
+        if pool is None or not self._generated.get(vertex_id, False):
+            return None
+        index = _pick(pool, subtask, None)
+        if index is None:
+            return ()
+        split = pool.pop(index)
+        self._held.setdefault((vertex_id, subtask), []).append(split)
+        self._handed_out[vertex_id][split.split_id] += 1
+        return (split,)
 
     def return_splits(self, vertex_id: str, subtask: int) -> list[InputSplit]:
         """Put back every split the subtask's current attempt took (it failed or is being

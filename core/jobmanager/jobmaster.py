@@ -402,7 +402,8 @@ class JobMaster(FencedRpcEndpoint):
             artifact_sha256=self.record.artifact_sha256, work_dir=str(self.work_dir),
             args=self.record.args, inputs=deploy.inputs, outputs=deploy.outputs,
             task_timeout=self.record.task_timeout,
-            data_endpoints=self._data_peers.for_inputs(deploy.inputs, slot.taskmanager_id))
+            data_endpoints=self._data_peers.for_inputs(deploy.inputs, slot.taskmanager_id),
+            splits=deploy.splits or (), splits_given=deploy.splits is not None)
         self._send_task(task, slot.taskmanager_id)
 
     def _send_task(self, task: p.SubmitTask, taskmanager_id: str, tries: int = 0) -> None:

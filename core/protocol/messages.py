@@ -26,7 +26,7 @@ from clusterdeck.core.rpc import message
 # 2: JobSnapshot.graph and ExecutionStateEvent.failure are typed; 3: offloaded deployment
 # inputs, execution reports for reconciliation, a paged job list; 4: qualified endpoints
 # and replies on client-id topics (rpc/taskexecutor/<cluster>.<id>, reply/<cluster>.<id>)
-PROTOCOL_VERSION = 10
+PROTOCOL_VERSION = 11
 
 # -- presence and leadership (retained) -------------------------------------------------
 
@@ -477,7 +477,10 @@ class SubmitTask:
     for them page by page (RequestInputPartitions), as Flink offloads a large deployment
     descriptor's shuffle descriptors. ``data_endpoints``: the data services of the
     TaskManagers that wrote its input partitions, each with a capability for this job's
-    work dir, for partitions the task cannot see on its own disk (core/dataservice)."""
+    work dir, for partitions the task cannot see on its own disk (core/dataservice).
+    ``splits_given``: ``splits`` is the whole input of this source subtask (a generated
+    source's own part), and it asks for no split; otherwise it pulls them one at a time
+    (RequestNextInputSplit)."""
 
     job_id: str
     graph: JobGraph
@@ -498,6 +501,8 @@ class SubmitTask:
     task_timeout: float = 0.0
     inputs_offloaded: bool = False
     data_endpoints: tuple[DataEndpoint, ...] = ()
+    splits: tuple[InputSplit, ...] = ()
+    splits_given: bool = False
 
 
 @message

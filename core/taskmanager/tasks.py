@@ -99,11 +99,13 @@ class Task:
             log.exception("cancelling the Spark jobs of %s", self.attempt_id)
 
     def splits(self) -> Iterator[InputSplit]:
-        """The source's input splits, pulled one at a time from the JobMaster."""
+        """The source's input splits: those its deployment gave, or pulled one at a time
+        from the JobMaster."""
+        given = iter(self.deployment.splits) if self.deployment.splits_given else None
         for sequence in itertools.count():
             if self.canceled.is_set():
                 raise TaskCanceled(self.attempt_id)
-            split = self._next_split(sequence)
+            split = self._next_split(sequence) if given is None else next(given, None)
             if split is None:
                 return
             log.info("reading input split %d (%s)", split.split_id, split.path or

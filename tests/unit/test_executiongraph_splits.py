@@ -4,6 +4,7 @@ import pytest
 
 from clusterdeck.core.executiongraph import (
     AssignSplit,
+    DeployTask,
     FixedDelay,
     InputSplitAssigner,
     JobStatus,
@@ -11,6 +12,7 @@ from clusterdeck.core.executiongraph import (
     ScheduleRestart,
 )
 from clusterdeck.core.executiongraph import ExecutionState as S
+from clusterdeck.core.protocol.failures import TaskFailure
 from clusterdeck.core.protocol.jobgraph import InputSplit
 from tests.unit.test_executiongraph_helpers import Harness, word_count
 
@@ -191,3 +193,33 @@ def test_each_part_of_a_generated_input_goes_to_its_own_subtask():
     assigner.return_splits("source", 1)  # its attempt failed: the part waits for it
     assert assigner.next_split("source", 0, host=None) is None
     assert assigner.next_split("source", 1, host=None).part == 1
+
+
+def test_a_generated_sources_part_goes_with_its_deployment_and_again_with_a_rerun():
+    parts = [InputSplit(split_id=i, vertex_id="source", part=i, parts=3) for i in range(3)]
+    harness = Harness(word_count(sources=3, reducers=1), restart=FixedDelay(1, 0.0),
+                      splits=InputSplitAssigner({"source": parts}))
+    harness.start()
+    harness.grant_slots()
+
+    deploys = {d.subtask: d for d in harness.logged(DeployTask) if d.vertex_id == "source"}
+    assert {s: [x.part for x in d.splits] for s, d in deploys.items()} == {
+        0: [0], 1: [1], 2: [2]}
+    assert harness.scheduler.request_split(harness.attempt("source", 1), None) == [
+        AssignSplit(harness.attempt("source", 1), None)]  # it has all of its input
+
+    harness.report(harness.attempt("source", 1), S.FAILED,
+                   failure=TaskFailure("ValueError", "boom"))
+    harness.restart_due(harness.logged(ScheduleRestart)[0].due)
+    harness.grant_slots()
+    rerun = [d for d in harness.logged(DeployTask) if d.subtask == 1 and d.attempt == 1]
+    assert [[x.part for x in d.splits] for d in rerun] == [[1]]
+
+
+def test_a_file_sources_subtasks_pull_their_splits():
+    harness = Harness(word_count(sources=2, reducers=1),
+                      splits=InputSplitAssigner({"source": splits(4)}))
+    harness.start()
+    harness.grant_slots()
+
+    assert [d.splits for d in harness.logged(DeployTask)] == [None, None]
