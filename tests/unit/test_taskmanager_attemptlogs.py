@@ -58,3 +58,17 @@ def test_only_the_latest_attempts_excerpts_stay_in_memory(tmp_path: Path) -> Non
     assert logs.excerpt("job/v#0/a0") == ()
     assert logs.excerpt(f"job/v#{TAILS_KEPT + 49}/a0") == ("line",)
     assert len(logs._tails) == TAILS_KEPT and len(logs._files) == TAILS_KEPT
+
+
+def test_the_folder_is_pruned_once_per_twentieth_of_the_limit(tmp_path: Path,
+                                                               monkeypatch) -> None:
+    logs = AttemptLogHandler(tmp_path, max_files=100)
+    listed = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path: listed.append(path) or real_scandir(path))
+    for i in range(300):
+        logs.write(f"job/v#{i}/a0", "started")
+        logs.forget(f"job/v#{i}/a0")
+        assert len(list(tmp_path.iterdir())) <= 105
+    assert len(listed) == 300 // 5
+    assert len(list(tmp_path.iterdir())) >= 100
