@@ -57,6 +57,7 @@ from clusterdeck.core.rpc import (
 
 log = logging.getLogger(__name__)
 SNAPSHOT_INTERVAL = 0.1  # at most ten snapshots a second, however busy the job
+PROGRESS_INTERVAL = 0.25  # seconds between two progress reports to the Dispatcher
 SUBTASKS_PER_SNAPSHOT_SECOND = 2000  # a 1,000-subtask job: two snapshots a second
 DEPLOY_TRIES = 3
 MAX_HISTORY = 20  # failures kept in a JobResult; the snapshot has them all
@@ -121,6 +122,8 @@ class JobMaster(FencedRpcEndpoint):
         self._on_terminal = on_terminal
         self.progress_log = progress
         self.graph = ExecutionGraph(record.graph, record.job_id, epoch=record.epoch)
+        self._subtasks = sum(1 for _ in self.graph.subtasks())
+        self._progress_due = False
         self.scheduler: Scheduler | None = None
         self._allocations: dict[SlotRef, str] = {}
         # Slot requests sent and not yet answered, by attempt; those withdrawn since (the
@@ -367,6 +370,20 @@ class JobMaster(FencedRpcEndpoint):
             self.progress_log.append(FinishedSubtask(
                 execution.vertex_id, execution.subtask, execution.attempt_id, execution.attempt,
                 execution.result, tuple(s.split_id for s in execution.input_splits)))
+            self._report_progress_soon()
+
+    def _report_progress_soon(self) -> None:
+        """The Dispatcher's job list shows progress, reported at most every
+        PROGRESS_INTERVAL: counting it is linear in the job's subtasks, and the list is
+        published whole, so a job finishing hundreds of subtasks a second would do both
+        for each. Status changes are reported at once."""
+        if not self._progress_due:
+            self._progress_due = True
+            self.schedule(PROGRESS_INTERVAL, self._report_progress)
+
+    def _report_progress(self) -> None:
+        self._progress_due = False
+        if not self._ended:
             self._on_status(self.graph.status, *self.progress)
 
     def _request_slot(self, request: ins.AllocateSlot) -> None:
@@ -642,8 +659,7 @@ class JobMaster(FencedRpcEndpoint):
             self._snapshot_due = True
             # A large job's snapshot costs more to build, send and redraw; its events carry
             # every change meanwhile.
-            total = self.progress[1]
-            self.schedule(max(SNAPSHOT_INTERVAL, total / SUBTASKS_PER_SNAPSHOT_SECOND),
+            self.schedule(max(SNAPSHOT_INTERVAL, self._subtasks / SUBTASKS_PER_SNAPSHOT_SECOND),
                           self._publish_snapshot)
 
     def _publish_snapshot(self) -> None:
