@@ -211,7 +211,7 @@ def one_run(bench: BenchCluster, job: Path, subtasks: int, sink: str, rows: int)
                len(events))
 
 
-def report(runs: list[Run], kind: str, sink: str, rows: int) -> str:
+def report(runs: list[Run], kind: str, sink: str, range_end: int) -> str:
     def dist(values: list[float]) -> str:
         if not values:
             return "-"
@@ -234,7 +234,7 @@ def report(runs: list[Run], kind: str, sink: str, rows: int) -> str:
     return "\n".join([
         f"Machine: {machine_summary()}.",
         f"Broker {kind}; 2 TaskManagers x {runs[0].slots // 2} slots ({runs[0].slots} slots), "
-        f"spark.start eager, warm; job `from_range(0, {rows})` with parallelism N and a "
+        f"spark.start eager, warm; job `from_range(0, {range_end})` with parallelism N and a "
         f"{'write_text' if sink == 'text' else 'collect()'} sink (one vertex, N subtasks). "
         "Times from the JobManager's event timestamps.",
         "",

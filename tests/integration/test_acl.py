@@ -175,7 +175,9 @@ TM, JM = TASKMANAGER, "jobmanager"
 FORBIDDEN_PUBLISHES = [
     *[Case(TM, rel(topic)) for topic in (
         topics.LEADER, topics.CLUSTER_STATE, topics.job_state("j"), topics.job_result("j"),
-        topics.CLUSTER_EVENTS, topics.job_events("j"), "elsewhere")],
+        topics.CLUSTER_EVENTS, topics.job_events("j"), topics.job_output("j"), "elsewhere")],
+    # a script's output reaches the submitter only through its JobMaster, which checks it
+    Case("client", rel(topics.job_output("j"))),
     Case(TM, LAYOUT.rpc("taskexecutor.taskmanager-2", TM)),
     Case(TM, LAYOUT.heartbeat("taskexecutor.taskmanager-2", TM)),
     Case(TM, LAYOUT.reply(CLIENT, TM)),
@@ -207,7 +209,7 @@ FORBIDDEN_READS = [
         LAYOUT.rpc("dispatcher", "client"), LAYOUT.rpc("resourcemanager", OTHER_TASKMANAGER),
         LAYOUT.rpc("jobmaster.j", OTHER_TASKMANAGER),
         LAYOUT.heartbeat("resourcemanager", OTHER_TASKMANAGER), rel(topics.CLUSTER_EVENTS),
-        rel(topics.job_events("j")), rel(topics.CLUSTER_STATE),
+        rel(topics.job_events("j")), rel(topics.job_output("j")), rel(topics.CLUSTER_STATE),
         LAYOUT.reply(JM, OTHER_TASKMANAGER), LAYOUT.reply(CLIENT, JM),
         LAYOUT.reply(OTHER_TASKMANAGER, JM),
         LAYOUT.rpc("taskexecutor.taskmanager-2", JM),
@@ -252,6 +254,7 @@ ALLOWED_READS = [
           (rel(topics.LEADER), rel(topics.LEADER)),
           (rel(topics.job_state("j")), rel(topics.JOB_STATES_ALL)),
           (rel(topics.job_events("j")), rel(topics.JOB_EVENTS_ALL)),
+          (rel(topics.job_output("j")), rel(topics.job_output("j"))),
           (rel(topics.CLUSTER_EVENTS), rel("events/#")),
           (LAYOUT.presence(TM), rel(topics.PRESENCE_ALL)))],
     Case("client", LAYOUT.reply(CLIENT, JM)),
