@@ -63,8 +63,22 @@ class RunningBroker:
         return self.log.read_text(errors="replace")
 
 
-def start_broker(kind: str, home: Path) -> RunningBroker:
-    """Start ``clusterdeck broker`` and return once it accepts an authenticated client."""
+def start_broker(kind: str, home: Path, tries: int = 3) -> RunningBroker:
+    """Start ``clusterdeck broker`` and return once it accepts an authenticated client.
+
+    The broker takes a port the OS said was free a moment before; another process may
+    bind it in between. ``clusterdeck up``'s supervisor then starts the broker again (on
+    a port free by then), and so does this."""
+    for _ in range(tries - 1):
+        try:
+            return _start_broker(kind, home)
+        except AssertionError as error:
+            if "Address already in use" not in str(error):
+                raise
+    return _start_broker(kind, home)
+
+
+def _start_broker(kind: str, home: Path) -> RunningBroker:
     cluster_dir = home / "data" / "clusters" / CLUSTER
     log = home / f"broker-{kind}-{time.monotonic_ns()}.log"
     env = {**os.environ, "CLUSTERDECK_HOME": str(home)}
