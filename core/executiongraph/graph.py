@@ -42,6 +42,10 @@ class ExecutionJobVertex:
         self.outputs = outputs
         self.subtasks = [ExecutionVertex(job_id, job_vertex.id, index, epoch)
                          for index in range(job_vertex.parallelism)]
+        # Subtasks whose current attempt is not FINISHED, kept by ExecutionGraph.moved,
+        # new_attempt and restore: "is the vertex (the job) done?" after every FINISHED
+        # of a 10,000-subtask job must not look at every subtask.
+        self.unfinished = len(self.subtasks)
 
     @property
     def id(self) -> str:
@@ -123,17 +127,34 @@ class ExecutionGraph:
     # -- changes the scheduler makes -------------------------------------------------------
 
     def new_attempt(self, subtask: ExecutionVertex) -> Execution:
+        replaced = subtask.current.state
         execution = subtask.new_attempt()
         self._executions[execution.attempt_id] = execution
+        self.moved(execution, replaced, execution.state)
         return execution
+
+    def moved(self, execution: Execution, old: ExecutionState, new: ExecutionState) -> None:
+        """Count a subtask's current attempt moving from ``old`` to ``new`` (called by
+        whatever moves it: the scheduler, new_attempt, restore)."""
+        finished = ExecutionState.FINISHED
+        if (old is finished) != (new is finished) and self.is_current(execution):
+            self.vertices[execution.vertex_id].unfinished += 1 if old is finished else -1
+
+    def vertex_finished(self, vertex_id: str) -> bool:
+        return self.vertices[vertex_id].unfinished == 0
+
+    def all_finished(self) -> bool:
+        return all(vertex.unfinished == 0 for vertex in self.vertices.values())
 
     def restore(self, execution: Execution) -> None:
         """Put back an attempt that finished in an earlier JobManager run, in place of
         its subtask's unstarted attempt; consumers will read its partitions."""
         subtask = self.subtask(execution.vertex_id, execution.subtask)
+        old = subtask.current.state
         for replaced in subtask.restore(execution):
             del self._executions[replaced.attempt_id]
         self._executions[execution.attempt_id] = execution
+        self.moved(execution, old, execution.state)
 
     def transition(self, new: JobStatus, now: float) -> JobStatus:
         """Move the job to ``new`` and return the old status."""

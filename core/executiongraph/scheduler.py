@@ -235,10 +235,12 @@ class Scheduler:
         to hosts where none of its subtasks ran (files on one machine's own disk). Its
         failure says so, and failover runs it again, perhaps there; a job never ends
         FINISHED with part of its input."""
-        left = self.splits.remaining(execution.vertex_id)
         vertex = self.graph.vertex(execution.vertex_id)
-        if not left or any(s.current is not execution and s.current.state
-                           is not ExecutionState.FINISHED for s in vertex.subtasks):
+        # the others all finished: this one is the only unfinished subtask
+        if vertex.unfinished != 1 or execution.state is ExecutionState.FINISHED:
+            return None
+        left = self.splits.remaining(execution.vertex_id)
+        if not left:
             return None
         hosts = sorted({host for split in left for host in split.hosts})
         return TaskFailure("InputSplitUnreadable", (
@@ -342,7 +344,7 @@ class Scheduler:
         return out + self._finish_if_done(now)
 
     def _finish_if_done(self, now: float) -> list[Instruction]:
-        if not all(e.state is ExecutionState.FINISHED for e in self.graph.current_executions()):
+        if not self.graph.all_finished():
             return []
         results = {subtask.id: subtask.current.result for subtask in self.graph.subtasks()
                    if subtask.current.result is not None}
@@ -515,6 +517,7 @@ class Scheduler:
     def _move(self, execution: Execution, new: ExecutionState,
               now: float) -> ExecutionStateChanged:
         old = execution.transition(new, now)
+        self.graph.moved(execution, old, new)
         failure = execution.failure if new is ExecutionState.FAILED else None
         return ExecutionStateChanged(execution.attempt_id, execution.vertex_id,
                                      execution.subtask, execution.attempt, old, new, now,

@@ -107,6 +107,9 @@ class Harness:
                 self.slot_requests = deque(r for r in self.slot_requests
                                            if r.attempt_id != instruction.attempt_id)
         self.log += instructions
+        for vertex in self.graph.vertices.values():  # the count the scheduler relies on
+            assert vertex.unfinished == sum(
+                s.current.state is not ExecutionState.FINISHED for s in vertex.subtasks)
         return instructions
 
     def logged(self, kind: type) -> list[Any]:
