@@ -42,16 +42,44 @@ def is_cancelled(attempt_id: str) -> bool:
         return attempt_id in _cancelled
 
 
+class JobGroup:
+    """An attempt's Spark job group, set on its slot thread when the attempt first
+    touches Spark (``enter``): an attempt with nothing to read makes no Py4J call at all,
+    and a thread's first Py4J call costs it a connection of its own to the JVM."""
+
+    KEYS = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+
+    def __init__(self, spark_context: Any, attempt_id: str, description: str) -> None:
+        self.spark_context = spark_context
+        self.attempt_id = attempt_id
+        self.description = description
+        self.entered = False
+
+    def enter(self) -> None:
+        if not self.entered:
+            self.spark_context.setJobGroup(self.attempt_id, self.description,
+                                           interruptOnCancel=True)
+            self.entered = True
+
+    def leave(self) -> None:
+        if self.entered:
+            for key in self.KEYS:
+                self.spark_context.setLocalProperty(key, None)
+            self.entered = False
+
+
 @contextmanager
-def attempt_scope(spark_context: Any, attempt_id: str,
-                  description: str) -> Iterator[Callable[[], bool]]:
+def attempt_scope(spark_context: Any, attempt_id: str, description: str, *,
+                  lazy: bool = False) -> Iterator[tuple[Callable[[], bool], JobGroup]]:
     """Run this thread's Spark jobs in the attempt's job group; yields the check
-    "was this attempt cancelled?". The flag is forgotten when the scope ends."""
-    spark_context.setJobGroup(attempt_id, description, interruptOnCancel=True)
+    "was this attempt cancelled?" and the group, entered now or (``lazy``) by the first
+    Spark work. The flag is forgotten when the scope ends."""
+    group = JobGroup(spark_context, attempt_id, description)
+    if not lazy:
+        group.enter()
     try:
-        yield lambda: is_cancelled(attempt_id)
+        yield (lambda: is_cancelled(attempt_id)), group
     finally:
-        for key in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"):
-            spark_context.setLocalProperty(key, None)
+        group.leave()
         with _lock:
             _cancelled.discard(attempt_id)

@@ -137,9 +137,10 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
     run = _Run(job, vertex, subtask_index, attempt_id, os.fspath(output_dir),
                dict(consumer_parallelism or {}), fetch_missing)
     description = f"{job.graph.name}: {vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
-    with (attempt_scope(spark.sparkContext, attempt_id, description) as cancelled,
+    with (attempt_scope(spark.sparkContext, attempt_id, description, lazy=True)
+          as (cancelled, group),
           CounterScope(spark.sparkContext, job.counter_names) as counters):
-        work = Work(spark, attempt_id, cancelled, fresh=True)
+        work = Work(spark, attempt_id, cancelled, fresh=True, first_use=group.enter)
         try:
             if vertex.is_source:
                 for batch in _batches(splits, split_batch_bytes):

@@ -113,7 +113,7 @@ def run_pyspark_script(spark: SparkSession | Callable[[], SparkSession],
           _spark_shim(session, place.spark_base),
           scriptisolation.isolated(session, lambda warning: _warn([warning])),
           attempt_scope(owner.sparkContext, attempt_id, f"PySpark script {path.name}")
-          as cancelled,
+          as (cancelled, _group),
           scriptisolation.importable_from(path.parent),
           _working_in(place.folder) as moved):
         _warn(place.warnings + moved)

@@ -54,24 +54,34 @@ class Work:
     """One attempt's Spark work, on its slot thread (see module docstring)."""
 
     def __init__(self, session: SparkSession, attempt_id: str,
-                 cancelled: Callable[[], bool], *, fresh: bool = False) -> None:
+                 cancelled: Callable[[], bool], *, fresh: bool = False,
+                 first_use: Callable[[], None] | None = None) -> None:
         """``fresh``: the attempt works in a new session of ``session``'s, made when it
         first needs one (an attempt that reads only empty parts never does: a new
-        session costs a few Py4J calls)."""
+        session costs a few Py4J calls). ``first_use``: called on this thread before
+        the attempt first touches Spark (it enters the attempt's job group)."""
         self._spark = session
         self._session: SparkSession | None = None if fresh else session
         self.attempt_id = attempt_id
         self._cancelled = cancelled
         self._cached: list[Any] = []
+        self._first_use = first_use
+
+    def _touch(self) -> None:
+        if self._first_use is not None:
+            first_use, self._first_use = self._first_use, None
+            first_use()
 
     @property
     def session(self) -> SparkSession:
+        self._touch()
         if self._session is None:
             self._session = self._spark.newSession()
         return self._session
 
     @property
     def spark_context(self) -> Any:
+        self._touch()
         return self._spark.sparkContext
 
     def check(self) -> None:
