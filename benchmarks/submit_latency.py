@@ -97,8 +97,9 @@ class JobEvents:
         client.service.subscribe(topics.JOB_EVENTS_ALL, self._record)
 
     def _record(self, _topic: str, message: Any) -> None:
+        arrived = time.monotonic()
         with self._condition:
-            self._log.append((time.monotonic(), message))
+            self._log.extend((arrived, event) for event in p.job_events_in(message))
             self._condition.notify_all()
 
     def of(self, job_id: str) -> list[tuple[float, Any]]:

@@ -185,9 +185,9 @@ class ClusterBridge(QObject):
                 self.post(RESULT, message.job_id, message)
 
         def on_job_event(_topic: str, message: Any) -> None:  # paho's network thread
-            if generation == self._client_generation and isinstance(
-                    message, p.ExecutionStateEvent | p.JobStatusEvent):
-                self.post_job_event(message)
+            if generation == self._client_generation:
+                for event in p.job_events_in(message):
+                    self.post_job_event(event)
 
         def on_traffic(record: Traffic) -> None:  # paho's network thread
             if generation == self._client_generation:

@@ -36,6 +36,7 @@ from clusterdeck.core.executiongraph.restart import (
 from clusterdeck.core.executiongraph.scheduler import Scheduler
 from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
 from clusterdeck.core.jobmanager.datapeers import DataPeers, fetch_unseen
+from clusterdeck.core.jobmanager.jobevents import JobEvents
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
 from clusterdeck.core.jobmanager.reconciliation import DeploymentReconciler
 from clusterdeck.core.jobmanager.reductions import reductions
@@ -54,6 +55,7 @@ from clusterdeck.core.rpc import (
     SenderMismatchError,
     handler,
 )
+from clusterdeck.core.rpc.outbox import Outbox, halves
 
 log = logging.getLogger(__name__)
 SNAPSHOT_INTERVAL = 0.1  # at most ten snapshots a second, however busy the job
@@ -61,6 +63,9 @@ PROGRESS_INTERVAL = 0.25  # seconds between two progress reports to the Dispatch
 SUBTASKS_PER_SNAPSHOT_SECOND = 2000  # a 1,000-subtask job: two snapshots a second
 DEPLOY_TRIES = 3
 MAX_HISTORY = 20  # failures kept in a JobResult; the snapshot has them all
+DEPLOYMENTS_PER_MESSAGE = 64  # a SubmitTasks' most tasks; a frame may hold fewer
+SLOT_MESSAGES_PER_BATCH = 256  # requests and frees in one SlotRequests
+RESOURCE_MANAGER = "resourcemanager"
 PARTITION_REF_BYTES = 512  # generous encoded size of one ResultPartitionRef: pages fit
 
 
@@ -143,6 +148,10 @@ class JobMaster(FencedRpcEndpoint):
         self._confirmed: set[str] = set()  # deployments their TaskExecutor acknowledged
         self._reconciler = DeploymentReconciler()
         self._reports_pending: set[str] = set()  # TaskManagers asked, not yet answered
+        self._deployments: Outbox[str, p.SubmitTask] = Outbox(DEPLOYMENTS_PER_MESSAGE)
+        self._slot_messages: Outbox[str, p.RequestSlot | p.FreeSlot] = \
+            Outbox(SLOT_MESSAGES_PER_BATCH)
+        self.events = JobEvents(self.job_id, self._publish, self.run_async)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -193,8 +202,7 @@ class JobMaster(FencedRpcEndpoint):
 
     def _fail_before_start(self, error: Exception) -> None:
         log.warning("job %s cannot start: %s", self.job_id, error)
-        self.rpc_service.publish(topics.job_events(self.job_id), p.JobStatusEvent(
-            self.job_id, self.graph.status, JobStatus.FAILED, time.time()))
+        self.events.status_changed(self.graph.status, JobStatus.FAILED, time.time())
         self._failed_outside_graph = True
         root = {"exception_type": type(error).__name__, "message": str(error),
                 "traceback": "", "vertex_id": "", "subtask": -1}
@@ -216,8 +224,7 @@ class JobMaster(FencedRpcEndpoint):
         root = {"exception_type": type(error).__name__, "vertex_id": "", "subtask": -1,
                 "message": f"the JobMaster failed in {context}: {error}",
                 "traceback": "".join(traceback.format_exception(error))[-6000:]}
-        self.rpc_service.publish(topics.job_events(self.job_id), p.JobStatusEvent(
-            self.job_id, self.graph.status, JobStatus.FAILED, time.time()))
+        self.events.status_changed(self.graph.status, JobStatus.FAILED, time.time())
         self._failed_outside_graph = True
         finished, total = self.progress
         self._end(p.JobResult(self.job_id, self.record.graph.name, JobStatus.FAILED,
@@ -235,8 +242,12 @@ class JobMaster(FencedRpcEndpoint):
 
     # -- from the ResourceManager and TaskExecutors ----------------------------------------
 
-    @handler(p.OfferSlot, senders=(topics.JOBMANAGER,))
-    def offer_slot(self, offer: p.OfferSlot) -> None:
+    @handler(p.OfferSlots, senders=(topics.JOBMANAGER,))
+    def offer_slots(self, batch: p.OfferSlots) -> None:
+        for offer in batch.offers:
+            self._offered(offer)
+
+    def _offered(self, offer: p.OfferSlot) -> None:
         if offer.allocation_id in self._withdrawn:  # crossed our FreeSlot: no longer ours
             self._withdrawn.discard(offer.allocation_id)
             return
@@ -252,10 +263,17 @@ class JobMaster(FencedRpcEndpoint):
         self._execute(self.scheduler.slot_offered(offer.resource_id, offer.slot_index,
                                                   time.time()))
 
-    @handler(p.UpdateTaskExecutionState, senders=(topics.TASKMANAGERS,))
-    def update_task_execution_state(self, update: p.UpdateTaskExecutionState
-                                    ) -> p.UpdateAcknowledged:
-        self._check_attempt_host(update.attempt_id)
+    @handler(p.UpdateTaskExecutionStates, senders=(topics.TASKMANAGERS,))
+    def update_task_execution_states(self, batch: p.UpdateTaskExecutionStates
+                                     ) -> p.UpdatesAcknowledged:
+        """A TaskManager's updates of one turn, applied in order, one acknowledgement
+        each. Only the TaskManager an attempt runs on may speak for it: a batch naming
+        another's attempt is refused whole."""
+        for update in batch.updates:
+            self._check_attempt_host(update.attempt_id)
+        return p.UpdatesAcknowledged(tuple(self._update(u) for u in batch.updates))
+
+    def _update(self, update: p.UpdateTaskExecutionState) -> p.UpdateAcknowledged:
         if self.scheduler is None:
             return p.UpdateAcknowledged(update.attempt_id, False, "the job is not running")
         unseen = _files_the_client_reads(update)
@@ -350,14 +368,13 @@ class JobMaster(FencedRpcEndpoint):
             self._schedule_snapshot()
 
     def _job_status_changed(self, change: ins.JobStatusChanged) -> None:
-        self.rpc_service.publish(topics.job_events(self.job_id), p.JobStatusEvent(
-            self.job_id, change.old, change.new, change.timestamp))
+        self.events.status_changed(change.old, change.new, change.timestamp)
         self._on_status(change.new, *self.progress)
 
     def _execution_state_changed(self, change: ins.ExecutionStateChanged) -> None:
         execution = self.graph.execution(change.attempt_id)
         slot = execution.slot if execution else None
-        self.rpc_service.publish(topics.job_events(self.job_id), p.ExecutionStateEvent(
+        self.events.execution_moved(p.ExecutionStateEvent(
             self.job_id, change.attempt_id, change.vertex_id, change.subtask, change.attempt,
             change.old, change.new, change.timestamp,
             slot.taskmanager_id if slot else None, slot.slot_index if slot else None,
@@ -371,6 +388,9 @@ class JobMaster(FencedRpcEndpoint):
                 execution.vertex_id, execution.subtask, execution.attempt_id, execution.attempt,
                 execution.result, tuple(s.split_id for s in execution.input_splits)))
             self._report_progress_soon()
+
+    def _publish(self, topic: str, message: Any) -> None:
+        self.rpc_service.publish(topic, message)
 
     def _report_progress_soon(self) -> None:
         """The Dispatcher's job list shows progress, reported at most every
@@ -389,8 +409,7 @@ class JobMaster(FencedRpcEndpoint):
     def _request_slot(self, request: ins.AllocateSlot) -> None:
         allocation_id = f"{request.attempt_id}/{uuid.uuid4().hex[:8]}"
         self._slot_requests[request.attempt_id] = allocation_id
-        self.resource_manager.request_slot(p.RequestSlot(self.job_id, allocation_id,
-                                                         self.endpoint_id))
+        self._to_resource_manager(p.RequestSlot(self.job_id, allocation_id, self.endpoint_id))
 
     def _withdraw_slot_request(self, withdraw: ins.WithdrawSlotRequest) -> None:
         """The attempt runs in a slot the job held: its request is freed at the
@@ -398,7 +417,27 @@ class JobMaster(FencedRpcEndpoint):
         allocation_id = self._slot_requests.pop(withdraw.attempt_id, None)
         if allocation_id is not None:
             self._withdrawn.add(allocation_id)
-            self.resource_manager.free_slot(p.FreeSlot(self.job_id, allocation_id))
+            self._to_resource_manager(p.FreeSlot(self.job_id, allocation_id))
+
+    def _to_resource_manager(self, message: p.RequestSlot | p.FreeSlot) -> None:
+        """Queued: the slot requests and frees of this turn go in one SlotRequests."""
+        if self._slot_messages.add(RESOURCE_MANAGER, message):
+            self.run_async(self._send_slot_messages)
+
+    def _send_slot_messages(self) -> None:
+        for _, batch in self._slot_messages.take():
+            self._send_slot_batch(batch)
+
+    def _send_slot_batch(self, batch: tuple[p.RequestSlot | p.FreeSlot, ...]) -> None:
+        try:
+            self.resource_manager.slot_requests(p.SlotRequests(
+                tuple(m for m in batch if isinstance(m, p.RequestSlot)),
+                tuple(m for m in batch if isinstance(m, p.FreeSlot))))
+        except FrameTooLargeError:  # not even one fits: a frame far too small to run
+            if len(batch) < 2:
+                raise
+            for half in halves(batch):
+                self._send_slot_batch(half)
 
     def _release_slot(self, release: ins.ReleaseSlot) -> None:
         self._free(release.slot)
@@ -406,9 +445,10 @@ class JobMaster(FencedRpcEndpoint):
     def _free(self, slot: SlotRef) -> None:
         allocation_id = self._allocations.pop(slot, None)
         if allocation_id is not None:
-            self.resource_manager.free_slot(p.FreeSlot(self.job_id, allocation_id))
+            self._to_resource_manager(p.FreeSlot(self.job_id, allocation_id))
 
     def _deploy(self, deploy: ins.DeployTask) -> None:
+        """Queued: the deployments of this turn go to each TaskManager in one message."""
         slot = deploy.slot
         task = p.SubmitTask(
             job_id=self.job_id, graph=self.record.graph, attempt_id=deploy.attempt_id,
@@ -421,22 +461,30 @@ class JobMaster(FencedRpcEndpoint):
             task_timeout=self.record.task_timeout,
             data_endpoints=self._data_peers.for_inputs(deploy.inputs, slot.taskmanager_id),
             splits=deploy.splits or (), splits_given=deploy.splits is not None)
-        self._send_task(task, slot.taskmanager_id)
+        if self._deployments.add(slot.taskmanager_id, task):
+            self.run_async(self._send_deployments)
 
-    def _send_task(self, task: p.SubmitTask, taskmanager_id: str, tries: int = 0) -> None:
+    def _send_deployments(self) -> None:
+        for taskmanager_id, tasks in self._deployments.take():
+            self._send_tasks(tasks, taskmanager_id)
+
+    def _send_tasks(self, tasks: tuple[p.SubmitTask, ...], taskmanager_id: str,
+                    tries: int = 0) -> None:
         gateway = self._executor(taskmanager_id)
-        try:  # the ask encodes first: a deployment too large is refused before sending
-            try:
-                sent = gateway.submit_task(task)
-            except FrameTooLargeError:
-                if not task.inputs:
-                    raise
-                sent = gateway.submit_task(self._offloaded(task))
+        try:  # the ask encodes first: a batch too large is refused before sending
+            sent = gateway.submit_tasks(p.SubmitTasks(tasks))
         except FrameTooLargeError as error:
-            self._deployment_failed(task.attempt_id, f"the deployment is too large: {error}")
+            if len(tasks) > 1:
+                for half in halves(tasks):
+                    self._send_tasks(half, taskmanager_id, tries)
+            elif tasks[0].inputs and not tasks[0].inputs_offloaded:
+                self._send_tasks((self._offloaded(tasks[0]),), taskmanager_id, tries)
+            else:
+                self._deployment_failed(tasks[0].attempt_id,
+                                        f"the deployment is too large: {error}")
             return
         self.on_main_thread(sent, lambda answer, error: self._deployed(
-            task, taskmanager_id, tries, answer, error))
+            tasks, taskmanager_id, tries, answer, error))
 
     def _offloaded(self, task: p.SubmitTask) -> p.SubmitTask:
         """The deployment without its input partitions, which the task then asks for page
@@ -459,23 +507,31 @@ class JobMaster(FencedRpcEndpoint):
         return p.InputPartitions(edge.partitions[request.offset:request.offset + page],
                                  len(edge.partitions))
 
-    def _deployed(self, task: p.SubmitTask, taskmanager_id: str, tries: int, answer: Any,
-                  error: BaseException | None) -> None:
-        attempt_id = task.attempt_id
-        if error is None and isinstance(answer, p.TaskOperationResult) and answer.success:
-            execution = self.graph.execution(attempt_id)
-            if execution is not None and not execution.state.is_terminal:
-                self._confirmed.add(attempt_id)
-            return
-        execution = self.graph.execution(attempt_id)
-        still_deploying = execution is not None and execution.state is ExecutionState.DEPLOYING
-        if isinstance(error, AskTimeoutError) and tries < DEPLOY_TRIES and still_deploying:
-            # The message or its answer may have been lost (a broker restart): a TaskExecutor
-            # treats a repeated SubmitTask of a running attempt as already done.
-            self._send_task(task, taskmanager_id, tries + 1)
-            return
-        self._deployment_failed(attempt_id, str(error) if error
-                                else getattr(answer, "message", "refused"))
+    def _deployed(self, tasks: tuple[p.SubmitTask, ...], taskmanager_id: str, tries: int,
+                  answer: Any, error: BaseException | None) -> None:
+        results = answer.results if error is None and \
+            isinstance(answer, p.TaskOperationResults) else ()
+        if error is None and len(results) != len(tasks):
+            error = ValueError(f"{len(results)} answers to {len(tasks)} deployments")
+        answers = results if error is None else (None,) * len(tasks)
+        again = []
+        for task, result in zip(tasks, answers, strict=True):
+            execution = self.graph.execution(task.attempt_id)
+            if result is not None and result.success and result.attempt_id == task.attempt_id:
+                if execution is not None and not execution.state.is_terminal:
+                    self._confirmed.add(task.attempt_id)
+                continue
+            still_deploying = execution is not None and \
+                execution.state is ExecutionState.DEPLOYING
+            if isinstance(error, AskTimeoutError) and tries < DEPLOY_TRIES and still_deploying:
+                # The message or its answer may have been lost (a broker restart): a
+                # TaskExecutor treats a repeated SubmitTask of a running attempt as done.
+                again.append(task)
+                continue
+            self._deployment_failed(task.attempt_id, str(error) if error
+                                    else result.message if result else "refused")
+        if again:
+            self._send_tasks(tuple(again), taskmanager_id, tries + 1)
 
     def _deployment_failed(self, attempt_id: str, reason: str) -> None:
         if self.scheduler is not None and not self._ended:
@@ -486,7 +542,9 @@ class JobMaster(FencedRpcEndpoint):
     def _cancel_task(self, cancel: ins.CancelAttempt) -> None:
         """A cancel always ends: at once when the TaskExecutor does not run the attempt
         (its final update was lost), else with its CANCELED update, else after
-        ``jobmanager.cancel-timeout`` even if the TaskManager never answers."""
+        ``jobmanager.cancel-timeout`` even if the TaskManager never answers. Deployments
+        still queued go first: a cancel must never overtake the deployment it cancels."""
+        self._send_deployments()
         gateway = self._executor(cancel.taskmanager_id)
         self.on_main_thread(gateway.cancel_task(p.CancelTask(self.job_id, cancel.attempt_id)),
                             lambda answer, _error: self._cancel_answered(cancel, answer))
@@ -644,6 +702,8 @@ class JobMaster(FencedRpcEndpoint):
         self._ended = True
         try:
             self.progress_log.close()
+            self.events.flush()
+            self._send_slot_messages()
             self.resource_manager.release_job_slots(p.ReleaseJobSlots(self.job_id))
             self._allocations.clear()
             self._slot_requests.clear()

@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 ENDPOINT_ID = "resourcemanager"
 LossListener = Callable[[str, str], None]
 SNAPSHOT_DELAY = 0.05  # seconds a change waits for the next ones before the overview goes out
+OFFERS_PER_MESSAGE = 64  # slot offers in one OfferSlots
 
 
 class ResourceManager(FencedRpcEndpoint):
@@ -166,15 +167,13 @@ class ResourceManager(FencedRpcEndpoint):
 
     # -- slots -----------------------------------------------------------------------------------
 
-    @handler(p.RequestSlot, senders=(topics.JOBMANAGER,))
-    def request_slot(self, request: p.RequestSlot) -> None:
-        self.slots.request(PendingRequest(request.job_id, request.allocation_id,
-                                          request.jobmaster))
-        self._assign_slots()
-
-    @handler(p.FreeSlot, senders=(topics.JOBMANAGER,))
-    def free_slot(self, request: p.FreeSlot) -> None:
-        self.slots.free(request.allocation_id)
+    @handler(p.SlotRequests, senders=(topics.JOBMANAGER,))
+    def slot_requests(self, batch: p.SlotRequests) -> None:
+        for request in batch.requests:
+            self.slots.request(PendingRequest(request.job_id, request.allocation_id,
+                                              request.jobmaster))
+        for free in batch.frees:
+            self.slots.free(free.allocation_id)
         self._assign_slots()
 
     @handler(p.ReleaseJobSlots, senders=(topics.JOBMANAGER,))
@@ -183,17 +182,21 @@ class ResourceManager(FencedRpcEndpoint):
         self._assign_slots()
 
     def _assign_slots(self) -> None:
+        """Offer what is free to the oldest requests, one OfferSlots per JobMaster."""
         made = self.slots.assign()
+        offers: dict[str, list[p.OfferSlot]] = {}
         for allocation in made:
             registration = self.registry.get(allocation.slot.resource_id)
             assert registration is not None
-            gateway = self.rpc_service.gateway(JobMasterGateway, allocation.request.jobmaster,
-                                               self.fencing_token)
             registered = registration.request
-            gateway.offer_slot(p.OfferSlot(
+            offers.setdefault(allocation.request.jobmaster, []).append(p.OfferSlot(
                 allocation.request.allocation_id, allocation.slot.resource_id,
                 registered.endpoint_id, registered.host, allocation.slot.index,
                 registered.data_url, registered.data_fingerprint, registered.data_key))
+        for jobmaster, batch in offers.items():
+            gateway = self.rpc_service.gateway(JobMasterGateway, jobmaster, self.fencing_token)
+            for start in range(0, len(batch), OFFERS_PER_MESSAGE):
+                gateway.offer_slots(p.OfferSlots(tuple(batch[start:start + OFFERS_PER_MESSAGE])))
         if made:
             self._publish_snapshot()
 

@@ -19,10 +19,7 @@ class ResourceManagerGateway(Gateway):
     def request_cluster_overview(self) -> Future[p.ClusterOverview]:
         return self.ask(p.RequestClusterOverview())
 
-    def request_slot(self, msg: p.RequestSlot) -> None:
-        self.tell(msg)
-
-    def free_slot(self, msg: p.FreeSlot) -> None:
+    def slot_requests(self, msg: p.SlotRequests) -> None:
         self.tell(msg)
 
     def release_job_slots(self, msg: p.ReleaseJobSlots) -> None:
@@ -36,8 +33,8 @@ class TaskExecutorGateway(Gateway):
     def disconnect(self, msg: p.DisconnectTaskManager) -> None:
         self.tell(msg)
 
-    def submit_task(self, msg: p.SubmitTask, timeout: float | None = None
-                    ) -> Future[p.TaskOperationResult]:
+    def submit_tasks(self, msg: p.SubmitTasks, timeout: float | None = None
+                     ) -> Future[p.TaskOperationResults]:
         return self.ask(msg, timeout)
 
     def cancel_task(self, msg: p.CancelTask) -> Future[p.TaskOperationResult]:
@@ -49,15 +46,15 @@ class TaskExecutorGateway(Gateway):
 
 
 class JobMasterGateway(Gateway):
-    def offer_slot(self, msg: p.OfferSlot) -> None:
+    def offer_slots(self, msg: p.OfferSlots) -> None:
         self.tell(msg)
 
     def task_output(self, msg: p.TaskOutput) -> None:
         self.tell(msg)
 
-    def update_task_execution_state(self, msg: p.UpdateTaskExecutionState,
-                                    timeout: float | None = None
-                                    ) -> Future[p.UpdateAcknowledged]:
+    def update_task_execution_states(self, msg: p.UpdateTaskExecutionStates,
+                                     timeout: float | None = None
+                                     ) -> Future[p.UpdatesAcknowledged]:
         return self.ask(msg, timeout)
 
     def request_next_input_split(self, msg: p.RequestNextInputSplit,

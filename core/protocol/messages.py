@@ -25,8 +25,10 @@ from clusterdeck.core.rpc import message
 
 # 2: JobSnapshot.graph and ExecutionStateEvent.failure are typed; 3: offloaded deployment
 # inputs, execution reports for reconciliation, a paged job list; 4: qualified endpoints
-# and replies on client-id topics (rpc/taskexecutor/<cluster>.<id>, reply/<cluster>.<id>)
-PROTOCOL_VERSION = 11
+# and replies on client-id topics (rpc/taskexecutor/<cluster>.<id>, reply/<cluster>.<id>);
+# 12: deployments, state updates, slots and execution events travel in batches
+# (SubmitTasks, UpdateTaskExecutionStates, SlotRequests, OfferSlots, ExecutionStateEvents)
+PROTOCOL_VERSION = 12
 
 # -- presence and leadership (retained) -------------------------------------------------
 
@@ -458,6 +460,26 @@ class FreeSlot:
 
 @message
 @dataclass(frozen=True)
+class SlotRequests:
+    """JobMaster -> ResourceManager (tell): the slot requests and frees of one turn of
+    the JobMaster's mailbox. The ResourceManager takes the requests first (a free may
+    withdraw a request of the same batch), then the frees, then offers what it can."""
+
+    requests: tuple[RequestSlot, ...] = ()
+    frees: tuple[FreeSlot, ...] = ()
+
+
+@message
+@dataclass(frozen=True)
+class OfferSlots:
+    """ResourceManager -> JobMaster (tell): the slots allocated to its requests in one
+    assignment round, oldest request first."""
+
+    offers: tuple[OfferSlot, ...]
+
+
+@message
+@dataclass(frozen=True)
 class ReleaseJobSlots:
     """JobMaster -> ResourceManager (tell): the job ended; drop its requests and slots."""
 
@@ -503,6 +525,23 @@ class SubmitTask:
     data_endpoints: tuple[DataEndpoint, ...] = ()
     splits: tuple[InputSplit, ...] = ()
     splits_given: bool = False
+
+
+@message
+@dataclass(frozen=True)
+class SubmitTasks:
+    """JobMaster -> TaskExecutor (ask): the deployments of one turn of the JobMaster's
+    mailbox to one TaskManager, in order; answered by one TaskOperationResults with a
+    result per task, in the same order. A batch too large for a frame is sent in halves
+    (core/rpc/outbox.py)."""
+
+    tasks: tuple[SubmitTask, ...]
+
+
+@message
+@dataclass(frozen=True)
+class TaskOperationResults:
+    results: tuple[TaskOperationResult, ...]
 
 
 @message
@@ -617,6 +656,24 @@ class UpdateAcknowledged:
 
 @message
 @dataclass(frozen=True)
+class UpdateTaskExecutionStates:
+    """TaskExecutor -> JobMaster (ask, fenced): the state updates of one turn of the
+    TaskExecutor's mailbox for one JobMaster, in order (a subtask's own transitions keep
+    theirs); one UpdatesAcknowledged answers all of them, an acknowledgement per update
+    in the same order. An update not acknowledged is sent again, alone or in a later
+    batch."""
+
+    updates: tuple[UpdateTaskExecutionState, ...]
+
+
+@message
+@dataclass(frozen=True)
+class UpdatesAcknowledged:
+    acknowledgements: tuple[UpdateAcknowledged, ...]
+
+
+@message
+@dataclass(frozen=True)
 class RequestNextInputSplit:
     """A source task -> its JobMaster (ask, fenced). ``sequence`` counts the requests of
     one attempt: a request sent again after a lost answer gets the same split back, so a
@@ -711,6 +768,25 @@ class ExecutionStateEvent:
     taskmanager_id: str | None = None
     slot_index: int | None = None
     failure: FailureRecord | None = None
+
+
+@message
+@dataclass(frozen=True)
+class ExecutionStateEvents:
+    """On ``events/jobs/<job-id>``: the moves of one turn of the JobMaster's mailbox, in
+    order (core/jobmanager/jobevents.py)."""
+
+    job_id: str
+    events: tuple[ExecutionStateEvent, ...]
+
+
+def job_events_in(message: Any) -> tuple[ExecutionStateEvent | JobStatusEvent, ...]:
+    """The job events a message on ``events/jobs/<job-id>`` holds, one by one."""
+    if isinstance(message, ExecutionStateEvents):
+        return message.events
+    if isinstance(message, ExecutionStateEvent | JobStatusEvent):
+        return (message,)
+    return ()
 
 
 @message

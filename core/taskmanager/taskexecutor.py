@@ -40,6 +40,7 @@ from clusterdeck.core.rpc import (
     RpcEndpoint,
     handler,
 )
+from clusterdeck.core.rpc.outbox import Outbox, halves
 from clusterdeck.core.supervisor import RESTARTS_ENV
 from clusterdeck.core.taskmanager.artifacts import load_artifact
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
@@ -55,6 +56,10 @@ from clusterdeck.core.taskmanager.tasks import Task, TaskOutcome
 OUTPUT_INTERVAL = 0.2  # seconds between two hand-ons of what running scripts printed
 OUTPUT_PIECES_PER_TICK = 8  # per task: about 640,000 characters a second at most
 STUCK_GRACE = 10.0  # seconds from cancel to interrupt to giving up on the process
+UPDATES_PER_MESSAGE = 64  # an UpdateTaskExecutionStates' most updates
+
+# A state update waiting to be sent: the deployment it concerns, the update, tries so far.
+_Report = tuple[p.SubmitTask, p.UpdateTaskExecutionState, int]
 
 log = logging.getLogger(__name__)
 RESOURCE_MANAGER = "resourcemanager"
@@ -88,6 +93,7 @@ class TaskExecutor(RpcEndpoint):
         self.tasks: dict[str, Task] = {}
         self._output_ticking = False
         self._reporting: dict[str, str] = {}  # attempt -> job, final update not yet answered
+        self._updates: Outbox[tuple[str, str], _Report] = Outbox(UPDATES_PER_MESSAGE)
         self._jobs: dict[str, Future[LoadedJob]] = {}
         self._spark: Future[Any] | None = None
         self._spark_jvm: SparkJvm | None = None  # the JVM of the started session, watched
@@ -325,8 +331,11 @@ class TaskExecutor(RpcEndpoint):
 
     # -- tasks -------------------------------------------------------------------------------------
 
-    @handler(p.SubmitTask, senders=(topics.JOBMANAGER,))
-    def submit_task(self, task: p.SubmitTask) -> p.TaskOperationResult:
+    @handler(p.SubmitTasks, senders=(topics.JOBMANAGER,))
+    def submit_tasks(self, batch: p.SubmitTasks) -> p.TaskOperationResults:
+        return p.TaskOperationResults(tuple(self._submit(task) for task in batch.tasks))
+
+    def _submit(self, task: p.SubmitTask) -> p.TaskOperationResult:
         if not self.is_registered:
             return p.TaskOperationResult(task.attempt_id, False, "not registered")
         if task.attempt_id in self.tasks:
@@ -350,8 +359,8 @@ class TaskExecutor(RpcEndpoint):
         self._tick_output()
         if task.task_timeout > 0:
             self.schedule(task.task_timeout, self._task_overdue, running)
-        self._report(jobmaster, p.UpdateTaskExecutionState(task.job_id, task.attempt_id,
-                                                           ExecutionState.RUNNING))
+        self._report(task, p.UpdateTaskExecutionState(task.job_id, task.attempt_id,
+                                                      ExecutionState.RUNNING))
         return p.TaskOperationResult(task.attempt_id, True)
 
     def _output_tick(self) -> None:
@@ -445,46 +454,73 @@ class TaskExecutor(RpcEndpoint):
         jobmaster = self.rpc_service.gateway(JobMasterGateway, task.deployment.jobmaster,
                                              task.deployment.fencing_token)
         self._send_output(task, jobmaster, most=None)
-        self._report(jobmaster, p.UpdateTaskExecutionState(
+        self._report(task.deployment, p.UpdateTaskExecutionState(
             task.deployment.job_id, task.attempt_id, outcome.state, outcome.failure,
             outcome.result))
 
-    def _report(self, jobmaster: JobMasterGateway, update: p.UpdateTaskExecutionState,
+    def _report(self, deployment: p.SubmitTask, update: p.UpdateTaskExecutionState,
                 tries: int = 0) -> None:
-        """Send until acknowledged. Until then the attempt is listed as still reporting in
+        """Queued: the updates of this turn go to each JobMaster in one message, sent
+        until acknowledged. Until then the attempt is listed as still reporting in
         execution reports; one given up on is not, and the JobMaster's reconciliation then
         fails it as lost instead of waiting for ever."""
         if update.state.is_terminal:
             self._reporting[update.attempt_id] = update.job_id
+        if self._updates.add((deployment.jobmaster, deployment.fencing_token),
+                             (deployment, update, tries)):
+            self.run_async(self._send_updates)
 
-        def answered(answer: Any, error: BaseException | None) -> None:
-            if error is None or (isinstance(error, RemoteError)
-                                 and error.type_name == "FencingTokenMismatchError"):
-                self._reporting.pop(update.attempt_id, None)
-                if isinstance(answer, p.UpdateAcknowledged) and not answer.accepted:
-                    log.info("update %s of %s not accepted: %s", update.state,
-                             update.attempt_id, answer.reason)
+    def _send_updates(self) -> None:
+        for (jobmaster, token), reports in self._updates.take():
+            self._send_update_batch(self.rpc_service.gateway(JobMasterGateway, jobmaster,
+                                                             token), reports)
+
+    def _send_update_batch(self, jobmaster: JobMasterGateway,
+                           reports: tuple[_Report, ...]) -> None:
+        try:
+            sent = jobmaster.update_task_execution_states(
+                p.UpdateTaskExecutionStates(tuple(update for _, update, _ in reports)))
+        except FrameTooLargeError as error:
+            if len(reports) > 1:
+                for half in halves(reports):
+                    self._send_update_batch(jobmaster, half)
                 return
-            if tries >= 20:
+            # Dropping it would leave the job RUNNING for ever: the attempt fails instead,
+            # with a cause that names the limit, in an update that is small by design.
+            deployment, update, tries = reports[0]
+            log.error("update %s of %s is too large to send: %s", update.state,
+                      update.attempt_id, error)
+            self._report(deployment, p.UpdateTaskExecutionState(
+                update.job_id, update.attempt_id, ExecutionState.FAILED,
+                TaskFailure("FrameTooLargeError", f"the task's {update.state} update could "
+                            f"not be sent: {error}")), tries)
+            return
+        self.on_main_thread(sent, lambda answer, error: self._updates_answered(
+            reports, answer, error))
+
+    def _updates_answered(self, reports: tuple[_Report, ...], answer: Any,
+                          error: BaseException | None) -> None:
+        acknowledgements = answer.acknowledgements if \
+            isinstance(answer, p.UpdatesAcknowledged) else ()
+        if error is None and len(acknowledgements) != len(reports):
+            error = ValueError(f"{len(acknowledgements)} acknowledgements of "
+                               f"{len(reports)} updates")
+        fenced = isinstance(error, RemoteError) and \
+            error.type_name == "FencingTokenMismatchError"
+        for index, (deployment, update, tries) in enumerate(reports):
+            if error is None or fenced:
+                self._reporting.pop(update.attempt_id, None)
+                ack = acknowledgements[index] if acknowledgements else None
+                if ack is not None and not ack.accepted:
+                    log.info("update %s of %s not accepted: %s", update.state,
+                             update.attempt_id, ack.reason)
+            elif tries >= 20:
                 self._reporting.pop(update.attempt_id, None)
                 log.error("giving up on reporting %s of %s: %s", update.state,
                           update.attempt_id, error)
-                return
-            self.schedule(min(2.0, 0.1 * 2 ** tries), self._report, jobmaster, update,
-                          tries + 1)
-        try:
-            sent = jobmaster.update_task_execution_state(update)
-        except FrameTooLargeError as error:
-            # Dropping it would leave the job RUNNING for ever: the attempt fails instead,
-            # with a cause that names the limit, in an update that is small by design.
-            log.error("update %s of %s is too large to send: %s", update.state,
-                      update.attempt_id, error)
-            update = p.UpdateTaskExecutionState(
-                update.job_id, update.attempt_id, ExecutionState.FAILED,
-                TaskFailure("FrameTooLargeError", f"the task's {update.state} update could "
-                            f"not be sent: {error}"))
-            sent = jobmaster.update_task_execution_state(update)
-        self.on_main_thread(sent, answered)
+            else:
+                self.schedule(min(2.0, 0.1 * 2 ** tries), self._report, deployment, update,
+                              tries + 1)
 
     def _fail_tasks(self, why: str) -> None:
         """Without its JobMaster a task's result has nowhere to go: cancel them all and free

@@ -56,7 +56,7 @@ def test_a_job_file_dropped_on_the_window_runs_until_every_subtask_is_finished(
     assert sorted(window.result.rows.value(row, 0) for row in range(10)) == list(range(0, 20, 2))
     assert "FINISHED" in window.result.header.text()
     window.messages_dock.raise_()  # held while its tab was behind the others
-    qtbot.waitUntil(lambda: {"SubmitJob", "UpdateTaskExecutionState"}
+    qtbot.waitUntil(lambda: {"SubmitJob", "UpdateTaskExecutionStates"}
                     <= window.messages.model.types, timeout=5000)
     assert window.bridge.recorder.count(job_id) > 0, "its events were recorded for replay"
 

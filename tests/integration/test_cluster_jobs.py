@@ -205,8 +205,8 @@ def test_consumers_start_only_after_all_their_producers_finished(client, tmp_pat
     text_files(tmp_path / "words", files=6, lines=30, seed=11)
     events: list[p.ExecutionStateEvent] = []
     job_id = client.submit(EXAMPLES / "wordcount.py", [str(tmp_path / "words"), "3"])
-    client.service.subscribe(topics.job_events(job_id), lambda _t, e: isinstance(
-        e, p.ExecutionStateEvent) and events.append(e))
+    client.service.subscribe(topics.job_events(job_id), lambda _t, message: events.extend(
+        e for e in p.job_events_in(message) if isinstance(e, p.ExecutionStateEvent)))
     result = client.wait(job_id)
     assert result.status == JobStatus.FINISHED, result.root_cause
     snapshot_vertices = {e.vertex_id for e in events}

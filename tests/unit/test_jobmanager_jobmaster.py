@@ -10,11 +10,14 @@ from pathlib import Path
 import pytest
 
 from clusterdeck.core.config.settings import Config
+from clusterdeck.core.jobapi.builder import build_graph
+from clusterdeck.core.jobapi.environment import ExecutionEnvironment
 from clusterdeck.core.jobapi.loader import script_graph
 from clusterdeck.core.jobmanager.jobmaster import JobMaster
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.gateways import JobMasterGateway, ResourceManagerGateway
+from clusterdeck.core.protocol.jobgraph import JobGraph
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from clusterdeck.core.rpc import FencedRpcEndpoint, LocalRpcService, RpcEndpoint, handler
 from tests.waiting import wait_for
@@ -24,19 +27,22 @@ TM = "tm-1"
 
 
 class ScriptedResourceManager(FencedRpcEndpoint):
-    """Offers one slot of ``TM`` for every request."""
+    """Offers a slot of ``TM`` for every request, those of one batch in one message."""
 
     def __init__(self) -> None:
         super().__init__("resourcemanager", TOKEN)
+        self.offered = 0
 
-    @handler(p.RequestSlot)
-    def request_slot(self, request: p.RequestSlot) -> None:
-        self.rpc_service.gateway(JobMasterGateway, request.jobmaster, TOKEN).offer_slot(
-            p.OfferSlot(request.allocation_id, TM, f"taskexecutor.{TM}", "host", 0))
-
-    @handler(p.FreeSlot)
-    def free_slot(self, _request: p.FreeSlot) -> None:
-        pass
+    @handler(p.SlotRequests)
+    def slot_requests(self, batch: p.SlotRequests) -> None:
+        offers = []
+        for request in batch.requests:
+            offers.append(p.OfferSlot(request.allocation_id, TM, f"taskexecutor.{TM}",
+                                      "host", self.offered))
+            self.offered += 1
+        if offers:
+            self.rpc_service.gateway(JobMasterGateway, batch.requests[0].jobmaster, TOKEN) \
+                .offer_slots(p.OfferSlots(tuple(offers)))
 
     @handler(p.ReleaseJobSlots)
     def release_job_slots(self, _request: p.ReleaseJobSlots) -> None:
@@ -52,14 +58,19 @@ class ScriptedTaskExecutor(RpcEndpoint):
         self.running: list[str] = []
         self.cancelled: list[str] = []
         self.answer_cancels = answer_cancels
+        self.batches: list[int] = []
 
-    @handler(p.SubmitTask)
-    def submit_task(self, task: p.SubmitTask) -> p.TaskOperationResult:
-        self.running.append(task.attempt_id)
-        self.rpc_service.gateway(JobMasterGateway, task.jobmaster, TOKEN) \
-            .update_task_execution_state(p.UpdateTaskExecutionState(
-                task.job_id, task.attempt_id, ExecutionState.RUNNING))
-        return p.TaskOperationResult(task.attempt_id, True)
+    @handler(p.SubmitTasks)
+    def submit_tasks(self, batch: p.SubmitTasks) -> p.TaskOperationResults:
+        self.batches.append(len(batch.tasks))
+        for task in batch.tasks:
+            self.running.append(task.attempt_id)
+            self.rpc_service.gateway(JobMasterGateway, task.jobmaster, TOKEN) \
+                .update_task_execution_states(p.UpdateTaskExecutionStates((
+                    p.UpdateTaskExecutionState(task.job_id, task.attempt_id,
+                                               ExecutionState.RUNNING),)))
+        return p.TaskOperationResults(tuple(p.TaskOperationResult(task.attempt_id, True)
+                                            for task in batch.tasks))
 
     @handler(p.RequestExecutionReport)
     def request_execution_report(self, _request: p.RequestExecutionReport
@@ -92,12 +103,12 @@ def service():
 
 
 def start_job(service: LocalRpcService, tmp_path: Path, taskexecutor: ScriptedTaskExecutor,
-              **settings: object) -> tuple[JobMaster, Outcome]:
+              graph: JobGraph | None = None, **settings: object) -> tuple[JobMaster, Outcome]:
     service.start_endpoint(ScriptedResourceManager())
     service.start_endpoint(taskexecutor)
     config = Config({"heartbeat.interval": 0.1, "heartbeat.timeout": 1.0,
                      "restart-strategy.type": "none", **settings})
-    record = JobRecord("job-1", script_graph(Path("script.py"), ()), "sha")
+    record = JobRecord("job-1", graph or script_graph(Path("script.py"), ()), "sha")
     outcome = Outcome()
     jobmaster = JobMaster(config, record, service.gateway(ResourceManagerGateway,
                           "resourcemanager", TOKEN), TOKEN, tmp_path / "work",
@@ -163,3 +174,37 @@ def test_an_error_of_the_jobmaster_itself_fails_its_job_with_that_error(service,
     assert "the JobMaster failed in broken_handler" in result.root_cause["message"]
     assert "no such slot" in result.root_cause["message"]
     wait_for(lambda: taskexecutor.cancelled, 10, "its running attempt to be cancelled")
+
+
+def empty_range(parallelism: int) -> JobGraph:
+    env = ExecutionEnvironment("batches")
+    env.set_parallelism(parallelism)
+    env.from_range(0, 0).collect()
+    return build_graph(env)[0]
+
+
+def test_the_deployments_of_one_turn_go_to_a_taskmanager_in_one_message(service,
+                                                                        tmp_path) -> None:
+    """Four slots offered in one message: four deployments in one SubmitTasks."""
+    taskexecutor = ScriptedTaskExecutor()
+    start_job(service, tmp_path, taskexecutor, empty_range(4))
+    wait_for(lambda: len(taskexecutor.running) == 4, 10, "four deployments")
+    assert taskexecutor.batches == [4]
+
+
+def test_one_acknowledgement_covers_a_batch_of_updates_in_order(service, tmp_path) -> None:
+    taskexecutor = ScriptedTaskExecutor()
+    jobmaster, outcome = start_job(service, tmp_path, taskexecutor, empty_range(3))
+    wait_for(lambda: len(taskexecutor.running) == 3, 10, "three deployments")
+    gateway = service.gateway(JobMasterGateway, jobmaster.endpoint_id, TOKEN)
+    first = taskexecutor.running[0]
+    updates = [p.UpdateTaskExecutionState("job-1", attempt, ExecutionState.FINISHED,
+                                          result=p.TaskResult())
+               for attempt in taskexecutor.running] + [
+        p.UpdateTaskExecutionState("job-1", first, ExecutionState.FAILED)]  # too late
+    answer = gateway.update_task_execution_states(
+        p.UpdateTaskExecutionStates(tuple(updates))).result(5)
+    assert [a.attempt_id for a in answer.acknowledgements] == [u.attempt_id for u in updates]
+    assert [a.accepted for a in answer.acknowledgements] == [True, True, True, False]
+    result = wait_for(lambda: outcome.result, 10, "the job to end")
+    assert result.status is JobStatus.FINISHED

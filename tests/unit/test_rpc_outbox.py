@@ -1,0 +1,42 @@
+"""The batching rules of core/rpc/outbox.py: what goes into one message."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterdeck.core.rpc.outbox import Outbox, halves
+
+
+def test_only_the_first_item_of_a_turn_asks_for_a_flush() -> None:
+    outbox: Outbox[str, int] = Outbox(most=10)
+    assert outbox.add("tm-1", 1) is True
+    assert outbox.add("tm-2", 2) is False
+    assert outbox.add("tm-1", 3) is False
+    outbox.take()
+    assert outbox.add("tm-1", 4) is True
+
+
+def test_one_batch_per_destination_in_the_order_added() -> None:
+    outbox: Outbox[str, int] = Outbox(most=10)
+    for destination, item in [("tm-1", 1), ("tm-2", 2), ("tm-1", 3), ("tm-2", 4), ("tm-1", 5)]:
+        outbox.add(destination, item)
+    assert outbox.take() == [("tm-1", (1, 3, 5)), ("tm-2", (2, 4))]
+    assert outbox.take() == []
+    assert len(outbox) == 0
+
+
+def test_a_batch_holds_at_most_most_items_and_keeps_their_order() -> None:
+    outbox: Outbox[str, int] = Outbox(most=3)
+    for item in range(8):
+        outbox.add("tm-1", item)
+    assert len(outbox) == 8
+    assert outbox.take() == [("tm-1", (0, 1, 2)), ("tm-1", (3, 4, 5)), ("tm-1", (6, 7))]
+
+
+def test_halves_split_a_batch_into_two_non_empty_ones_in_order() -> None:
+    assert halves((1, 2)) == ((1,), (2,))
+    assert halves((1, 2, 3, 4, 5)) == ((1, 2), (3, 4, 5))
+    with pytest.raises(ValueError):
+        halves((1,))
+    with pytest.raises(ValueError):
+        Outbox(most=0)
