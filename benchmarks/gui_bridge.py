@@ -4,9 +4,10 @@ No broker and no cluster: a producer *process* plays the JobMaster, the TaskMana
 the ResourceManager. It keeps a job's ExecutionGraph snapshot (three vertices, 1,000
 subtasks; every attempt goes CREATED, SCHEDULED, DEPLOYING on a free slot, RUNNING, then
 FINISHED, or FAILED one time in ten, and the subtask starts a new attempt) and sends,
-encoded with the runtime's wire codec, what the GUI's client would receive: one
-``ExecutionStateEvent`` and one tapped ``UpdateTaskExecutionState`` per change, the
-``JobSnapshot`` ten times a second (the JobMaster's rate) and a ``ClusterOverview``
+encoded with the runtime's wire codec, what the GUI's client would receive: the changes
+of each 2 ms as the JobMaster batches them per turn of its mailbox (one
+``ExecutionStateEvents`` and one tapped ``UpdateTaskExecutionStates`` per TaskManager), the
+``JobSnapshot`` at the JobMaster's rate (two a second for 1,000 subtasks) and a ``ClusterOverview``
 (25 TaskManagers x 10 slots) once a second.
 
 In this process a feeder thread plays paho's network thread: it decodes each payload
@@ -30,7 +31,7 @@ Measured, for ``--seconds`` (20 by default) after a 3 s warm-up:
 
     QT_QPA_PLATFORM=offscreen python -m benchmarks.gui_bridge [--seconds 20]
         [--rate 500] [--subtasks 1000] [--view jobs|messages|failures|result]
-        [--snapshot-hz 10] [--profile]
+        [--snapshot-hz HZ] [--profile]
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ from benchmarks._harness import (
     machine_summary,
     markdown_table,
     percentile,
+)
+from clusterdeck.core.jobmanager.jobevents import EVENTS_PER_MESSAGE
+from clusterdeck.core.jobmanager.jobmaster import (
+    SNAPSHOT_INTERVAL,
+    SUBTASKS_PER_SNAPSHOT_SECOND,
 )
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.failures import FailureRecord, TaskFailure
@@ -234,14 +240,21 @@ def produce(connection: Connection, subtasks: int, rate: float, seconds: float,
     next_snapshot = next_overview = start
     while (now := time.time()) - start < seconds:
         due = int((now - start) * rate)
-        while changes < due:
+        events: list[p.ExecutionStateEvent] = []
+        updates: dict[str, list[p.UpdateTaskExecutionState]] = {}
+        while changes < due:  # one turn of the JobMaster's mailbox: its batches
             event, update = job.change()
-            connection.send_bytes(b"E" + encode(Envelope("event", "jobmaster-bench", event),
-                                                FRAMESIZE))
-            tm = event.taskmanager_id or "taskmanager-01"
-            connection.send_bytes(b"R" + encode(Envelope(
-                "ask", tm, update, correlation_id=f"c{changes}", reply_to=tm), FRAMESIZE))
+            events.append(event)
+            updates.setdefault(event.taskmanager_id or "taskmanager-01", []).append(update)
             changes += 1
+        for start_at in range(0, len(events), EVENTS_PER_MESSAGE):
+            connection.send_bytes(b"E" + encode(Envelope("event", "jobmaster-bench",
+                p.ExecutionStateEvents(JOB_ID, tuple(
+                    events[start_at:start_at + EVENTS_PER_MESSAGE]))), FRAMESIZE))
+        for tm, batch in updates.items():
+            connection.send_bytes(b"R" + encode(Envelope(
+                "ask", tm, p.UpdateTaskExecutionStates(tuple(batch)),
+                correlation_id=f"c{changes}-{tm}", reply_to=tm), FRAMESIZE))
         if now >= next_snapshot:
             connection.send_bytes(b"S" + job.snapshot_bytes())
             next_snapshot += 1.0 / snapshot_hz
@@ -349,9 +362,10 @@ def feed(connection: Connection, bridge: Any, probe: Probe, done: threading.Even
                     probe.sent.append((found[1], sent))  # the bridge draws the latest only
                     bridge.post(JOB, found[0], found[1])
             elif tag == b"E":
-                probe.events += 1
-                probe.posted[envelope.message.at] = time.time()
-                bridge.post_job_event(envelope.message)
+                for event in p.job_events_in(envelope.message):
+                    probe.events += 1
+                    probe.posted[event.at] = time.time()
+                    bridge.post_job_event(event)
             elif tag == b"R":
                 bridge.post_traffic(Traffic(time.time(), "rpc", "jobmaster-bench",
                                             envelope.sender, envelope.kind,
@@ -498,8 +512,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--rate", type=float, default=500.0, help="state changes a second")
     parser.add_argument("--subtasks", type=int, default=1000)
-    parser.add_argument("--snapshot-hz", type=float, default=10.0,
-                        help="snapshots a second (10: the JobMaster's rate)")
+    parser.add_argument("--snapshot-hz", type=float,
+                        help="snapshots a second (default: the JobMaster's rate for the "
+                        "job's size, at most 10, 2 for 1,000 subtasks)")
     parser.add_argument("--view", choices=["jobs", "messages", "failures", "result"],
                         default="jobs", help="the bottom tab raised during the run")
     parser.add_argument("--profile", action="store_true",
@@ -509,9 +524,11 @@ def main(argv: list[str] | None = None) -> int:
     exit_on_sigterm()
     print(f"# GUI bridge benchmark, {time.strftime('%Y-%m-%d %H:%M')}\n\n{machine_summary()}; "
           f"load average at start {os.getloadavg()[0]:.2f}\n")
+    snapshot_hz = args.snapshot_hz or min(1 / SNAPSHOT_INTERVAL,
+                                          SUBTASKS_PER_SNAPSHOT_SECOND / args.subtasks)
     with fresh_home():
         result = run(args.seconds, args.rate, args.subtasks, args.view, args.profile,
-                     args.snapshot_hz)
+                     snapshot_hz)
     print(report(result))
     if result["probe"].profile is not None:
         out = io.StringIO()

@@ -233,6 +233,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("jobmanager.execution.failover-strategy", one_of("region", "full"), "region",
            "region: re-run the failed subtasks and what lost data they need; full: cancel "
            "every running subtask and re-run all unfinished ones."),
+    Option("jobmanager.scheduler.deploy-ahead", duration, 1.0,
+           "Deploy one more attempt into a busy slot whose vertex's tasks take less than "
+           "this, to start on its TaskManager the moment the slot's task ends; 0: never."),
     Option("restart-strategy.type", one_of("none", "fixed-delay", "failure-rate",
                                            "exponential-delay"), "fixed-delay",
            "How a job restarts failed tasks; overridable per job."),

@@ -87,7 +87,7 @@ class Scheduler:
     def __init__(self, graph: ExecutionGraph, restart_strategy: RestartStrategy | None = None,
                  splits: InputSplitAssigner | None = None, *,
                  partitions_outlive_taskmanagers: bool = True,
-                 failover: FailoverStrategy = "region") -> None:
+                 failover: FailoverStrategy = "region", deploy_ahead: float = 1.0) -> None:
         if failover not in FAILOVER_STRATEGIES:
             raise ValueError(f"failover must be one of {FAILOVER_STRATEGIES}, got {failover!r}")
         self.graph = graph
@@ -97,6 +97,14 @@ class Scheduler:
         self.failover: FailoverStrategy = failover
         self._waiting_for_slot: deque[Execution] = deque()
         self._slots_in_use: dict[SlotRef, Execution] = {}
+        # Deployed behind a slot's holder, started by its TaskManager when the holder
+        # ends: the slot does not wait a round trip to the JobMaster between two tasks.
+        # Only behind tasks of a vertex whose tasks take less than ``deploy_ahead``
+        # seconds (0: never): the round trip matters only for short tasks, and an attempt
+        # queued behind a long one could miss a slot that frees meanwhile elsewhere.
+        self.deploy_ahead = deploy_ahead
+        self._queued: dict[SlotRef, Execution] = {}
+        self._task_seconds: dict[str, float] = {}  # per vertex, a moving average
         self._pending_restarts: list[_PendingRestart] = []
         self._started_at: float | None = None
 
@@ -145,12 +153,29 @@ class Scheduler:
         execution = self._next_waiting() if self.status is JobStatus.RUNNING else None
         if execution is None:
             return [ReleaseSlot(slot)]
-        return self._deploy_into(slot, execution, now)
+        return self._deploy_into(slot, execution, now) + self._ahead(slot, now)
 
     def _deploy_into(self, slot: SlotRef, execution: Execution,
                      now: float) -> list[Instruction]:
-        execution.slot = slot
         self._slots_in_use[slot] = execution
+        return self._deploy(slot, execution, now)
+
+    def _ahead(self, slot: SlotRef, now: float) -> list[Instruction]:
+        """Deploy the longest-waiting attempt behind the slot's holder (Flink's batch
+        scheduler deploys what is ready at once; here a slot runs one task at a time, so
+        the next waits on its TaskManager, not on the JobMaster)."""
+        holder = self._slots_in_use.get(slot)
+        if holder is None or slot in self._queued or self.status is not JobStatus.RUNNING \
+                or not self._short_tasks(holder.vertex_id):
+            return []
+        execution = self._next_waiting()
+        if execution is None:
+            return []
+        self._queued[slot] = execution
+        return [WithdrawSlotRequest(execution.attempt_id), *self._deploy(slot, execution, now)]
+
+    def _deploy(self, slot: SlotRef, execution: Execution, now: float) -> list[Instruction]:
+        execution.slot = slot
         changed = self._move(execution, ExecutionState.DEPLOYING, now)
         vertex = self.graph.vertex(execution.vertex_id)
         # A generated source's part goes with the deployment: two asks fewer per subtask
@@ -174,6 +199,23 @@ class Scheduler:
             return [ReleaseSlot(slot)]
         return [WithdrawSlotRequest(execution.attempt_id),
                 *self._deploy_into(slot, execution, now)]
+
+    def _short_tasks(self, vertex_id: str) -> bool:
+        typical = self._task_seconds.get(vertex_id)
+        return typical is not None and typical < self.deploy_ahead
+
+    def _took(self, execution: Execution, now: float) -> None:
+        """Keep the vertex's typical task time, from its finished attempts."""
+        started = execution.state_timestamps.get(ExecutionState.RUNNING)
+        if started is None:
+            return
+        seconds = max(0.0, now - started)
+        typical = self._task_seconds.get(execution.vertex_id, seconds)
+        self._task_seconds[execution.vertex_id] = 0.8 * typical + 0.2 * seconds
+
+    def _refill(self, slot: SlotRef | None, now: float) -> list[Instruction]:
+        """The slot's queued attempt took over from its holder: queue the next one."""
+        return [] if slot is None else self._ahead(slot, now)
 
     def task_state_changed(self, attempt_id: str, state: ExecutionState | str, now: float, *,
                            failure: TaskFailure | None = None,
@@ -202,11 +244,12 @@ class Scheduler:
                                            failure=stranded)
         if state is ExecutionState.FINISHED:
             execution.result = result
+            self._took(execution, now)
             out = [self._move(execution, state, now)]
             freed = self._unhold(execution)
             after = self._after_finished(execution, now)  # may schedule its consumers
             if self.status is JobStatus.RUNNING:
-                return out + after + self._reuse(freed, now)
+                return out + after + self._reuse(freed, now) + self._refill(execution.slot, now)
             return out + ([ReleaseSlot(freed)] if freed else []) + after  # the end comes last
         if state is ExecutionState.CANCELED:
             failure = TaskFailure("UnexpectedCancellation",
@@ -257,8 +300,11 @@ class Scheduler:
         out: list[Instruction] = []
         failed: list[str] = []
         message = f"lost TaskManager {taskmanager_id}: {cause}"
-        for slot in [s for s in self._slots_in_use if s.taskmanager_id == taskmanager_id]:
-            execution = self._slots_in_use.pop(slot)
+        lost = [self._slots_in_use.pop(s) for s in list(self._slots_in_use)
+                if s.taskmanager_id == taskmanager_id]
+        lost += [self._queued.pop(s) for s in list(self._queued) if s.taskmanager_id ==
+                 taskmanager_id]
+        for execution in lost:
             if execution.state is ExecutionState.CANCELING:
                 out.append(self._move(execution, ExecutionState.CANCELED, now))
             else:
@@ -507,9 +553,17 @@ class Scheduler:
         return [] if slot is None else [ReleaseSlot(slot)]
 
     def _unhold(self, execution: Execution) -> SlotRef | None:
-        """The slot the attempt held, now free; None if it held none."""
+        """The slot the attempt held, now free; None if it held none, or if the attempt
+        queued behind it takes it over (its TaskManager starts that one now)."""
         slot = execution.slot
+        if slot is not None and self._queued.get(slot) is execution:
+            del self._queued[slot]  # it ended before its turn (cancelled, refused)
+            return None
         if slot is None or self._slots_in_use.get(slot) is not execution:
+            return None
+        queued = self._queued.pop(slot, None)
+        if queued is not None:
+            self._slots_in_use[slot] = queued
             return None
         del self._slots_in_use[slot]
         return slot

@@ -171,8 +171,10 @@ class JobMaster(FencedRpcEndpoint):
             return
         try:
             settings = self.config.with_overrides(self.record.restart_strategy or {})
-            self.scheduler = Scheduler(self.graph, restart_strategy(settings), splits,
-                                       failover=settings["jobmanager.execution.failover-strategy"])
+            self.scheduler = Scheduler(
+                self.graph, restart_strategy(settings), splits,
+                failover=settings["jobmanager.execution.failover-strategy"],
+                deploy_ahead=settings["jobmanager.scheduler.deploy-ahead"])
         except ValueError as error:  # ConfigError included: a job's own bad settings
             self._fail_before_start(error)
             return

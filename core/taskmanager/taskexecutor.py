@@ -8,6 +8,7 @@ heartbeats, or the ResourceManager says it does not know it (e.g. after a hang).
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import socket
@@ -90,7 +91,9 @@ class TaskExecutor(RpcEndpoint):
         self._spark_after_registration = False
         self._os_process = psutil.Process()
         self.host = socket.gethostname()
-        self.tasks: dict[str, Task] = {}
+        self.tasks: dict[str, Task] = {}  # running or deployed ahead, by attempt
+        self._holders: dict[int, Task] = {}  # the task running in each slot
+        self._queued: dict[int, collections.deque[Task]] = {}  # deployed ahead, per slot
         self._output_ticking = False
         self._reporting: dict[str, str] = {}  # attempt -> job, final update not yet answered
         self._updates: Outbox[tuple[str, str], _Report] = Outbox(UPDATES_PER_MESSAGE)
@@ -187,8 +190,9 @@ class TaskExecutor(RpcEndpoint):
         self._spark_jvm = None
         log.error("%s; failing %d running attempt(s) and starting Spark again", ended,
                   len(self.tasks))
-        for task in self.tasks.values():
+        for task in list(self.tasks.values()):
             task.fail(ended.failure(log_excerpt=self.attempt_logs.excerpt(task.attempt_id)))
+            self._end_if_queued(task)
         assert self._spark is not None  # a JVM is watched only once its session started
         self._spark = self._start_spark(dead=self._spark.result())
 
@@ -355,13 +359,30 @@ class TaskExecutor(RpcEndpoint):
                        jobmaster), run, self.attempt_logs,
                        lambda t, outcome: self.run_async(self._task_done, t, outcome))
         self.tasks[task.attempt_id] = running
-        running.start()
-        self._tick_output()
-        if task.task_timeout > 0:
-            self.schedule(task.task_timeout, self._task_overdue, running)
-        self._report(task, p.UpdateTaskExecutionState(task.job_id, task.attempt_id,
-                                                      ExecutionState.RUNNING))
+        if task.slot_index in self._holders:  # deployed ahead: it starts when the slot frees
+            self._queued.setdefault(task.slot_index, collections.deque()).append(running)
+        else:
+            self._begin(running)
         return p.TaskOperationResult(task.attempt_id, True)
+
+    def _begin(self, task: Task) -> None:
+        """Start the task in its slot, which it now holds, and report it RUNNING."""
+        deployment = task.deployment
+        self._holders[deployment.slot_index] = task
+        task.start()
+        self._tick_output()
+        if deployment.task_timeout > 0:
+            self.schedule(deployment.task_timeout, self._task_overdue, task)
+        self._report(deployment, p.UpdateTaskExecutionState(deployment.job_id, task.attempt_id,
+                                                            ExecutionState.RUNNING))
+
+    def _end_if_queued(self, task: Task) -> None:
+        """A task cancelled or failed while it waits behind its slot's holder: its thread
+        starts now only to end as it was told (it starts no Spark work)."""
+        queue = self._queued.get(task.deployment.slot_index)
+        if queue is not None and task in queue:
+            queue.remove(task)
+            task.start()
 
     def _output_tick(self) -> None:
         """Main thread, every OUTPUT_INTERVAL while tasks run: what their scripts printed
@@ -403,6 +424,7 @@ class TaskExecutor(RpcEndpoint):
             return p.TaskOperationResult(request.attempt_id, True, "not running here",
                                          known=False)
         task.cancel()
+        self._end_if_queued(task)
         return p.TaskOperationResult(request.attempt_id, True)
 
     @handler(p.RequestExecutionReport, senders=(topics.JOBMANAGER,))
@@ -447,16 +469,26 @@ class TaskExecutor(RpcEndpoint):
         return next_split
 
     def _task_done(self, task: Task, outcome: TaskOutcome) -> None:
-        """Main thread: free the slot first, so the next deployment finds it free; the
-        last of what it printed goes before its final state."""
+        """Main thread: free the slot first, so the next deployment finds it free (or start
+        the one deployed ahead into it); the last of what it printed goes before its final
+        state, which goes before the next task's RUNNING."""
         self.tasks.pop(task.attempt_id, None)
-        self.slots.free(task.deployment.slot_index)
+        index = task.deployment.slot_index
+        queue = self._queued.get(index) or collections.deque()
+        following = None
+        if self._holders.get(index) is task:
+            del self._holders[index]
+            following = queue.popleft() if queue else None
+            if following is None:
+                self.slots.free(index)
         jobmaster = self.rpc_service.gateway(JobMasterGateway, task.deployment.jobmaster,
                                              task.deployment.fencing_token)
         self._send_output(task, jobmaster, most=None)
         self._report(task.deployment, p.UpdateTaskExecutionState(
             task.deployment.job_id, task.attempt_id, outcome.state, outcome.failure,
             outcome.result))
+        if following is not None:
+            self._begin(following)
 
     def _report(self, deployment: p.SubmitTask, update: p.UpdateTaskExecutionState,
                 tries: int = 0) -> None:
@@ -527,8 +559,9 @@ class TaskExecutor(RpcEndpoint):
         the slots; the recovered JobMaster schedules the work again."""
         if self.tasks:
             log.warning("cancelling %d running task(s): %s", len(self.tasks), why)
-        for task in self.tasks.values():
+        for task in list(self.tasks.values()):
             task.cancel()
+            self._end_if_queued(task)
 
     # -- stuck tasks: cancel the Spark work, then interrupt, then give up on this process -----
 

@@ -117,6 +117,8 @@ class Task:
         log.info("attempt %s of %s subtask %d starting", self.attempt_id, deployment.vertex_id,
                  deployment.subtask)
         try:
+            if self.canceled.is_set():  # cancelled while deployed ahead: never waits
+                raise TaskCanceled(self.attempt_id)
             spark = self._spark.result()
             job = self._job.result()
             if self.canceled.is_set():

@@ -81,6 +81,8 @@ class Harness:
                  slots: dict[str, int] | None = None, epoch: int = 0,
                  **options: Any) -> None:
         self.graph = ExecutionGraph(job_graph, JOB_ID, epoch=epoch)
+        # One attempt per slot unless a test asks for deploy-ahead (test_scheduler_ahead)
+        options.setdefault("deploy_ahead", 0.0)
         self.scheduler = Scheduler(self.graph, restart, splits, **options)
         self.now = 0.0
         self.log: list[Instruction] = []
