@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from clusterdeck.broker.client import connect_and_wait, make_client
-from clusterdeck.core.client.jobclient import JobClient, collected_rows
+from clusterdeck.core.client.jobclient import JobClient, collected_rows, new_job_id
 from clusterdeck.core.config import paths
 from clusterdeck.core.jobapi.errors import JobLoadError
 from clusterdeck.core.jobapi.loader import load_job
@@ -176,9 +176,20 @@ def test_a_consumer_of_two_thousand_producers_gets_its_inputs_and_finishes(
     job.write_text("def build(env):\n"
                    "    env.from_range(0, 40, parallelism=2000).map(lambda x: x * 3)"
                    f".write_text({str(out)!r}, parallelism=1)\n")
-    result = run(client, job, timeout=400)
+    job_id = new_job_id()  # its events followed from the start: deployed in batches, and
+    moves: list[p.ExecutionStateEvent] = []  # ahead of their slots' tasks
+    client.service.subscribe(topics.job_events(job_id), lambda _t, message: moves.extend(
+        e for e in p.job_events_in(message) if isinstance(e, p.ExecutionStateEvent)))
+    client.submit(job, [], job_id=job_id)
+    result = wait_result(client, job_id, 400)
     assert result.status == JobStatus.FINISHED, result.root_cause
     assert (result.finished, result.total) == (2001, 2001)
+    wait_for(lambda: sum(e.new is ExecutionState.FINISHED for e in moves) >= 2001, 10,
+             "every FINISHED event")
+    finished = Counter((e.vertex_id, e.subtask) for e in moves
+                       if e.new is ExecutionState.FINISHED)
+    assert len(finished) == 2001 and set(finished.values()) == {1}, "each finished once"
+    assert {e.attempt for e in moves} == {0}, "no subtask ran twice"
     written = [int(line) for f in sorted(out.glob("part-*")) for line in f.read_text().split()]
     assert sorted(written) == [3 * x for x in range(40)]
 
