@@ -46,6 +46,7 @@ class ExecutionJobVertex:
         # new_attempt and restore: "is the vertex (the job) done?" after every FINISHED
         # of a 10,000-subtask job must not look at every subtask.
         self.unfinished = len(self.subtasks)
+        self.unstopped = len(self.subtasks)  # current attempt not terminal, likewise
 
     @property
     def id(self) -> str:
@@ -136,15 +137,24 @@ class ExecutionGraph:
     def moved(self, execution: Execution, old: ExecutionState, new: ExecutionState) -> None:
         """Count a subtask's current attempt moving from ``old`` to ``new`` (called by
         whatever moves it: the scheduler, new_attempt, restore)."""
+        if not self.is_current(execution):
+            return
+        vertex = self.vertices[execution.vertex_id]
         finished = ExecutionState.FINISHED
-        if (old is finished) != (new is finished) and self.is_current(execution):
-            self.vertices[execution.vertex_id].unfinished += 1 if old is finished else -1
+        if (old is finished) != (new is finished):
+            vertex.unfinished += 1 if old is finished else -1
+        if old.is_terminal != new.is_terminal:
+            vertex.unstopped += 1 if old.is_terminal else -1
 
     def vertex_finished(self, vertex_id: str) -> bool:
         return self.vertices[vertex_id].unfinished == 0
 
     def all_finished(self) -> bool:
         return all(vertex.unfinished == 0 for vertex in self.vertices.values())
+
+    def all_stopped(self) -> bool:
+        """Every subtask's current attempt is terminal."""
+        return all(vertex.unstopped == 0 for vertex in self.vertices.values())
 
     def restore(self, execution: Execution) -> None:
         """Put back an attempt that finished in an earlier JobManager run, in place of

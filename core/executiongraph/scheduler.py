@@ -506,7 +506,7 @@ class Scheduler:
         """FAILING or CANCELLING ends once every current attempt has stopped."""
         if self.status not in (JobStatus.FAILING, JobStatus.CANCELLING):
             return []
-        if not all(e.state.is_terminal for e in self.graph.current_executions()):
+        if not self.graph.all_stopped():
             return []
         if self.status is JobStatus.CANCELLING:
             return [self._job(JobStatus.CANCELED, now), JobCanceled(self._duration(now))]

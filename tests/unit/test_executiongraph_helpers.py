@@ -109,9 +109,11 @@ class Harness:
                 self.slot_requests = deque(r for r in self.slot_requests
                                            if r.attempt_id != instruction.attempt_id)
         self.log += instructions
-        for vertex in self.graph.vertices.values():  # the count the scheduler relies on
+        for vertex in self.graph.vertices.values():  # the counts the scheduler relies on
             assert vertex.unfinished == sum(
                 s.current.state is not ExecutionState.FINISHED for s in vertex.subtasks)
+            assert vertex.unstopped == sum(
+                not s.current.state.is_terminal for s in vertex.subtasks)
         return instructions
 
     def logged(self, kind: type) -> list[Any]:
