@@ -24,9 +24,14 @@ log = logging.getLogger(__name__)
 
 
 def setup_logging(role: str) -> None:
-    logging.basicConfig(
-        level=os.environ.get("CLUSTERDECK_LOG_LEVEL", "INFO"),
-        format=f"%(asctime)s %(levelname)s {role} %(name)s: %(message)s")
+    """The process log at CLUSTERDECK_LOG_LEVEL (INFO); its handler has that level too, so
+    loggers set lower for a handler of their own (a TaskManager's attempt logs) do not
+    reach it."""
+    level = os.environ.get("CLUSTERDECK_LOG_LEVEL", "INFO")
+    logging.basicConfig(level=level,
+                        format=f"%(asctime)s %(levelname)s {role} %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(level)
 
 
 def broker_address(config: Config, role: str,

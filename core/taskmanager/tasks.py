@@ -32,6 +32,11 @@ from clusterdeck.core.taskmanager.sparkhealth import (
 )
 
 log = logging.getLogger(__name__)
+# An attempt's routine steps (starting, each split, finished): in the attempt's own log
+# (and its failure excerpt), below the process log's level. Written to both, they cost a
+# quarter of a 2,000-subtask job's throughput (benchmarks.md, section 4).
+steps = logging.getLogger("clusterdeck.attempt")
+steps.setLevel(logging.DEBUG)
 
 
 class TaskCanceled(Exception):
@@ -108,14 +113,14 @@ class Task:
             split = self._next_split(sequence) if given is None else next(given, None)
             if split is None:
                 return
-            log.info("reading input split %d (%s)", split.split_id, split.path or
-                     f"part {split.part} of {split.parts}")
+            steps.debug("reading input split %d (%s)", split.split_id, split.path or
+                        f"part {split.part} of {split.parts}")
             yield split
 
     def _run(self) -> None:
         deployment = self.deployment
-        log.info("attempt %s of %s subtask %d starting", self.attempt_id, deployment.vertex_id,
-                 deployment.subtask)
+        steps.debug("attempt %s of %s subtask %d starting", self.attempt_id,
+                    deployment.vertex_id, deployment.subtask)
         try:
             if self.canceled.is_set():  # cancelled while deployed ahead: never waits
                 raise TaskCanceled(self.attempt_id)
@@ -125,7 +130,7 @@ class Task:
                 raise TaskCanceled(self.attempt_id)
             result = self._runner(spark, job, deployment, self)
             outcome = TaskOutcome(ExecutionState.FINISHED, result=result)
-            log.info("attempt %s finished", self.attempt_id)
+            steps.debug("attempt %s finished", self.attempt_id)
         except BaseException as error:
             outcome = self._failed(error)
         self._on_done(self, outcome)
