@@ -146,9 +146,6 @@ class ExecutionGraph:
         if old.is_terminal != new.is_terminal:
             vertex.unstopped += 1 if old.is_terminal else -1
 
-    def vertex_finished(self, vertex_id: str) -> bool:
-        return self.vertices[vertex_id].unfinished == 0
-
     def all_finished(self) -> bool:
         return all(vertex.unfinished == 0 for vertex in self.vertices.values())
 

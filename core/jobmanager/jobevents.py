@@ -15,8 +15,7 @@ from typing import Any
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.states import JobStatus
-from clusterdeck.core.rpc import FrameTooLargeError
-from clusterdeck.core.rpc.outbox import Outbox, halves
+from clusterdeck.core.rpc.outbox import Outbox, send_in_halves
 
 EVENTS_PER_MESSAGE = 128
 
@@ -42,13 +41,8 @@ class JobEvents:
 
     def flush(self) -> None:
         for _, events in self._moves.take():
-            self._send(events)
+            # one move, even with its failure record, is bounded far below a frame
+            send_in_halves(events, self._send)
 
     def _send(self, events: tuple[p.ExecutionStateEvent, ...]) -> None:
-        try:
-            self._publish(self.topic, p.ExecutionStateEvents(self.job_id, events))
-        except FrameTooLargeError:
-            if len(events) < 2:
-                raise  # one move with a failure record is bounded far below a frame
-            for half in halves(events):
-                self._send(half)
+        self._publish(self.topic, p.ExecutionStateEvents(self.job_id, events))

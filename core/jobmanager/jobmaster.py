@@ -55,7 +55,7 @@ from clusterdeck.core.rpc import (
     SenderMismatchError,
     handler,
 )
-from clusterdeck.core.rpc.outbox import Outbox, halves
+from clusterdeck.core.rpc.outbox import Outbox, send_in_halves
 
 log = logging.getLogger(__name__)
 SNAPSHOT_INTERVAL = 0.1  # at most ten snapshots a second, however busy the job
@@ -428,18 +428,13 @@ class JobMaster(FencedRpcEndpoint):
 
     def _send_slot_messages(self) -> None:
         for _, batch in self._slot_messages.take():
-            self._send_slot_batch(batch)
+            # a single request or free too large for a frame: a frame far too small to run
+            send_in_halves(batch, self._send_slot_batch)
 
     def _send_slot_batch(self, batch: tuple[p.RequestSlot | p.FreeSlot, ...]) -> None:
-        try:
-            self.resource_manager.slot_requests(p.SlotRequests(
-                tuple(m for m in batch if isinstance(m, p.RequestSlot)),
-                tuple(m for m in batch if isinstance(m, p.FreeSlot))))
-        except FrameTooLargeError:  # not even one fits: a frame far too small to run
-            if len(batch) < 2:
-                raise
-            for half in halves(batch):
-                self._send_slot_batch(half)
+        self.resource_manager.slot_requests(p.SlotRequests(
+            tuple(m for m in batch if isinstance(m, p.RequestSlot)),
+            tuple(m for m in batch if isinstance(m, p.FreeSlot))))
 
     def _release_slot(self, release: ins.ReleaseSlot) -> None:
         self._free(release.slot)
@@ -472,21 +467,24 @@ class JobMaster(FencedRpcEndpoint):
 
     def _send_tasks(self, tasks: tuple[p.SubmitTask, ...], taskmanager_id: str,
                     tries: int = 0) -> None:
+        """The ask encodes first: a batch too large is refused before sending, and goes
+        in halves; a single deployment too large goes again without its input partitions,
+        and fails its attempt when even that does not fit."""
         gateway = self._executor(taskmanager_id)
-        try:  # the ask encodes first: a batch too large is refused before sending
-            sent = gateway.submit_tasks(p.SubmitTasks(tasks))
-        except FrameTooLargeError as error:
-            if len(tasks) > 1:
-                for half in halves(tasks):
-                    self._send_tasks(half, taskmanager_id, tries)
-            elif tasks[0].inputs and not tasks[0].inputs_offloaded:
-                self._send_tasks((self._offloaded(tasks[0]),), taskmanager_id, tries)
+
+        def send(batch: tuple[p.SubmitTask, ...]) -> None:
+            sent = gateway.submit_tasks(p.SubmitTasks(batch))
+            self.on_main_thread(sent, lambda answer, error: self._deployed(
+                batch, taskmanager_id, tries, answer, error))
+
+        def alone(task: p.SubmitTask, error: FrameTooLargeError) -> None:
+            if task.inputs and not task.inputs_offloaded:
+                self._send_tasks((self._offloaded(task),), taskmanager_id, tries)
             else:
-                self._deployment_failed(tasks[0].attempt_id,
+                self._deployment_failed(task.attempt_id,
                                         f"the deployment is too large: {error}")
-            return
-        self.on_main_thread(sent, lambda answer, error: self._deployed(
-            tasks, taskmanager_id, tries, answer, error))
+
+        send_in_halves(tasks, send, alone)
 
     def _offloaded(self, task: p.SubmitTask) -> p.SubmitTask:
         """The deployment without its input partitions, which the task then asks for page

@@ -5,13 +5,15 @@ Endpoint code only: an Outbox is touched on its endpoint's main thread, so it ne
 lock. The first item after a take asks for a flush, which the endpoint posts to the end
 of its mailbox (``run_async``): whatever the messages already waiting there add goes
 into the same batch. A batch keeps its destination's order and holds at most ``most``
-items; one too large for a frame is sent again in halves (``halves``).
+items; one too large for a frame is sent again in halves (``send_in_halves``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
+
+from clusterdeck.core.rpc._errors import FrameTooLargeError
 
 K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
@@ -49,3 +51,21 @@ def halves(items: tuple[T, ...]) -> tuple[tuple[T, ...], tuple[T, ...]]:
         raise ValueError("a batch of one item cannot be halved")
     middle = len(items) // 2
     return items[:middle], items[middle:]
+
+
+def send_in_halves(batch: tuple[T, ...], send: Callable[[tuple[T, ...]], None],
+                   alone: Callable[[T, FrameTooLargeError], None] | None = None) -> None:
+    """``send(batch)``; a batch whose message is too large for a frame (the codec refuses
+    it before sending) goes again as two halves, the same way, down to single items. One
+    item that still does not fit goes to ``alone(item, error)``; without it the error is
+    raised."""
+    try:
+        send(batch)
+    except FrameTooLargeError as error:
+        if len(batch) > 1:
+            for half in halves(batch):
+                send_in_halves(half, send, alone)
+        elif alone is None:
+            raise
+        else:
+            alone(batch[0], error)

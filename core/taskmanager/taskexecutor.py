@@ -41,7 +41,7 @@ from clusterdeck.core.rpc import (
     RpcEndpoint,
     handler,
 )
-from clusterdeck.core.rpc.outbox import Outbox, halves
+from clusterdeck.core.rpc.outbox import Outbox, send_in_halves
 from clusterdeck.core.supervisor import RESTARTS_ENV
 from clusterdeck.core.taskmanager.artifacts import load_artifact
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
@@ -504,31 +504,27 @@ class TaskExecutor(RpcEndpoint):
 
     def _send_updates(self) -> None:
         for (jobmaster, token), reports in self._updates.take():
-            self._send_update_batch(self.rpc_service.gateway(JobMasterGateway, jobmaster,
-                                                             token), reports)
+            gateway = self.rpc_service.gateway(JobMasterGateway, jobmaster, token)
+            send_in_halves(reports, lambda batch, to=gateway: self._send_update_batch(
+                to, batch), self._update_too_large)
 
     def _send_update_batch(self, jobmaster: JobMasterGateway,
                            reports: tuple[_Report, ...]) -> None:
-        try:
-            sent = jobmaster.update_task_execution_states(
-                p.UpdateTaskExecutionStates(tuple(update for _, update, _ in reports)))
-        except FrameTooLargeError as error:
-            if len(reports) > 1:
-                for half in halves(reports):
-                    self._send_update_batch(jobmaster, half)
-                return
-            # Dropping it would leave the job RUNNING for ever: the attempt fails instead,
-            # with a cause that names the limit, in an update that is small by design.
-            deployment, update, tries = reports[0]
-            log.error("update %s of %s is too large to send: %s", update.state,
-                      update.attempt_id, error)
-            self._report(deployment, p.UpdateTaskExecutionState(
-                update.job_id, update.attempt_id, ExecutionState.FAILED,
-                TaskFailure("FrameTooLargeError", f"the task's {update.state} update could "
-                            f"not be sent: {error}")), tries)
-            return
+        sent = jobmaster.update_task_execution_states(
+            p.UpdateTaskExecutionStates(tuple(update for _, update, _ in reports)))
         self.on_main_thread(sent, lambda answer, error: self._updates_answered(
             reports, answer, error))
+
+    def _update_too_large(self, report: _Report, error: FrameTooLargeError) -> None:
+        """Dropping it would leave the job RUNNING for ever: the attempt fails instead,
+        with a cause that names the limit, in an update that is small by design."""
+        deployment, update, tries = report
+        log.error("update %s of %s is too large to send: %s", update.state,
+                  update.attempt_id, error)
+        self._report(deployment, p.UpdateTaskExecutionState(
+            update.job_id, update.attempt_id, ExecutionState.FAILED,
+            TaskFailure("FrameTooLargeError", f"the task's {update.state} update could "
+                        f"not be sent: {error}")), tries)
 
     def _updates_answered(self, reports: tuple[_Report, ...], answer: Any,
                           error: BaseException | None) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from clusterdeck.core.rpc.outbox import Outbox, halves
+from clusterdeck.core.rpc import FrameTooLargeError
+from clusterdeck.core.rpc.outbox import Outbox, halves, send_in_halves
 
 
 def test_only_the_first_item_of_a_turn_asks_for_a_flush() -> None:
@@ -40,3 +41,18 @@ def test_halves_split_a_batch_into_two_non_empty_ones_in_order() -> None:
         halves((1,))
     with pytest.raises(ValueError):
         Outbox(most=0)
+
+
+def test_a_batch_too_large_for_a_frame_is_sent_in_halves_down_to_single_items() -> None:
+    sent: list[tuple[int, ...]] = []
+    lone: list[int] = []
+
+    def send(batch: tuple[int, ...]) -> None:  # a frame holds two items, and never item 9
+        if len(batch) > 2 or 9 in batch:
+            raise FrameTooLargeError("too large")
+        sent.append(batch)
+
+    send_in_halves((1, 2, 3, 4, 9, 6), send, lambda item, _error: lone.append(item))
+    assert sent == [(1,), (2, 3), (4,), (6,)] and lone == [9]
+    with pytest.raises(FrameTooLargeError):
+        send_in_halves((9,), send)
