@@ -57,6 +57,7 @@ from clusterdeck.core.executiongraph.instructions import (
 from clusterdeck.core.executiongraph.recovery import FinishedSubtask, restore_finished
 from clusterdeck.core.executiongraph.restart import NoRestart, RestartStrategy
 from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
+from clusterdeck.core.executiongraph.tasktimes import TaskTimes
 from clusterdeck.core.protocol.failures import TASKMANAGER_LOST, FailureRecord, TaskFailure
 from clusterdeck.core.protocol.states import ExecutionState, IllegalTransition, JobStatus
 
@@ -104,7 +105,7 @@ class Scheduler:
         # queued behind a long one could miss a slot that frees meanwhile elsewhere.
         self.deploy_ahead = deploy_ahead
         self._queued: dict[SlotRef, Execution] = {}
-        self._task_seconds: dict[str, float] = {}  # per vertex, a moving average
+        self._task_times = TaskTimes()
         self._pending_restarts: list[_PendingRestart] = []
         self._started_at: float | None = None
 
@@ -166,7 +167,7 @@ class Scheduler:
         the next waits on its TaskManager, not on the JobMaster)."""
         holder = self._slots_in_use.get(slot)
         if holder is None or slot in self._queued or self.status is not JobStatus.RUNNING \
-                or not self._short_tasks(holder.vertex_id):
+                or not self._task_times.shorter_than(holder.vertex_id, self.deploy_ahead):
             return []
         execution = self._next_waiting()
         if execution is None:
@@ -200,19 +201,6 @@ class Scheduler:
         return [WithdrawSlotRequest(execution.attempt_id),
                 *self._deploy_into(slot, execution, now)]
 
-    def _short_tasks(self, vertex_id: str) -> bool:
-        typical = self._task_seconds.get(vertex_id)
-        return typical is not None and typical < self.deploy_ahead
-
-    def _took(self, execution: Execution, now: float) -> None:
-        """Keep the vertex's typical task time, from its finished attempts."""
-        started = execution.state_timestamps.get(ExecutionState.RUNNING)
-        if started is None:
-            return
-        seconds = max(0.0, now - started)
-        typical = self._task_seconds.get(execution.vertex_id, seconds)
-        self._task_seconds[execution.vertex_id] = 0.8 * typical + 0.2 * seconds
-
     def _refill(self, slot: SlotRef | None, now: float) -> list[Instruction]:
         """The slot's queued attempt took over from its holder: queue the next one."""
         return [] if slot is None else self._ahead(slot, now)
@@ -244,7 +232,7 @@ class Scheduler:
                                            failure=stranded)
         if state is ExecutionState.FINISHED:
             execution.result = result
-            self._took(execution, now)
+            self._task_times.finished(execution, now)
             out = [self._move(execution, state, now)]
             freed = self._unhold(execution)
             after = self._after_finished(execution, now)  # may schedule its consumers
