@@ -80,14 +80,15 @@ TARGET = 1000.0
 FRAME_ERROR = "FrameTooLargeError: JobSnapshot"
 
 
-def cpu_seconds(pid: int | None) -> float:
-    """User + system CPU of a process and all its descendants (0 if gone)."""
+def cpu_seconds(pid: int | None, descendants: bool = True) -> float:
+    """User + system CPU of a process, with all its descendants unless told otherwise
+    (0 if gone)."""
     if pid is None:
         return 0.0
     try:
         process = psutil.Process(pid)
         total = sum(process.cpu_times()[:2])
-        for child in process.children(recursive=True):
+        for child in process.children(recursive=True) if descendants else ():
             with contextlib.suppress(psutil.Error):
                 total += sum(child.cpu_times()[:2])
         return total
@@ -96,8 +97,15 @@ def cpu_seconds(pid: int | None) -> float:
 
 
 def cpu_snapshot(bench: BenchCluster) -> dict[str, float]:
-    names = ["broker", "jobmanager", *sorted(bench.taskmanagers)]
-    return {name: cpu_seconds(bench.cluster.supervisor.info(name).pid) for name in names}
+    """CPU seconds per process; each TaskManager also as its Python process alone
+    (``<name> py``): the rest is its Spark JVM and Python workers."""
+    cpu = {}
+    for name in ["broker", "jobmanager", *sorted(bench.taskmanagers)]:
+        pid = bench.cluster.supervisor.info(name).pid
+        cpu[name] = cpu_seconds(pid)
+        if name in bench.taskmanagers:
+            cpu[f"{name} py"] = cpu_seconds(pid, descendants=False)
+    return cpu
 
 
 @dataclass

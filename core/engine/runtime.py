@@ -116,13 +116,14 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
                 consumer_parallelism: Mapping[str, int] | None = None, *,
                 split_batch_bytes: int = DEFAULT_SPLIT_BATCH_BYTES,
                 fetch_missing: FetchMissing | None = None,
-                live: LiveOutput | None = None) -> SubtaskResult:
+                live: LiveOutput | None = None, first: bool = False) -> SubtaskResult:
     """Run one subtask attempt to its end on this thread (see the module docstring).
 
     ``consumer_parallelism``: target vertex id -> its parallelism, for the output edges
     (default: the graph's). ``fetch_missing``: how input partitions written on another
     machine are brought here (exchange.read_inputs). ``live``: where a PySpark script's
-    output goes as it is printed, too (core/engine/liveoutput.py). Raises SubtaskFailed
+    output goes as it is printed, too (core/engine/liveoutput.py). ``first``: no attempt of
+this subtask ran since the job's sinks were initialized (sinks.py). Raises SubtaskFailed
     (PartitionNotFound for an input that cannot be read) or SubtaskCancelled.
     """
     started = time.monotonic()
@@ -135,7 +136,7 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
         except Exception as exc:
             raise _failure(exc, vertex_id, subtask_index, attempt_id) from exc
     run = _Run(job, vertex, subtask_index, attempt_id, os.fspath(output_dir),
-               dict(consumer_parallelism or {}), fetch_missing)
+               dict(consumer_parallelism or {}), fetch_missing, first)
     description = f"{job.graph.name}: {vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
     with (attempt_scope(spark.sparkContext, attempt_id, description, lazy=True)
           as (cancelled, group),
@@ -172,7 +173,7 @@ class _Run:
 
     def __init__(self, job: LoadedJob, vertex: JobVertex, subtask_index: int,
                  attempt_id: str, output_dir: str, consumer_parallelism: dict[str, int],
-                 fetch_missing: FetchMissing | None = None) -> None:
+                 fetch_missing: FetchMissing | None = None, first: bool = False) -> None:
         self.job = job
         self.vertex = vertex
         self.subtask_index = subtask_index
@@ -184,7 +185,7 @@ class _Run:
             for edge in self.outputs}
         last = vertex.operators[-1]
         self.sink = last if vertex.is_sink else None
-        self.writer = FileSinkWriter(last, subtask_index, attempt_id) \
+        self.writer = FileSinkWriter(last, subtask_index, attempt_id, first) \
             if last.kind in plan.FILE_SINKS else None
         self.records_in = 0
         self.records_out = 0

@@ -4,7 +4,10 @@ A file sink writes into a folder the job owns. Each subtask attempt writes with 
 writers into its own staging folder, ``<path>/_attempts/<attempt id>/``, which readers
 skip (Spark ignores names starting with ``_``). When the attempt finishes, ``publish``
 moves its files to ``<path>/part-<subtask>-<n>.<ext>``, replacing the files an earlier
-attempt of the same subtask published: a restarted subtask never leaves duplicates.
+attempt of the same subtask published: a restarted subtask never leaves duplicates. The
+first attempt of a subtask in a job's first run skips that search (``first``): nothing
+can have published before it, and listing a folder of thousands of parts for each of
+thousands of subtasks made the sink's cost grow with the square of the parallelism.
 ``initialize_sinks`` (once per job run, before any task; the JobMaster's job, as Flink's
 ``OutputFormat.initializeGlobal``) removes the ``part-*`` files of a previous run; it
 never deletes anything else in the folder.
@@ -53,8 +56,10 @@ def initialize_sinks(graph: JobGraph) -> None:
 class FileSinkWriter:
     """One subtask attempt's output into one file sink: staged per batch, then published."""
 
-    def __init__(self, op: OperatorSpec, subtask_index: int, attempt_id: str) -> None:
+    def __init__(self, op: OperatorSpec, subtask_index: int, attempt_id: str,
+                 first: bool = False) -> None:
         self.op = op
+        self.first = first
         self.folder = Path(op.params["path"])
         self.subtask_index = subtask_index
         self.staging = self.folder / STAGING / attempt_id
@@ -80,9 +85,12 @@ class FileSinkWriter:
     def publish(self) -> list[str]:
         """Move the staged files to their final names; returns them."""
         prefix = f"part-{self.subtask_index:05d}-"
-        for old in self.folder.glob(prefix + "*"):
-            old.unlink()
-        published = []
+        if not self.first:
+            with os.scandir(self.folder) as entries:
+                for entry in entries:
+                    if entry.name.startswith(prefix):
+                        os.unlink(entry.path)
+        published: list[str] = []
         staged = sorted(self.staging.glob("batch-*"), key=lambda p: int(p.name.split("-")[1]))
         for batch in staged:
             for data_file in sorted(batch.iterdir()):
@@ -97,8 +105,11 @@ class FileSinkWriter:
     def discard(self) -> None:
         """Remove this attempt's staging folder (on failure, cancel, or after publish)."""
         shutil.rmtree(self.staging, ignore_errors=True)
+        # An attempt id has slashes (job/vertex#i/aN): remove the folders it made, up to
+        # and with _attempts, as they become empty.
         with suppress(OSError):   # other attempts are still writing, or it is gone already
-            self.staging.parent.rmdir()
+            for parent in self.staging.relative_to(self.folder).parents[:-1]:
+                (self.folder / parent).rmdir()
 
 
 def _text_frame(work: Work, stream: Stream) -> Any:

@@ -23,6 +23,7 @@ from clusterdeck.core.engine.exchange import (
     result_partition_path,
 )
 from clusterdeck.core.engine.runtime import run_subtask
+from clusterdeck.core.executiongraph.execution import epoch_of
 from clusterdeck.core.jobapi.errors import SubtaskFailed
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.protocol import messages as p
@@ -66,7 +67,8 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any,
                              deployment.attempt_id, input_partitions(deployment, kept),
                              task.splits(), output_dir,
                              fetch_missing=fetcher(deployment, kept),
-                             live=getattr(task, "live", None))
+                             live=getattr(task, "live", None),
+                             first=first_of_its_subtask(deployment))
     except PartitionNotFound:
         raise  # not the user's: its type and lost producers reach the JobMaster as they are
     except SubtaskFailed as failure:  # a failed script's output is shown as well
@@ -88,6 +90,12 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any,
         collected_path=named(collected_path), stdout=p.printed_tail(result.stdout),
         stderr=p.printed_tail(result.stderr), stdout_path=named(stdout_path),
         stderr_path=named(stderr_path))
+
+
+def first_of_its_subtask(deployment: p.SubmitTask) -> bool:
+    """The first attempt of its subtask in the job's first run (epoch 0): the JobMaster
+    initialized the sinks just before, so no earlier attempt published any file."""
+    return deployment.attempt == 0 and epoch_of(deployment.attempt_id) == 0
 
 
 def _naming(work_dir: str, kept: str) -> Any:

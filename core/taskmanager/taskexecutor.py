@@ -47,7 +47,7 @@ from clusterdeck.core.taskmanager.artifacts import load_artifact
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
 from clusterdeck.core.taskmanager.dataplane import DataPlane
 from clusterdeck.core.taskmanager.deployment import with_inputs
-from clusterdeck.core.taskmanager.jobfolders import claim, stand_ins_of, sweep
+from clusterdeck.core.taskmanager.jobfolders import Claims, claim, stand_ins_of, sweep
 from clusterdeck.core.taskmanager.runner import printed_path, run_task
 from clusterdeck.core.taskmanager.slots import SlotTable
 from clusterdeck.core.taskmanager.spark import restart_spark, start_spark
@@ -103,6 +103,7 @@ class TaskExecutor(RpcEndpoint):
         cluster_id = config["cluster.id"]
         self.scratch = paths.cluster_dir(cluster_id) / "taskmanagers" / resource_id
         self.stand_ins = stand_ins_of(cluster_id)
+        self._claims = Claims()
         self.attempt_logs = AttemptLogHandler.from_config(
             paths.cluster_log_dir(cluster_id) / "attempts", config)
         logging.getLogger().addHandler(self.attempt_logs)
@@ -350,10 +351,13 @@ class TaskExecutor(RpcEndpoint):
             return p.TaskOperationResult(task.attempt_id, False, str(error))
         jobmaster = self.rpc_service.gateway(JobMasterGateway, task.jobmaster,
                                              task.fencing_token)
+        claimed = self._claims.fresh(task.work_dir)
+
         def run(spark: Any, job: LoadedJob, deployment: p.SubmitTask, t: Task) -> p.TaskResult:
-            kept, made = claim(deployment.work_dir, self.stand_ins)
-            if made:
-                self.run_async(self._sweep_job_folders, os.path.dirname(kept))
+            kept = claimed
+            if kept is None:
+                kept, made = claim(deployment.work_dir, self.stand_ins)
+                self.run_async(self._claimed, deployment.work_dir, kept, made)
             return run_task(spark, job, with_inputs(deployment, jobmaster), t, kept)
         running = Task(task, self.spark(), self._job(task), self._split_source(task,
                        jobmaster), run, self.attempt_logs,
@@ -406,6 +410,11 @@ class TaskExecutor(RpcEndpoint):
                 deployment.job_id, task.attempt_id, piece.stream,
                 printed_path(deployment.work_dir, task.attempt_id, piece.stream),
                 piece.offset, piece.text))
+
+    def _claimed(self, work_dir: str, kept: str, made: bool) -> None:
+        self._claims.store(work_dir, kept)
+        if made:
+            self._sweep_job_folders(os.path.dirname(kept))
 
     def _sweep_job_folders(self, jobs_folder: str) -> None:
         """Main thread: a task made a job folder on this machine; apply this machine's

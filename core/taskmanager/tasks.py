@@ -133,6 +133,7 @@ class Task:
             steps.debug("attempt %s finished", self.attempt_id)
         except BaseException as error:
             outcome = self._failed(error)
+        self._logs.ended(self.attempt_id)
         self._on_done(self, outcome)
 
     def interrupt(self) -> None:

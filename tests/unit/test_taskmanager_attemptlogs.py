@@ -72,3 +72,16 @@ def test_the_folder_is_pruned_once_per_twentieth_of_the_limit(tmp_path: Path,
         assert len(list(tmp_path.iterdir())) <= 105
     assert len(listed) == 300 // 5
     assert len(list(tmp_path.iterdir())) >= 100
+
+
+def test_a_line_is_on_disk_at_once_and_the_file_closes_when_the_attempt_ends(
+        tmp_path: Path) -> None:
+    logs = AttemptLogHandler(tmp_path)
+    logs.write("job/v#0/a0", "starting")
+    assert (tmp_path / "job_v-0_a0.log").read_text() == "starting\n"
+    logs.ended("job/v#0/a0")
+    assert logs._files == {}
+    logs.write("job/v#0/a0", "a late line")  # opens it again, after what is there
+    logs.ended("job/v#0/a0")
+    assert (tmp_path / "job_v-0_a0.log").read_text() == "starting\na late line\n"
+    assert logs.excerpt("job/v#0/a0") == ("starting", "a late line")

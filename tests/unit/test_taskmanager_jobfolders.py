@@ -55,3 +55,17 @@ def test_only_marked_folders_beyond_the_limits_and_not_in_use_are_deleted(tmp_pa
                                                      "jobmanagers-own"]
     old = sweep(str(jobs), keep=10, max_age=500.0, in_use=set(), now=1503.5)
     assert sorted(Path(g).name for g in old) == ["job-0", "job-3"]
+
+
+def test_a_claim_stands_for_the_jobs_next_tasks_for_a_while() -> None:
+    from clusterdeck.core.taskmanager.jobfolders import Claims
+    claims = Claims(fresh_for=30.0, most=2)
+    assert claims.fresh("/jobs/a", now=0.0) is None
+    claims.store("/jobs/a", "/stand-ins/a", now=0.0)
+    assert claims.fresh("/jobs/a", now=29.0) == "/stand-ins/a"
+    assert claims.fresh("/jobs/a", now=30.0) is None  # claimed again: the marker is touched
+    claims.store("/jobs/b", "/jobs/b", now=1.0)
+    claims.store("/jobs/a", "/stand-ins/a", now=2.0)
+    claims.store("/jobs/c", "/jobs/c", now=3.0)  # three work dirs, two kept: b, the oldest, goes
+    assert [claims.fresh(w, now=4.0) for w in ("/jobs/a", "/jobs/b", "/jobs/c")] == \
+        ["/stand-ins/a", None, "/jobs/c"]

@@ -98,3 +98,13 @@ def test_the_lost_producers_reach_the_jobmaster_through_the_codec() -> None:
     assert received.failure == failure
     assert TaskFailure.from_dict(failure.to_dict()) == failure
     assert TaskFailure.from_dict({"exception_type": "ValueError"}).lost_producers == ()
+
+
+def test_only_attempt_zero_of_the_first_run_is_first_of_its_subtask(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from clusterdeck.core.taskmanager.runner import first_of_its_subtask
+    first = deployment(tmp_path)
+    assert first_of_its_subtask(first)
+    assert not first_of_its_subtask(replace(first, attempt=1, attempt_id="job/sink#1/a1"))
+    assert not first_of_its_subtask(replace(first, attempt_id="job/sink#1/e1a0"))

@@ -1,0 +1,60 @@
+"""A file sink's publish: staged batches become ``part-<subtask>-<n>`` files; a later
+attempt of the subtask replaces what an earlier one published; the first attempt of a
+job's first run does not look for earlier parts (nothing can be there)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clusterdeck.core.engine.sinks import STAGING, FileSinkWriter
+from clusterdeck.core.jobapi import plan
+from clusterdeck.core.protocol.jobgraph import OperatorSpec
+
+
+def writer(folder: Path, attempt_id: str, first: bool = False) -> FileSinkWriter:
+    op = OperatorSpec("lines", plan.SINK_TEXT, "lines", {"path": str(folder)})
+    return FileSinkWriter(op, 3, attempt_id, first)
+
+
+def stage(sink: FileSinkWriter, *texts: str) -> None:
+    """What Spark's writer leaves in the attempt's staging folder, one batch per text."""
+    for index, text in enumerate(texts):
+        batch = sink.staging / f"batch-{index}"
+        batch.mkdir(parents=True)
+        (batch / f"part-00000-{index}.txt").write_text(text)
+        (batch / "_SUCCESS").write_text("")
+    sink._batches = len(texts)
+
+
+def test_publish_names_parts_by_subtask_and_removes_staging(tmp_path: Path) -> None:
+    sink = writer(tmp_path, "job/sink#3/a0", first=True)
+    stage(sink, "a\n", "b\n")
+    published = sink.publish()
+    assert [Path(f).name for f in published] == ["part-00003-000.txt", "part-00003-001.txt"]
+    assert [Path(f).read_text() for f in published] == ["a\n", "b\n"]
+    assert not (tmp_path / STAGING).exists()
+
+
+def test_a_later_attempt_replaces_what_an_earlier_one_published(tmp_path: Path) -> None:
+    earlier = writer(tmp_path, "job/sink#3/a0", first=True)
+    stage(earlier, "old 1\n", "old 2\n")
+    earlier.publish()
+    other_subtask = tmp_path / "part-00004-000.txt"
+    other_subtask.write_text("kept\n")
+    later = writer(tmp_path, "job/sink#3/a1")
+    stage(later, "new\n")
+    later.publish()
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["part-00003-000.txt",
+                                                         "part-00004-000.txt"]
+    assert (tmp_path / "part-00003-000.txt").read_text() == "new\n"
+    assert other_subtask.read_text() == "kept\n"
+
+
+def test_the_first_attempt_does_not_search_for_earlier_parts(tmp_path: Path) -> None:
+    """Its promise (no earlier part) is the JobMaster's: a stray part stays untouched."""
+    stray = tmp_path / "part-00003-007.txt"
+    stray.write_text("stray\n")
+    sink = writer(tmp_path, "job/sink#3/a0", first=True)
+    stage(sink, "a\n")
+    sink.publish()
+    assert stray.exists()
