@@ -44,8 +44,12 @@ class TimerQueue:
     def schedule(self, delay: float, fn: Callable[[], None]) -> ScheduledCall:
         call = ScheduledCall(time.monotonic() + max(0.0, delay), fn)
         with self._wakeup:
+            # The thread sleeps until the earliest call: it needs waking only for a call
+            # due before that (an ask's timeout, scheduled for every ask, seldom is).
+            sooner = not self._heap or call.due < self._heap[0][0]
             heapq.heappush(self._heap, (call.due, next(self._counter), call))
-            self._wakeup.notify()
+            if sooner:
+                self._wakeup.notify()
         return call
 
     def stop(self) -> None:

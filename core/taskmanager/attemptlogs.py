@@ -19,6 +19,7 @@ import collections
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 from typing import BinaryIO
 
@@ -29,6 +30,7 @@ EXCERPT_LINES = 40
 TAILS_KEPT = 256  # a TaskManager runs its slots' attempts at once; excerpts are read at once
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 DEFAULT_MAX_FILES = 1000
+STEPS = "clusterdeck.attempt"  # the logger name an attempt's routine steps are shown under
 END = ".end"  # after an attempt's ``.log``: the file of its latest lines once it is long
 
 
@@ -66,6 +68,16 @@ class AttemptLogHandler(logging.Handler):
         if not record.threadName or not record.threadName.startswith(THREAD_PREFIX):
             return
         self.write(record.threadName[len(THREAD_PREFIX):], self.format(record))
+
+    def step(self, attempt_id: str, message: str) -> None:
+        """An attempt's routine step (starting, a split, finished), in its own log and
+        excerpt only, as a DEBUG line of ``clusterdeck.attempt`` would read. Written here
+        and not through ``logging``, whose record, caller lookup and two locks were a
+        fifth of a short task's time on its TaskManager."""
+        now = time.time()
+        stamp = f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(now))}," \
+                f"{int(now * 1000) % 1000:03d}"
+        self.write(attempt_id, f"{stamp} DEBUG {STEPS}: {message}")
 
     def write(self, attempt_id: str, line: str) -> None:
         with self._guard:

@@ -58,6 +58,10 @@ OUTPUT_INTERVAL = 0.2  # seconds between two hand-ons of what running scripts pr
 OUTPUT_PIECES_PER_TICK = 8  # per task: about 640,000 characters a second at most
 STUCK_GRACE = 10.0  # seconds from cancel to interrupt to giving up on the process
 UPDATES_PER_MESSAGE = 64  # an UpdateTaskExecutionStates' most updates
+# How long the first update waits for others to share its message: a short task's RUNNING
+# and FINISHED, and the next task's RUNNING, then go in one. The JobMaster does not wait
+# for them to deploy (it deploys ahead), so a few milliseconds cost no throughput.
+UPDATE_LINGER = 0.005
 
 # A state update waiting to be sent: the deployment it concerns, the update, tries so far.
 _Report = tuple[p.SubmitTask, p.UpdateTaskExecutionState, int]
@@ -501,15 +505,15 @@ class TaskExecutor(RpcEndpoint):
 
     def _report(self, deployment: p.SubmitTask, update: p.UpdateTaskExecutionState,
                 tries: int = 0) -> None:
-        """Queued: the updates of this turn go to each JobMaster in one message, sent
-        until acknowledged. Until then the attempt is listed as still reporting in
+        """Queued: the updates of ``UPDATE_LINGER`` go to each JobMaster in one message,
+        sent until acknowledged. Until then the attempt is listed as still reporting in
         execution reports; one given up on is not, and the JobMaster's reconciliation then
         fails it as lost instead of waiting for ever."""
         if update.state.is_terminal:
             self._reporting[update.attempt_id] = update.job_id
         if self._updates.add((deployment.jobmaster, deployment.fencing_token),
                              (deployment, update, tries)):
-            self.run_async(self._send_updates)
+            self.schedule(UPDATE_LINGER, self._send_updates)
 
     def _send_updates(self) -> None:
         for (jobmaster, token), reports in self._updates.take():

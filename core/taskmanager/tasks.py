@@ -32,11 +32,9 @@ from clusterdeck.core.taskmanager.sparkhealth import (
 )
 
 log = logging.getLogger(__name__)
-# An attempt's routine steps (starting, each split, finished): in the attempt's own log
-# (and its failure excerpt), below the process log's level. Written to both, they cost a
-# quarter of a 2,000-subtask job's throughput (benchmarks.md, section 4).
-steps = logging.getLogger("clusterdeck.attempt")
-steps.setLevel(logging.DEBUG)
+# An attempt's routine steps (starting, each split, finished) go to the attempt's own log
+# (and its failure excerpt) only (AttemptLogHandler.step): written to the process log as
+# well, they cost a quarter of a 2,000-subtask job's throughput (benchmarks.md, section 4).
 
 
 class TaskCanceled(Exception):
@@ -113,14 +111,14 @@ class Task:
             split = self._next_split(sequence) if given is None else next(given, None)
             if split is None:
                 return
-            steps.debug("reading input split %d (%s)", split.split_id, split.path or
-                        f"part {split.part} of {split.parts}")
+            self._logs.step(self.attempt_id, f"reading input split {split.split_id} "
+                            f"({split.path or f'part {split.part} of {split.parts}'})")
             yield split
 
     def _run(self) -> None:
         deployment = self.deployment
-        steps.debug("attempt %s of %s subtask %d starting", self.attempt_id,
-                    deployment.vertex_id, deployment.subtask)
+        self._logs.step(self.attempt_id, f"attempt {self.attempt_id} of "
+                        f"{deployment.vertex_id} subtask {deployment.subtask} starting")
         try:
             if self.canceled.is_set():  # cancelled while deployed ahead: never waits
                 raise TaskCanceled(self.attempt_id)
@@ -130,7 +128,7 @@ class Task:
                 raise TaskCanceled(self.attempt_id)
             result = self._runner(spark, job, deployment, self)
             outcome = TaskOutcome(ExecutionState.FINISHED, result=result)
-            steps.debug("attempt %s finished", self.attempt_id)
+            self._logs.step(self.attempt_id, f"attempt {self.attempt_id} finished")
         except BaseException as error:
             outcome = self._failed(error)
         self._logs.ended(self.attempt_id)

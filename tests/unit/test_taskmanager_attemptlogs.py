@@ -85,3 +85,19 @@ def test_a_line_is_on_disk_at_once_and_the_file_closes_when_the_attempt_ends(
     logs.ended("job/v#0/a0")
     assert (tmp_path / "job_v-0_a0.log").read_text() == "starting\na late line\n"
     assert logs.excerpt("job/v#0/a0") == ("starting", "a late line")
+
+
+def test_a_step_reads_as_a_debug_line_of_the_attempt_logger(tmp_path: Path) -> None:
+    import logging
+    import re
+
+    logs = AttemptLogHandler(tmp_path)
+    logs.step("job/v#0/a0", "attempt job/v#0/a0 finished")
+    record = logging.LogRecord("clusterdeck.attempt", logging.DEBUG, __file__, 1,
+                               "attempt job/v#0/a0 finished", None, None)
+    through_logging = logs.format(record)
+    written = (tmp_path / "job_v-0_a0.log").read_text().rstrip("\n")
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
+    assert re.fullmatch(stamp + r" DEBUG clusterdeck\.attempt: attempt job/v#0/a0 finished",
+                        written)
+    assert written[24:] == through_logging[24:]  # the same line, but for the time
