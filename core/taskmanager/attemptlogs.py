@@ -8,8 +8,9 @@ Both are bounded, as a TaskManager may run for months: an attempt's log keeps it
 half of ``taskmanager.attempt-log.max-size`` in ``<attempt>.log``, then only its latest
 lines, in ``<attempt>.log.end`` rotated to ``.end.1`` (the start says what the task set
 out to do, the end why it stopped); at most ``taskmanager.attempt-log.max-files`` attempt
-logs are kept in the folder (and a twentieth more between two prunings), the oldest
-deleted as new attempts start; and the ring
+logs are kept in the folder, the oldest deleted as new attempts start (once per fifth
+of the limit, down to four fifths: listing a folder of a thousand logs more often cost
+a tenth of a short task's time); and the ring
 buffers of only the latest ``TAILS_KEPT`` attempts stay in memory.
 """
 
@@ -58,16 +59,13 @@ class AttemptLogHandler(logging.Handler):
         self._files: collections.OrderedDict[str, _AttemptFile] = collections.OrderedDict()
         self._guard = threading.Lock()  # records arrive on every slot thread at once
         self._new_logs = 0  # attempt logs begun since the last pruning
+        self._prune_every = max(1, max_files // 5)
+        self._failing = False  # the last write failed (and the process log said so)
 
     @classmethod
     def from_config(cls, folder: Path, config: Config) -> AttemptLogHandler:
         return cls(folder, config["taskmanager.attempt-log.max-size"],
                    config["taskmanager.attempt-log.max-files"])
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if not record.threadName or not record.threadName.startswith(THREAD_PREFIX):
-            return
-        self.write(record.threadName[len(THREAD_PREFIX):], self.format(record))
 
     def step(self, attempt_id: str, message: str) -> None:
         """An attempt's routine step (starting, a split, finished), in its own log and
@@ -77,7 +75,26 @@ class AttemptLogHandler(logging.Handler):
         now = time.time()
         stamp = f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(now))}," \
                 f"{int(now * 1000) % 1000:03d}"
-        self.write(attempt_id, f"{stamp} DEBUG {STEPS}: {message}")
+        try:
+            self.write(attempt_id, f"{stamp} DEBUG {STEPS}: {message}")
+        except OSError as error:  # as logging would: the task goes on without its log line
+            self._unwritable(error)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not record.threadName or not record.threadName.startswith(THREAD_PREFIX):
+            return
+        try:
+            self.write(record.threadName[len(THREAD_PREFIX):], self.format(record))
+        except OSError as error:
+            self._unwritable(error)
+
+    def _unwritable(self, error: OSError) -> None:
+        """Said once in the process log (this handler writes only attempt logs) and
+        again whenever the folder becomes writable and then fails again."""
+        if not self._failing:
+            self._failing = True
+            logging.getLogger(__name__).warning("cannot write attempt logs in %s: %s",
+                                                self.folder, error)
 
     def write(self, attempt_id: str, line: str) -> None:
         with self._guard:
@@ -88,6 +105,7 @@ class AttemptLogHandler(logging.Handler):
                     self._tails.popitem(last=False)
             tail.append(line)
             self._file(attempt_id).write(line + "\n")
+            self._failing = False
 
     def excerpt(self, attempt_id: str) -> tuple[str, ...]:
         with self._guard:
@@ -119,10 +137,8 @@ class AttemptLogHandler(logging.Handler):
         name = safe_name(attempt_id)
         new = not (self.folder / f"{name}.log").exists()
         if new:
-            # Listing the folder for each new attempt cost a fifth of a short task's time:
-            # prune once per twentieth of the limit (it may be exceeded by that much).
             self._new_logs += 1
-            if self._new_logs >= max(1, self.max_files // 20):
+            if self._new_logs >= self._prune_every:
                 self._new_logs = 0
                 self._prune()
         opened = self._files[attempt_id] = _AttemptFile(self.folder, name, self.max_bytes, new)
@@ -131,8 +147,8 @@ class AttemptLogHandler(logging.Handler):
         return opened
 
     def _prune(self) -> None:
-        """Delete the oldest attempt logs (by last write) so that a new one makes at most
-        ``max_files``; never one this process is writing."""
+        """Delete the oldest attempt logs (by last write) so that the new ones until the
+        next pruning make at most ``max_files``; never one this process is writing."""
         active = {safe_name(attempt_id) for attempt_id in self._files}
         logs = []
         for entry in os.scandir(self.folder):
@@ -142,7 +158,7 @@ class AttemptLogHandler(logging.Handler):
                     logs.append((entry.stat().st_mtime, stem))
                 except FileNotFoundError:
                     continue  # another TaskManager of this machine pruned it meanwhile
-        excess = len(logs) + len(active) + 1 - self.max_files
+        excess = len(logs) + len(active) + self._prune_every - self.max_files
         for _, stem in sorted(logs)[:max(0, excess)]:
             for suffix in (".log", f".log{END}", f".log{END}.1"):
                 (self.folder / f"{stem}{suffix}").unlink(missing_ok=True)
