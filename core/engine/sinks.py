@@ -91,8 +91,11 @@ class FileSinkWriter:
                     if entry.name.startswith(prefix):
                         os.unlink(entry.path)
         published: list[str] = []
-        staged = sorted(self.staging.glob("batch-*"), key=lambda p: int(p.name.split("-")[1]))
-        for batch in staged:
+        if not self._batches:
+            return published  # nothing staged, no staging folder (a subtask with no input)
+        for batch in (self.staging / f"batch-{n}" for n in range(self._batches)):
+            if not batch.is_dir():
+                continue  # a batch with no records and no columns writes nothing
             for data_file in sorted(batch.iterdir()):
                 if data_file.name.startswith(("_", ".")) or not data_file.is_file():
                     continue

@@ -45,6 +45,23 @@ class Outbox(Generic[K, T]):
         return sum(len(items) for items in self._waiting.values())
 
 
+class Linger:
+    """When an Outbox's next flush goes: at once after a quiet spell (a lone message is
+    not delayed), else ``interval`` after the last one, so that a busy stream of items
+    goes in one batch per interval instead of one per turn of the mailbox."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._flushed = float("-inf")
+
+    def delay(self, now: float) -> float:
+        """Seconds from ``now`` until the flush asked for now may go (0: at once)."""
+        return max(0.0, self._flushed + self.interval - now)
+
+    def flushed(self, now: float) -> None:
+        self._flushed = now
+
+
 def halves(items: tuple[T, ...]) -> tuple[tuple[T, ...], tuple[T, ...]]:
     """A batch that did not fit in a frame, as two that may (each non-empty)."""
     if len(items) < 2:

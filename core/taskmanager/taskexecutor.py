@@ -41,7 +41,7 @@ from clusterdeck.core.rpc import (
     RpcEndpoint,
     handler,
 )
-from clusterdeck.core.rpc.outbox import Outbox, send_in_halves
+from clusterdeck.core.rpc.outbox import Linger, Outbox, send_in_halves
 from clusterdeck.core.supervisor import RESTARTS_ENV
 from clusterdeck.core.taskmanager.artifacts import load_artifact
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
@@ -58,9 +58,10 @@ OUTPUT_INTERVAL = 0.2  # seconds between two hand-ons of what running scripts pr
 OUTPUT_PIECES_PER_TICK = 8  # per task: about 640,000 characters a second at most
 STUCK_GRACE = 10.0  # seconds from cancel to interrupt to giving up on the process
 UPDATES_PER_MESSAGE = 64  # an UpdateTaskExecutionStates' most updates
-# How long the first update waits for others to share its message: a short task's RUNNING
-# and FINISHED, and the next task's RUNNING, then go in one. The JobMaster does not wait
-# for them to deploy (it deploys ahead), so a few milliseconds cost no throughput.
+# Updates go at most once per UPDATE_LINGER: while tasks end by the hundred a second, a
+# short task's RUNNING and FINISHED and the next task's RUNNING share one message (the
+# JobMaster deploys ahead and does not wait for them). An update after a quiet spell goes
+# at once: a lone job's latency is not taxed.
 UPDATE_LINGER = 0.005
 
 # A state update waiting to be sent: the deployment it concerns, the update, tries so far.
@@ -101,6 +102,7 @@ class TaskExecutor(RpcEndpoint):
         self._output_ticking = False
         self._reporting: dict[str, str] = {}  # attempt -> job, final update not yet answered
         self._updates: Outbox[tuple[str, str], _Report] = Outbox(UPDATES_PER_MESSAGE)
+        self._updates_linger = Linger(UPDATE_LINGER)
         self._jobs: dict[str, Future[LoadedJob]] = {}
         self._spark: Future[Any] | None = None
         self._spark_jvm: SparkJvm | None = None  # the JVM of the started session, watched
@@ -505,17 +507,22 @@ class TaskExecutor(RpcEndpoint):
 
     def _report(self, deployment: p.SubmitTask, update: p.UpdateTaskExecutionState,
                 tries: int = 0) -> None:
-        """Queued: the updates of ``UPDATE_LINGER`` go to each JobMaster in one message,
-        sent until acknowledged. Until then the attempt is listed as still reporting in
-        execution reports; one given up on is not, and the JobMaster's reconciliation then
-        fails it as lost instead of waiting for ever."""
+        """Queued: the updates of this turn (of ``UPDATE_LINGER`` when busy) go to each
+        JobMaster in one message, sent until acknowledged. Until then the attempt is
+        listed as still reporting in execution reports; one given up on is not, and the
+        JobMaster's reconciliation then fails it as lost instead of waiting for ever."""
         if update.state.is_terminal:
             self._reporting[update.attempt_id] = update.job_id
         if self._updates.add((deployment.jobmaster, deployment.fencing_token),
                              (deployment, update, tries)):
-            self.schedule(UPDATE_LINGER, self._send_updates)
+            wait = self._updates_linger.delay(time.monotonic())
+            if wait > 0:
+                self.schedule(wait, self._send_updates)
+            else:
+                self.run_async(self._send_updates)
 
     def _send_updates(self) -> None:
+        self._updates_linger.flushed(time.monotonic())
         for (jobmaster, token), reports in self._updates.take():
             gateway = self.rpc_service.gateway(JobMasterGateway, jobmaster, token)
             send_in_halves(reports, lambda batch, to=gateway: self._send_update_batch(

@@ -56,3 +56,13 @@ def test_a_batch_too_large_for_a_frame_is_sent_in_halves_down_to_single_items() 
     assert sent == [(1,), (2, 3), (4,), (6,)] and lone == [9]
     with pytest.raises(FrameTooLargeError):
         send_in_halves((9,), send)
+
+
+def test_a_flush_after_a_quiet_spell_goes_at_once_a_busy_one_waits_for_the_interval() -> None:
+    from clusterdeck.core.rpc.outbox import Linger
+    linger = Linger(0.005)
+    assert linger.delay(now=100.0) == 0.0       # nothing sent yet
+    linger.flushed(100.0)
+    assert linger.delay(now=100.001) == pytest.approx(0.004)   # busy: with the next ones
+    assert linger.delay(now=100.005) == 0.0     # a whole interval since the last flush
+    assert linger.delay(now=250.0) == 0.0
