@@ -98,13 +98,14 @@ class Scheduler:
         self.failover: FailoverStrategy = failover
         self._waiting_for_slot: deque[Execution] = deque()
         self._slots_in_use: dict[SlotRef, Execution] = {}
-        # Deployed behind a slot's holder, started by its TaskManager when the holder
-        # ends: the slot does not wait a round trip to the JobMaster between two tasks.
+        # Deployed behind a slot's holder, in order, started by its TaskManager as the
+        # ones before end: the slot does not wait a round trip to the JobMaster between
+        # two tasks (as many as cover that round trip: TaskTimes.ahead).
         # Only behind tasks of a vertex whose tasks take less than ``deploy_ahead``
         # seconds (0: never): the round trip matters only for short tasks, and an attempt
         # queued behind a long one could miss a slot that frees meanwhile elsewhere.
         self.deploy_ahead = deploy_ahead
-        self._queued: dict[SlotRef, Execution] = {}
+        self._queued: dict[SlotRef, deque[Execution]] = {}  # never an empty deque
         self._task_times = TaskTimes()
         self._pending_restarts: list[_PendingRestart] = []
         self._started_at: float | None = None
@@ -162,18 +163,25 @@ class Scheduler:
         return self._deploy(slot, execution, now)
 
     def _ahead(self, slot: SlotRef, now: float) -> list[Instruction]:
-        """Deploy the longest-waiting attempt behind the slot's holder (Flink's batch
+        """Deploy the longest-waiting attempts behind the slot's holder (Flink's batch
         scheduler deploys what is ready at once; here a slot runs one task at a time, so
-        the next waits on its TaskManager, not on the JobMaster)."""
+        the next ones wait on its TaskManager, not on the JobMaster)."""
         holder = self._slots_in_use.get(slot)
-        if holder is None or slot in self._queued or self.status is not JobStatus.RUNNING \
+        if holder is None or self.status is not JobStatus.RUNNING \
                 or not self._task_times.shorter_than(holder.vertex_id, self.deploy_ahead):
             return []
-        execution = self._next_waiting()
-        if execution is None:
-            return []
-        self._queued[slot] = execution
-        return [WithdrawSlotRequest(execution.attempt_id), *self._deploy(slot, execution, now)]
+        queue = self._queued.get(slot) or deque()
+        out: list[Instruction] = []
+        while len(queue) < self._task_times.ahead(holder.vertex_id):
+            execution = self._next_waiting()
+            if execution is None:
+                break
+            queue.append(execution)
+            out += [WithdrawSlotRequest(execution.attempt_id),
+                    *self._deploy(slot, execution, now)]
+        if queue:
+            self._queued[slot] = queue
+        return out
 
     def _deploy(self, slot: SlotRef, execution: Execution, now: float) -> list[Instruction]:
         execution.slot = slot
@@ -290,8 +298,8 @@ class Scheduler:
         message = f"lost TaskManager {taskmanager_id}: {cause}"
         lost = [self._slots_in_use.pop(s) for s in list(self._slots_in_use)
                 if s.taskmanager_id == taskmanager_id]
-        lost += [self._queued.pop(s) for s in list(self._queued) if s.taskmanager_id ==
-                 taskmanager_id]
+        lost += [queued for s in list(self._queued) if s.taskmanager_id == taskmanager_id
+                 for queued in self._queued.pop(s)]
         for execution in lost:
             if execution.state is ExecutionState.CANCELING:
                 out.append(self._move(execution, ExecutionState.CANCELED, now))
@@ -544,17 +552,23 @@ class Scheduler:
         """The slot the attempt held, now free; None if it held none, or if the attempt
         queued behind it takes it over (its TaskManager starts that one now)."""
         slot = execution.slot
-        if slot is not None and self._queued.get(slot) is execution:
-            del self._queued[slot]  # it ended before its turn (cancelled, refused)
+        queue = self._queued.get(slot) if slot is not None else None
+        if queue is not None and execution in queue:
+            queue.remove(execution)  # it ended before its turn (cancelled, refused)
+            self._drop_if_empty(slot)
             return None
         if slot is None or self._slots_in_use.get(slot) is not execution:
             return None
-        queued = self._queued.pop(slot, None)
-        if queued is not None:
-            self._slots_in_use[slot] = queued
+        if queue:
+            self._slots_in_use[slot] = queue.popleft()
+            self._drop_if_empty(slot)
             return None
         del self._slots_in_use[slot]
         return slot
+
+    def _drop_if_empty(self, slot: SlotRef) -> None:
+        if not self._queued.get(slot):
+            self._queued.pop(slot, None)
 
     def _move(self, execution: Execution, new: ExecutionState,
               now: float) -> ExecutionStateChanged:

@@ -1,7 +1,10 @@
 """How long a vertex's tasks typically take: a moving average of its finished attempts'
-RUNNING to FINISHED. The scheduler deploys ahead only behind short tasks."""
+RUNNING to FINISHED. The scheduler deploys ahead only behind short tasks, and behind the
+shortest as many as cover a round trip to the JobMaster."""
 
 from __future__ import annotations
+
+import math
 
 from clusterdeck.core.executiongraph.execution import Execution
 from clusterdeck.core.protocol.states import ExecutionState
@@ -9,6 +12,11 @@ from clusterdeck.core.protocol.states import ExecutionState
 
 class TaskTimes:
     WEIGHT = 0.2  # of the newest finished attempt
+    # A TaskManager's report and the JobMaster's next deployment take some milliseconds
+    # (the report lingers up to 5 ms, then two messages and a turn of each mailbox): a
+    # slot's queue holds the tasks of ROUND_TRIP seconds, at most MOST_AHEAD of them.
+    ROUND_TRIP = 0.05
+    MOST_AHEAD = 8
 
     def __init__(self) -> None:
         self._seconds: dict[str, float] = {}  # per vertex
@@ -25,3 +33,10 @@ class TaskTimes:
         """False until a task of the vertex has finished."""
         typical = self._seconds.get(vertex_id)
         return typical is not None and typical < limit
+
+    def ahead(self, vertex_id: str) -> int:
+        """How many attempts to queue behind a task of the vertex (at least one)."""
+        typical = self._seconds.get(vertex_id)
+        if typical is None or typical <= 0:
+            return self.MOST_AHEAD if typical is not None else 1
+        return max(1, min(self.MOST_AHEAD, math.ceil(self.ROUND_TRIP / typical)))

@@ -1,6 +1,7 @@
-"""Deploy-ahead: behind a slot's task of a vertex whose tasks are short, one attempt waits
-on the slot's TaskManager, so the slot never waits a round trip to the JobMaster between
-two tasks; behind long tasks (or before any finished) nothing is deployed ahead."""
+"""Deploy-ahead: behind a slot's task of a vertex whose tasks are short, attempts wait on
+the slot's TaskManager (one behind tasks of 50 ms or more, up to eight behind the
+shortest), so the slot never waits a round trip to the JobMaster between two tasks;
+behind long tasks (or before any finished) nothing is deployed ahead."""
 
 from clusterdeck.core.executiongraph import (
     DeployTask,
@@ -108,3 +109,44 @@ def test_a_job_of_many_subtasks_on_two_slots_finishes_each_subtask_once() -> Non
     assert harness.scheduler.status is JobStatus.FINISHED
     assert all(len(s.attempts) == 1 and s.current.state is S.FINISHED
                for s in harness.graph.subtasks())
+
+
+def test_behind_the_shortest_tasks_a_slot_queues_as_many_as_cover_a_round_trip() -> None:
+    from clusterdeck.core.executiongraph.tasktimes import TaskTimes
+    harness = one_slot(sources(20))
+    harness.tick = lambda seconds=0.001: setattr(harness, "now", harness.now + seconds) \
+        or harness.now  # a millisecond per step: tasks of a millisecond or two
+    out = run(harness, 0)
+    # subtask 1 takes the slot, 2..9 wait behind it, in order, on the slot's TaskManager
+    assert deployed(out) == [(n, SLOT) for n in range(1, 2 + TaskTimes.MOST_AHEAD)]
+    out = run(harness, 1)
+    assert deployed(out) == [(10, SLOT)]  # 2 holds the slot now; the queue is topped up
+    for subtask in range(2, 20):
+        run(harness, subtask)
+    assert harness.scheduler.status is JobStatus.FINISHED
+    assert [i.slot for i in harness.logged(ReleaseSlot)] == [SLOT]  # given back once
+
+
+def test_a_lost_taskmanager_fails_every_attempt_queued_on_it() -> None:
+    harness = one_slot(sources(12), restart=FixedDelay(1, 1.0))
+    harness.tick = lambda seconds=0.001: setattr(harness, "now", harness.now + seconds) \
+        or harness.now
+    run(harness, 0)
+    queued = [harness.attempt("source", n) for n in range(2, 10)]
+    harness.lose("tm-1")
+    assert all(harness.state("source", n) is S.FAILED or
+               harness.attempt("source", n) not in queued for n in range(2, 10))
+    assert {harness.scheduler.graph.subtask("source", n).attempts[0].state
+            for n in range(1, 10)} == {S.FAILED}
+
+
+def test_how_many_wait_behind_a_task_follows_its_typical_time() -> None:
+    from clusterdeck.core.executiongraph.tasktimes import TaskTimes
+    times = TaskTimes()
+    assert times.ahead("v") == 1  # nothing finished yet
+    times._seconds["v"] = 0.001
+    assert times.ahead("v") == TaskTimes.MOST_AHEAD
+    times._seconds["v"] = 0.02
+    assert times.ahead("v") == 3
+    times._seconds["v"] = 0.5
+    assert times.ahead("v") == 1
