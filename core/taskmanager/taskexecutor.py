@@ -396,8 +396,10 @@ class TaskExecutor(RpcEndpoint):
 
     def _output_tick(self) -> None:
         """Main thread, every OUTPUT_INTERVAL while tasks run: what their scripts printed
-        since the last tick goes to their JobMasters, for the submitters to show."""
+        since the last tick goes to their JobMasters, for the submitters to show; their
+        attempt log lines held in memory go to disk."""
         self._output_ticking = False
+        self.attempt_logs.flush_held()
         for task in self.tasks.values():
             self._send_output(task, self.rpc_service.gateway(
                 JobMasterGateway, task.deployment.jobmaster, task.deployment.fencing_token))

@@ -16,6 +16,7 @@ def test_a_short_log_is_one_whole_file(tmp_path: Path) -> None:
     logs = AttemptLogHandler(tmp_path, max_bytes=10_000)
     for i in range(10):
         logs.write("job/v#0/a0", f"line {i}")
+    logs.ended("job/v#0/a0")
     assert (tmp_path / "job_v-0_a0.log").read_text().splitlines() == \
         [f"line {i}" for i in range(10)]
     assert not (tmp_path / "job_v-0_a0.log.end").exists()
@@ -25,6 +26,7 @@ def test_a_long_log_keeps_its_start_and_its_latest_lines_within_max_size(tmp_pat
     logs = AttemptLogHandler(tmp_path, max_bytes=4000)
     for i in range(5000):
         logs.write("job/v#0/a0", f"line {i:05d}")
+    logs.ended("job/v#0/a0")
     head = (tmp_path / "job_v-0_a0.log").read_text().splitlines()
     end = (tmp_path / "job_v-0_a0.log.end").read_text().splitlines()
     assert head[0] == "line 00000"
@@ -37,6 +39,7 @@ def test_a_long_log_keeps_its_start_and_its_latest_lines_within_max_size(tmp_pat
 def test_one_huge_line_is_cut_to_its_end(tmp_path: Path) -> None:
     logs = AttemptLogHandler(tmp_path, max_bytes=4000)
     logs.write("job/v#0/a0", "x" * 100_000 + "THE END")
+    logs.ended("job/v#0/a0")
     assert size_of_attempt(tmp_path, "job_v-0_a0") < 4000
     assert (tmp_path / "job_v-0_a0.log.end").read_text().endswith("THE END\n")
 
@@ -74,17 +77,30 @@ def test_the_folder_is_pruned_once_per_fifth_of_the_limit(tmp_path: Path,
     assert len(list(tmp_path.iterdir())) >= 80
 
 
-def test_a_line_is_on_disk_at_once_and_the_file_closes_when_the_attempt_ends(
-        tmp_path: Path) -> None:
+def test_a_line_is_on_disk_when_its_attempt_ends_or_once_held_for_a_while(
+        tmp_path: Path, monkeypatch) -> None:
+    import clusterdeck.core.taskmanager.attemptlogs as attemptlogs
     logs = AttemptLogHandler(tmp_path)
+    log = tmp_path / "job_v-0_a0.log"
     logs.write("job/v#0/a0", "starting")
-    assert (tmp_path / "job_v-0_a0.log").read_text() == "starting\n"
+    logs.flush_held()
+    assert not log.exists()  # held: a short attempt writes its log once, as it ends
     logs.ended("job/v#0/a0")
+    assert log.read_text() == "starting\n"
     assert logs._files == {}
     logs.write("job/v#0/a0", "a late line")  # opens it again, after what is there
     logs.ended("job/v#0/a0")
-    assert (tmp_path / "job_v-0_a0.log").read_text() == "starting\na late line\n"
+    assert log.read_text() == "starting\na late line\n"
     assert logs.excerpt("job/v#0/a0") == ("starting", "a late line")
+    # An attempt that runs on (or hangs): its lines reach the disk within HOLD, and every
+    # line after that at once.
+    monkeypatch.setattr(attemptlogs, "HOLD", 0.0)
+    logs.write("job/v#1/a0", "starting")
+    logs.flush_held()
+    assert (tmp_path / "job_v-1_a0.log").read_text() == "starting\n"
+    logs.write("job/v#1/a0", "split 1")
+    assert (tmp_path / "job_v-1_a0.log").read_text() == "starting\nsplit 1\n"
+    logs.ended("job/v#1/a0")
 
 
 def test_a_step_reads_as_a_debug_line_of_the_attempt_logger(tmp_path: Path) -> None:
@@ -93,6 +109,7 @@ def test_a_step_reads_as_a_debug_line_of_the_attempt_logger(tmp_path: Path) -> N
 
     logs = AttemptLogHandler(tmp_path)
     logs.step("job/v#0/a0", "attempt job/v#0/a0 finished")
+    logs.ended("job/v#0/a0")
     record = logging.LogRecord("clusterdeck.attempt", logging.DEBUG, __file__, 1,
                                "attempt job/v#0/a0 finished", None, None)
     through_logging = logs.format(record)
@@ -110,6 +127,7 @@ def test_an_unwritable_folder_costs_the_task_its_lines_not_its_life(
     logs = AttemptLogHandler(blocked)
     logs.step("job/v#0/a0", "attempt job/v#0/a0 starting")
     logs.step("job/v#0/a0", "attempt job/v#0/a0 finished")
+    logs.ended("job/v#0/a0")
     assert logs.excerpt("job/v#0/a0")[-1].endswith("attempt job/v#0/a0 finished")
     warnings = [r for r in caplog.records if "cannot write attempt logs" in r.getMessage()]
     assert len(warnings) == 1
