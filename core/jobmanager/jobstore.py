@@ -220,19 +220,25 @@ class ProgressLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="progress")
-        self._queued: deque[str] = deque()  # appends and pops are atomic across threads
+        # Appends and pops are atomic across threads. The records are frozen: the writer
+        # encodes them, off the JobMaster's main thread.
+        self._queued: deque[FinishedSubtask] = deque()
+        self._commit_due = False  # a commit is submitted that has not started draining
 
     def append(self, finished: FinishedSubtask) -> None:
-        line = json.dumps(to_data(_Finished(finished.vertex_id, finished.subtask,
-                                            finished.attempt_id, finished.attempt,
-                                            finished.result, finished.input_splits)))
-        self._queued.append(line)
-        self._writer.submit(self._write_queued)
+        self._queued.append(finished)
+        if not self._commit_due:  # one commit per batch, not a submit per subtask
+            self._commit_due = True
+            self._writer.submit(self._write_queued)
 
     def _write_queued(self) -> None:
+        self._commit_due = False  # before draining: what comes after asks for another
         lines = []
         while self._queued:
-            lines.append(self._queued.popleft())
+            finished = self._queued.popleft()
+            lines.append(json.dumps(to_data(_Finished(
+                finished.vertex_id, finished.subtask, finished.attempt_id, finished.attempt,
+                finished.result, finished.input_splits))))
         if not lines:
             return  # an earlier commit took them
         with open(self.path, "a", encoding="utf-8") as f:
