@@ -12,6 +12,7 @@ over TLS too, to the loopback address when the bind address is a wildcard.
 
 from __future__ import annotations
 
+import random
 import socket
 import sys
 import time
@@ -110,12 +111,33 @@ def local_address(config: Mapping[str, Any], cluster_dir: Path, port: int) -> Br
     return address.with_tls(ca_file(cluster_dir).read_text(encoding="ascii"))
 
 
+PORTS_FROM = 20000  # the lowest port picked for a broker
+
+
 def pick_free_port(host: str) -> int:
-    """A port nothing listens on at ``host`` right now (the OS's choice)."""
+    """A port nothing listens on at ``host`` right now, below the OS's ephemeral range.
+
+    The port is bound by the broker a moment later, in another process. A port from the
+    ephemeral range (what binding port 0 gives) may meanwhile be handed by the kernel to
+    any outgoing connection of the machine, a Py4J or an MQTT client's, and the broker
+    then never starts; below the range only another explicit bind can take it."""
+    below = _ephemeral_start()
+    for _ in range(100):
+        port = random.randrange(PORTS_FROM, below) if below > PORTS_FROM + 100 else 0
+        if port and _port_is_free(host, port):
+            return port
     family = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)[0][0]
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
+    with socket.socket(family, socket.SOCK_STREAM) as probe:  # the OS's choice, then
         probe.bind((host, 0))
         return probe.getsockname()[1]
+
+
+def _ephemeral_start() -> int:
+    """The first port of Linux's ephemeral range (32768 where it cannot be read)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def _port_is_free(host: str, port: int) -> bool:

@@ -39,6 +39,14 @@ def test_pick_free_port_returns_a_bindable_port():
         probe.bind(("127.0.0.1", port))
 
 
+def test_a_picked_port_is_below_the_range_outgoing_connections_take_theirs_from():
+    """The kernel could give a port of that range to any client socket of the machine
+    between the pick and the broker's bind."""
+    ports = {process.pick_free_port("127.0.0.1") for _ in range(20)}
+    assert all(process.PORTS_FROM <= port < process._ephemeral_start() for port in ports)
+    assert len(ports) > 1  # picked at random, so that two clusters seldom collide
+
+
 def test_a_configured_port_is_used_as_is(tmp_path):
     config = Config({"broker.port": 5555})
     assert process.choose_port(config, tmp_path) == 5555
