@@ -54,9 +54,11 @@ class JobGroup:
         self.attempt_id = attempt_id
         self.description = description
         self.entered = False
+        self.used = False  # entered at least once: this thread made Py4J calls
 
     def enter(self) -> None:
         if not self.entered:
+            self.used = True
             self.spark_context.setJobGroup(self.attempt_id, self.description,
                                            interruptOnCancel=True)
             self.entered = True

@@ -88,6 +88,9 @@ class SubtaskResult:
     stdout: str = ""
     stderr: str = ""
     duration: float = 0.0
+    # Not reported: whether this thread made a Spark call (its TaskManager then does not
+    # reuse the thread for another attempt: PySpark pins thread-local state to it).
+    used_spark: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {"vertex_id": self.vertex_id, "subtask_index": self.subtask_index,
@@ -165,7 +168,7 @@ this subtask ran since the job's sinks were initialized (sinks.py). Raises Subta
     return SubtaskResult(
         vertex_id, subtask_index, attempt_id, run.records_in, run.records_out, totals,
         tuple(run.partitions), run.collected, sink_files, tuple(run.splits),
-        duration=time.monotonic() - started)
+        duration=time.monotonic() - started, used_spark=group.used)
 
 
 class _Run:

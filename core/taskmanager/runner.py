@@ -69,6 +69,7 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any,
                              fetch_missing=fetcher(deployment, kept),
                              live=getattr(task, "live", None),
                              first=first_of_its_subtask(deployment))
+        task.used_spark = result.used_spark
     except PartitionNotFound:
         raise  # not the user's: its type and lost producers reach the JobMaster as they are
     except SubtaskFailed as failure:  # a failed script's output is shown as well

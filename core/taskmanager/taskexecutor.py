@@ -50,6 +50,7 @@ from clusterdeck.core.taskmanager.deployment import with_inputs
 from clusterdeck.core.taskmanager.jobfolders import Claims, claim, stand_ins_of, sweep
 from clusterdeck.core.taskmanager.runner import printed_path, run_task
 from clusterdeck.core.taskmanager.slots import SlotTable
+from clusterdeck.core.taskmanager.slotworkers import SlotWorker
 from clusterdeck.core.taskmanager.spark import restart_spark, start_spark
 from clusterdeck.core.taskmanager.sparkhealth import SparkJvm
 from clusterdeck.core.taskmanager.tasks import Task, TaskOutcome
@@ -99,6 +100,7 @@ class TaskExecutor(RpcEndpoint):
         self.tasks: dict[str, Task] = {}  # running or deployed ahead, by attempt
         self._holders: dict[int, Task] = {}  # the task running in each slot
         self._queued: dict[int, collections.deque[Task]] = {}  # deployed ahead, per slot
+        self._workers: dict[int, SlotWorker] = {}  # the thread of each slot
         self._output_ticking = False
         self._reporting: dict[str, str] = {}  # attempt -> job, final update not yet answered
         self._updates: Outbox[tuple[str, str], _Report] = Outbox(UPDATES_PER_MESSAGE)
@@ -134,6 +136,8 @@ class TaskExecutor(RpcEndpoint):
     def on_stop(self) -> None:
         for task in self.tasks.values():
             task.cancel()
+        for worker in self._workers.values():
+            worker.stop()
         logging.getLogger().removeHandler(self.attempt_logs)
 
     def _slot_report(self) -> p.SlotReport:
@@ -371,6 +375,7 @@ class TaskExecutor(RpcEndpoint):
         self.tasks[task.attempt_id] = running
         if task.slot_index in self._holders:  # deployed ahead: it starts when the slot frees
             self._queued.setdefault(task.slot_index, collections.deque()).append(running)
+            running.start(self._worker(task.slot_index))  # its thread starts it then
         else:
             self._begin(running)
         return p.TaskOperationResult(task.attempt_id, True)
@@ -379,7 +384,8 @@ class TaskExecutor(RpcEndpoint):
         """Start the task in its slot, which it now holds, and report it RUNNING."""
         deployment = task.deployment
         self._holders[deployment.slot_index] = task
-        task.start()
+        if not task.handed:  # one deployed ahead was handed to the slot's thread already
+            task.start(self._worker(deployment.slot_index))
         self._tick_output()
         if deployment.task_timeout > 0:
             self.schedule(deployment.task_timeout, self._task_overdue, task)
@@ -387,12 +393,20 @@ class TaskExecutor(RpcEndpoint):
                                                             ExecutionState.RUNNING))
 
     def _end_if_queued(self, task: Task) -> None:
-        """A task cancelled or failed while it waits behind its slot's holder: its thread
-        starts now only to end as it was told (it starts no Spark work)."""
+        """A task cancelled or failed while it waits behind its slot's holder ends now, as
+        it was told, unless the slot's thread has already begun it (it then ends as soon
+        as it sees the cancel; it starts no Spark work)."""
         queue = self._queued.get(task.deployment.slot_index)
         if queue is not None and task in queue:
             queue.remove(task)
-            task.start()
+            if task.claim():
+                task.end_unstarted()
+
+    def _worker(self, slot_index: int) -> SlotWorker:
+        worker = self._workers.get(slot_index)
+        if worker is None:
+            worker = self._workers[slot_index] = SlotWorker(slot_index)
+        return worker
 
     def _output_tick(self) -> None:
         """Main thread, every OUTPUT_INTERVAL while tasks run: what their scripts printed

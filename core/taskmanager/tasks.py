@@ -1,4 +1,4 @@
-"""One task: one attempt of one subtask, run on its own slot thread.
+"""One task: one attempt of one subtask, run on its slot's thread (slotworkers.py).
 
 The thread waits for the TaskManager's SparkSession and the job's artifact, runs the
 subtask through ``clusterdeck.core.taskmanager.runner`` and hands its outcome back to the
@@ -25,6 +25,7 @@ from clusterdeck.core.protocol.failures import TaskFailure
 from clusterdeck.core.protocol.jobgraph import InputSplit
 from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler, thread_name
+from clusterdeck.core.taskmanager.slotworkers import SlotWorker
 from clusterdeck.core.taskmanager.sparkhealth import (
     LOST_JVM_GRACE,
     SparkJvm,
@@ -69,11 +70,37 @@ class Task:
         # Set when the TaskExecutor fails it (a timeout, a dead Spark JVM): the cause to
         # report, whatever the slot thread then raises.
         self.failure: TaskFailure | None = None
-        self._thread = threading.Thread(target=self._run, name=thread_name(self.attempt_id),
-                                        daemon=True)
+        self.worker: SlotWorker | None = None  # the slot's thread it was handed to
+        self.used_spark = True  # the runner says otherwise for an attempt that made no Spark call
+        self.retire_thread = True  # its thread is not reused (see slotworkers.py)
+        self._claims = itertools.count()  # next() is atomic: the first caller owns the run
+        self._started = False
+        self._ended = False
 
-    def start(self) -> None:
-        self._thread.start()
+    def start(self, worker: SlotWorker | None = None) -> None:
+        """Main thread: run on ``worker``'s thread after what it was handed before (on a
+        thread of its own without one)."""
+        (worker or SlotWorker(-1)).hand(self)
+
+    @property
+    def handed(self) -> bool:
+        return self.worker is not None
+
+    def claim(self) -> bool:
+        """True once, for whoever ends the task: its slot's thread, which runs it, or the
+        main thread, which ends it unstarted when it is cancelled before its turn."""
+        return next(self._claims) == 0
+
+    def run_here(self) -> None:
+        """The slot's thread, after claiming it."""
+        threading.current_thread().name = thread_name(self.attempt_id)
+        self._started = True
+        self._run()
+
+    def end_unstarted(self) -> None:
+        """Main thread, after claiming it: a task cancelled or failed before its turn
+        ends as it was told, without waiting for the task ahead of it."""
+        self._on_done(self, self._failed(TaskCanceled(self.attempt_id)))
 
     def cancel(self) -> None:
         """Called on the TaskExecutor's main thread: stop the Spark work of this attempt.
@@ -132,18 +159,26 @@ class Task:
         except BaseException as error:
             outcome = self._failed(error)
         self._logs.ended(self.attempt_id)
+        self.retire_thread = outcome.state is not ExecutionState.FINISHED or self.used_spark
+        self._ended = True
         self._on_done(self, outcome)
 
     def interrupt(self) -> None:
         """Raise TaskCanceled inside the slot thread at its next Python instruction: the
         step after cancelling the Spark work, for a task stuck in user code."""
-        if self._thread.ident is not None and self._thread.is_alive():
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread.ident),
+        worker = self.worker
+        if worker is None:
+            return
+        worker.retire = True  # before reading ``current``: see SlotWorker._loop
+        ident = worker.ident
+        if worker.current is self and ident is not None:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident),
                                                        ctypes.py_object(TaskCanceled))
 
     @property
     def alive(self) -> bool:
-        return self._thread.is_alive()
+        """Started on its slot's thread and not ended yet."""
+        return self._started and not self._ended
 
     def _failed(self, error: BaseException) -> TaskOutcome:
         text = getattr(error, "traceback_text", "") or "".join(
