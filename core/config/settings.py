@@ -234,8 +234,9 @@ OPTIONS: tuple[Option, ...] = (
            "region: re-run the failed subtasks and what lost data they need; full: cancel "
            "every running subtask and re-run all unfinished ones."),
     Option("jobmanager.scheduler.deploy-ahead", duration, 1.0,
-           "Deploy one more attempt into a busy slot whose vertex's tasks take less than "
-           "this, to start on its TaskManager the moment the slot's task ends; 0: never."),
+           "Deploy attempts into a busy slot whose vertex's tasks take less than this "
+           "(one, up to eight behind the shortest: as many as cover 50 ms), each to start "
+           "on its TaskManager the moment the one before ends; 0: never."),
     Option("restart-strategy.type", one_of("none", "fixed-delay", "failure-rate",
                                            "exponential-delay"), "fixed-delay",
            "How a job restarts failed tasks; overridable per job."),

@@ -126,7 +126,7 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
     (default: the graph's). ``fetch_missing``: how input partitions written on another
     machine are brought here (exchange.read_inputs). ``live``: where a PySpark script's
     output goes as it is printed, too (core/engine/liveoutput.py). ``first``: no attempt of
-this subtask ran since the job's sinks were initialized (sinks.py). Raises SubtaskFailed
+    this subtask ran since the job's sinks were initialized (sinks.py). Raises SubtaskFailed
     (PartitionNotFound for an input that cannot be read) or SubtaskCancelled.
     """
     started = time.monotonic()

@@ -171,8 +171,9 @@ class Scheduler:
                 or not self._task_times.shorter_than(holder.vertex_id, self.deploy_ahead):
             return []
         queue = self._queued.get(slot) or deque()
+        depth = self._task_times.ahead(holder.vertex_id)
         out: list[Instruction] = []
-        while len(queue) < self._task_times.ahead(holder.vertex_id):
+        while len(queue) < depth:
             execution = self._next_waiting()
             if execution is None:
                 break
@@ -210,7 +211,7 @@ class Scheduler:
                 *self._deploy_into(slot, execution, now)]
 
     def _refill(self, slot: SlotRef | None, now: float) -> list[Instruction]:
-        """The slot's queued attempt took over from its holder: queue the next one."""
+        """The slot's first queued attempt took over from its holder: top the queue up."""
         return [] if slot is None else self._ahead(slot, now)
 
     def task_state_changed(self, attempt_id: str, state: ExecutionState | str, now: float, *,

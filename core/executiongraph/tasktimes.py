@@ -37,6 +37,8 @@ class TaskTimes:
     def ahead(self, vertex_id: str) -> int:
         """How many attempts to queue behind a task of the vertex (at least one)."""
         typical = self._seconds.get(vertex_id)
-        if typical is None or typical <= 0:
-            return self.MOST_AHEAD if typical is not None else 1
+        if typical is None:
+            return 1
+        if typical <= 0:
+            return self.MOST_AHEAD
         return max(1, min(self.MOST_AHEAD, math.ceil(self.ROUND_TRIP / typical)))

@@ -172,10 +172,10 @@ class AttemptLogHandler(logging.Handler):
     def _prune(self) -> None:
         """Delete the oldest attempt logs (by last write) so that the new ones until the
         next pruning make at most ``max_files``; never one this process is writing."""
+        if not self.folder.is_dir():
+            return  # no log written yet: the folder is made by the first one
         active = {safe_name(attempt_id) for attempt_id in self._files}
         logs = []
-        if not self.folder.is_dir():
-            return
         for entry in os.scandir(self.folder):
             stem = entry.name[:-len(".log")]
             if entry.name.endswith(".log") and stem not in active:
@@ -244,8 +244,8 @@ class _AttemptFile:
         if not self.cut and self.head_bytes + len(data) <= self.head_budget:
             self.head_bytes += self._append(self.head, data)
             return
-        end_name = os.path.basename(self.end)
         if not self.cut:
+            end_name = os.path.basename(self.end)
             self._append(self.head, (f"[... the log goes on past taskmanager.attempt-log."
                                      f"max-size / 2: its latest lines are in {end_name} "
                                      f"and {end_name}.1]\n").encode())
