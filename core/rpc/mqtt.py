@@ -9,8 +9,9 @@ A message whose ``from`` is not the identity its topic names is refused (``_rece
 seen within milliseconds.
 
 paho's callbacks run on its network thread: they decode, validate and enqueue, nothing
-more. Retained state is published again after every reconnect, because a restarted
-broker has forgotten it.
+more. What an endpoint sends is written to the socket by the thread that sends it
+(``write_now``), not handed back to the network thread. Retained state is published
+again after every reconnect, because a restarted broker has forgotten it.
 """
 
 from __future__ import annotations
@@ -245,9 +246,11 @@ class MqttRpcService(RpcService):
             self._client.publish(self.topics.heartbeat(target, self.identity), data, qos=0)
         else:
             self._client.publish(self.topics.rpc(target, self.identity), data, qos=1)
+        self._client.write_now()
 
     def _transmit_reply(self, reply_to: str, data: bytes) -> None:
         self._client.publish(self.topics.reply(reply_to, self.identity), data, qos=1)
+        self._client.write_now()
 
     def host_of(self, endpoint_id: str) -> str | None:
         return self.topics.host_of(endpoint_id)
@@ -258,6 +261,7 @@ class MqttRpcService(RpcService):
         if retained:
             self._retained[absolute] = data
         self._client.publish(absolute, data, qos=qos, retain=retained)
+        self._client.write_now()
 
     def clear_retained(self, topic: str) -> None:
         absolute = self.topics.absolute(topic)

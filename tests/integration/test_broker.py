@@ -364,3 +364,41 @@ def test_the_broker_dies_with_a_supervisor_that_set_a_parent_death_signal(
         supervisor.stdout.close()
         if broker_pid is not None and not _is_gone(broker_pid):
             os.kill(broker_pid, signal.SIGKILL)
+
+
+def test_writes_from_sending_threads_keep_every_packet_whole_and_in_order(running):
+    """``write_now`` writes from the publishing thread while paho's network thread
+    writes too (its PUBACKs and whatever it was woken for): four threads send 500
+    messages of 20 kB each, big enough for partial writes; the subscriber must get every
+    one, intact, once and in each thread's order. An interleaved partial packet would
+    corrupt the stream and the broker would drop the connection (without the write lock
+    this fails at once)."""
+    if running.kind == "amqtt":
+        pytest.skip("amqtt 0.12 loses and reorders QoS 1 messages in a burst like this "
+                    "one, with paho's own writes alone too (one of 8,000 lost, order "
+                    "broken even for one publishing thread): it cannot judge the writer")
+    topic = f"clusterdeck/{CLUSTER}/rpc/resourcemanager/{CLUSTER}.taskmanager-1"
+    per_thread, threads = 500, 4
+    body = b"x" * 20_000
+    with subscriber(running.address("jobmanager"), [topic]) as sub, \
+            publisher(running.address("taskmanager", "taskmanager-1")) as pub:
+        def send(index: int) -> None:
+            for seq in range(per_thread):
+                pub.publish(topic, f"{index}:{seq}:".encode() + body, qos=1)
+                pub.write_now()
+        senders = [threading.Thread(target=send, args=(i,)) for i in range(threads)]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join(timeout=60)
+        arrived: list[list[int]] = [[] for _ in range(threads)]
+        deadline = time.monotonic() + 40
+        while sum(map(len, arrived)) < per_thread * threads:
+            _, payload = sub.messages.get(timeout=max(0.1, deadline - time.monotonic()))
+            index, seq, rest = payload.split(b":", 2)
+            assert rest == body
+            arrived[int(index)].append(int(seq))
+        expected = list(range(per_thread))
+        for seqs in arrived:
+            assert seqs == expected
+        assert pub.is_connected()
