@@ -29,6 +29,7 @@ from clusterdeck.core.cli.jobcommands import (
     cmd_submit,
     split_job_args,
 )
+from clusterdeck.core.cli.recordcommands import add_record_commands, cmd_record, cmd_recorder
 from clusterdeck.core.client.jobclient import ClusterUnreachableError
 from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config, ConfigError, load, parse_override
@@ -94,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "`clusterdeck credentials export` (- for standard input): "
                              "broker, login and CA of a cluster on another machine")
     add_credentials_command(commands, common)
+    add_record_commands(commands, common)
 
     add_job_commands(commands, common)
     commands.add_parser("gui", help="open the desktop app (gui --help for its options)",
@@ -155,7 +157,8 @@ def _run(arguments: list[str]) -> int:
                "config": cmd_config, "credentials": cmd_credentials, "submit": cmd_submit,
                "run": cmd_run, "list": cmd_list,
                "cancel": cmd_cancel, "result": cmd_result,
-               "failures": cmd_failures}[args.command]
+               "failures": cmd_failures, "recorder": cmd_recorder,
+               "record": cmd_record}[args.command]
     try:
         return handler(config, args)
     except ConfigError as error:

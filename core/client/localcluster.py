@@ -1,4 +1,5 @@
-"""A local cluster: the broker, one JobManager and N TaskManagers under one Supervisor.
+"""A local cluster: the broker, its flight recorder, one JobManager and N TaskManagers
+under one Supervisor.
 
 Used by ``clusterdeck up`` and ``run`` and by the desktop app. Every child is started with
 this interpreter and the effective configuration written to the cluster's run directory, so
@@ -98,6 +99,10 @@ class LocalCluster:
             self.supervisor.start_process("broker")
             address = self.broker_address()
             wait_ready(address, ready_timeout)
+        if self.config["recorder.enabled"]:
+            # Before the JobManager, so that the recording has the cluster from its start.
+            self.supervisor.add(self._spec("recorder", "recorder", "recorder"))
+            self.supervisor.start_process("recorder")
         self.supervisor.add(self._spec("jobmanager", "jobmanager", "jobmanager"))
         self.supervisor.start_process("jobmanager")
         for index in range(1, self.config["taskmanager.count"] + 1):

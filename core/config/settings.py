@@ -178,6 +178,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("supervisor.shutdown-grace", duration, 5.0, "Time between SIGTERM and SIGKILL."),
     Option("log.max-bytes", size, 10 * 1024 * 1024, "Size at which a process log rotates."),
     Option("log.backup-count", positive_int, 3, "Rotated process logs kept."),
+    Option("recorder.enabled", boolean, True, "Record the cluster (every message on its "
+           "broker, every process's log) into its flight recording, recording.sqlite in "
+           "the cluster's folder (docs/recorder.md)."),
+    Option("recorder.max-size", size, 256 * 1024 * 1024, "Largest size of the recorded "
+           "data: past it the oldest tenth is dropped."),
+    Option("recorder.max-age", duration, 7 * 24 * 3600.0, "Age past which recorded rows "
+           "are dropped."),
     Option("spark.master", text, "", "Spark master URL of every TaskManager; empty means "
            "local[<taskmanager.slots>]."),
     Option("spark.start", one_of("eager", "lazy"), "eager", "eager: a TaskManager starts its "

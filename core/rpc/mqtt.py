@@ -62,6 +62,7 @@ class Traffic:
 
 
 TrafficCallback = Callable[[Traffic], None]
+RawCallback = Callable[[str, bytes], None]
 
 
 class MqttRpcService(RpcService):
@@ -79,6 +80,7 @@ class MqttRpcService(RpcService):
             raise ValueError(f"service {self.service_id!r} cannot speak as {self.identity!r}")
         self._subscriptions: list[tuple[str, EventCallback]] = []
         self._taps: list[TrafficCallback] = []
+        self._raw: list[RawCallback] = []
         self._retained: dict[str, bytes] = {}
         self._online = online
         self._offline = offline
@@ -152,6 +154,8 @@ class MqttRpcService(RpcService):
             topics += [self.topics.absolute(f"{channel}/#") for channel in TRANSPORT_CHANNELS]
         for topic in dict.fromkeys(topics):
             client.subscribe(topic, qos=1)
+        if self._raw:
+            client.subscribe(self.topics.absolute("#"), qos=0)
         if self._online is not None:
             self.publish(self.topics.relative(self.topics.presence(self.service_id)),
                          self._online, retained=True)
@@ -182,6 +186,8 @@ class MqttRpcService(RpcService):
         """paho's network thread. Nothing may escape: an exception here would end that
         thread, and with it every heartbeat and message of this process."""
         try:
+            for callback in self._raw:
+                callback(self.topics.relative(msg.topic), msg.payload)
             self._route(msg)
         except Exception:
             log.exception("%s: a message on %s could not be handled; dropped",
@@ -210,6 +216,15 @@ class MqttRpcService(RpcService):
         self._taps.append(callback)
         for channel in TRANSPORT_CHANNELS:
             self._client.subscribe(self.topics.absolute(f"{channel}/#"), qos=0)
+
+    def follow_raw(self, callback: RawCallback) -> None:
+        """Call ``callback(topic, payload)`` with every payload published under the
+        cluster's root, as it travelled and undecoded (topic relative to the root): for
+        the flight recorder, which must not pay for decoding what it stores. QoS 0: a
+        watcher must not slow the cluster down with acknowledgements. Runs on paho's
+        network thread; only the observer and jobmanager logins may read all of it."""
+        self._raw.append(callback)
+        self._client.subscribe(self.topics.absolute("#"), qos=0)
 
     def _tap(self, channel: str, receiver: str, data: bytes) -> None:
         try:

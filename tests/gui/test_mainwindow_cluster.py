@@ -56,8 +56,8 @@ def test_the_window_follows_a_real_cluster_through_a_kill_and_a_restart(
     model = window.model
     qtbot.waitUntil(lambda: registered(window, "taskmanager-1")
                     and registered(window, "taskmanager-2"), timeout=10_000)
-    assert [r.name for r in model.rows()] == ["broker", "jobmanager", "taskmanager-1",
-                                             "taskmanager-2"]
+    assert [r.name for r in model.rows()] == ["broker", "recorder", "jobmanager",
+                                             "taskmanager-1", "taskmanager-2"]
     qtbot.waitUntil(lambda: window.slots_label.text() == "slots: 0/4 used", timeout=5000)
     assert window.taskmanagers_label.text() == "TaskManagers: 2 registered"
     assert [what for *_, what in window.slots.grid.cells()] == ["free"] * 4

@@ -1,0 +1,226 @@
+"""The flight recorder's pieces without a cluster: the store and its retention, the log
+follower across rotations and restarts, the writer's accounting, exports."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.recorder import recorder as recorder_module
+from clusterdeck.core.recorder.export import RecordingError, describe, export
+from clusterdeck.core.recorder.logtail import MAX_LINE, LogTail
+from clusterdeck.core.recorder.recorder import Recorder, saved_positions
+from clusterdeck.core.recorder.store import (
+    LogLine,
+    Message,
+    RecordingStore,
+    connect,
+    job_of,
+    log_lines,
+    messages,
+)
+from clusterdeck.core.rpc import Envelope, encode
+
+MiB = 1024 * 1024
+
+
+def store(tmp_path: Path, max_bytes: int = 64 * MiB, max_age: float = 3600.0
+          ) -> RecordingStore:
+    return RecordingStore(tmp_path / "recording.sqlite", "c1", max_bytes=max_bytes,
+                          max_age=max_age)
+
+
+def result_payload(job_id: str, status: p.JobStatus, cause: str = "") -> bytes:
+    result = p.JobResult(job_id, "job-" + job_id, status, root_cause={
+        "exception_type": "ValueError", "message": cause} if cause else None)
+    return encode(Envelope("event", "jobmanager", result), 256 * 1024)
+
+
+@pytest.mark.parametrize(("topic", "job"), [
+    ("events/jobs/j1", "j1"), ("state/jobs/j1", "j1"), ("state/results/j1", "j1"),
+    ("events/output/j1", "j1"), ("events/cluster", None), ("state/joblist", None),
+    ("rpc/jobmaster/j1/taskmanager-1", None), ("state/jobs", None)])
+def test_a_message_is_filed_under_the_job_its_topic_names(topic, job):
+    assert job_of(topic) == job
+
+
+def test_messages_and_log_lines_are_kept_as_they_came(tmp_path):
+    recording = store(tmp_path)
+    recording.add([Message(1.0, "events/jobs/j1", b"\x00raw"), Message(2.0, "state/x", b"")],
+                  [LogLine(1.5, "jobmanager", "started")])
+    recording.close()
+    with connect(tmp_path / "recording.sqlite", readonly=True) as db:
+        assert messages(db) == [Message(1.0, "events/jobs/j1", b"\x00raw"),
+                                Message(2.0, "state/x", b"")]
+        assert messages(db, ["j1"]) == [Message(1.0, "events/jobs/j1", b"\x00raw")]
+        assert log_lines(db) == [LogLine(1.5, "jobmanager", "started")]
+
+
+def test_rows_older_than_the_age_limit_are_dropped(tmp_path):
+    recording = store(tmp_path, max_age=100.0)
+    recording.add([Message(at, "t", b"x") for at in (10.0, 950.0)],
+                  [LogLine(at, "p", "l") for at in (10.0, 950.0)])
+    assert recording.prune(now=1000.0) == 2
+    assert [m.at for m in messages(recording._db)] == [950.0]
+    assert [x.at for x in log_lines(recording._db)] == [950.0]
+
+
+def test_the_recording_stays_within_its_size_dropping_the_oldest_first(tmp_path):
+    recording = store(tmp_path, max_bytes=2 * MiB)
+    for batch in range(20):  # 20 x 50 x 10 kB = 10 MB offered
+        recording.add([Message(batch * 100.0 + i, "t", bytes(10_000)) for i in range(50)], [])
+        recording.prune(now=batch * 100.0)
+    assert recording.size() <= 2 * MiB
+    kept = [m.at for m in messages(recording._db)]
+    assert kept and kept[-1] == 19 * 100.0 + 49  # the newest stays
+    assert min(kept) > 1000.0  # the oldest went
+    size_before = (tmp_path / "recording.sqlite").stat().st_size
+    recording.add([Message(3000.0 + i, "t", bytes(10_000)) for i in range(50)], [])
+    recording.prune(now=3000.0)
+    # freed pages are reused: the file does not keep growing
+    assert (tmp_path / "recording.sqlite").stat().st_size <= size_before + MiB
+
+
+def write(path: Path, text: str) -> None:
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def test_the_log_follower_reads_whole_lines_from_every_process(tmp_path):
+    write(tmp_path / "jobmanager.log", "one\ntwo\npart")
+    write(tmp_path / "taskmanager-1.log", "tm\n")
+    tail = LogTail(tmp_path)
+    assert sorted((x.process, x.line) for x in tail.poll()) == [
+        ("jobmanager", "one"), ("jobmanager", "two"), ("taskmanager-1", "tm")]
+    write(tmp_path / "jobmanager.log", "ial\n")
+    assert [x.line for x in tail.poll()] == ["partial"]
+    assert tail.poll() == []
+    tail.close()
+
+
+def test_no_line_is_lost_or_repeated_across_a_rotation(tmp_path):
+    log = tmp_path / "taskmanager-1.log"
+    write(log, "a\n")
+    tail = LogTail(tmp_path)
+    assert [x.line for x in tail.poll()] == ["a"]
+    write(log, "b\n")
+    log.rename(tmp_path / "taskmanager-1.log.1")  # what RotatingFileHandler does
+    write(log, "c\n")
+    assert [x.line for x in tail.poll()] == ["b", "c"]
+    tail.close()
+
+
+def test_a_restarted_follower_goes_on_where_the_last_one_stopped(tmp_path):
+    log = tmp_path / "jobmanager.log"
+    write(log, "a\nb\n")
+    first = LogTail(tmp_path)
+    first.poll()
+    positions = first.positions()
+    first.close()
+    write(log, "c\n")
+    second = LogTail(tmp_path, positions)
+    assert [x.line for x in second.poll()] == ["c"]
+    second.close()
+
+
+def test_an_endless_line_is_cut(tmp_path):
+    write(tmp_path / "p.log", "x" * (3 * MAX_LINE) + "\n")
+    tail = LogTail(tmp_path)
+    (line,) = tail.poll()
+    assert len(line.line) <= MAX_LINE
+    tail.close()
+
+
+def test_saved_positions_that_cannot_be_read_are_ignored():
+    assert saved_positions('{"jobmanager": [5, 10]}') == {"jobmanager": (5, 10)}
+    for text in (None, "", "[", '{"a": 1}', '{"a": ["x", 1]}', "[1, 2]"):
+        assert saved_positions(text) == {}
+
+
+def test_the_writer_stores_what_arrived_and_says_what_it_could_not_keep(tmp_path,
+                                                                       monkeypatch):
+    monkeypatch.setattr(recorder_module, "QUEUE_LIMIT", 3)
+    recording = store(tmp_path)
+    writer = Recorder(recording, LogTail(tmp_path / "no-logs"))
+    for index in range(5):
+        writer.received(f"events/jobs/j{index}", b"payload")
+    assert writer.flush() == 4  # three messages, one line about the two lost
+    (lost,) = log_lines(recording._db)
+    assert lost.process == "recorder" and "2 messages were not recorded" in lost.line
+    assert [m.topic for m in messages(recording._db)] == [
+        "events/jobs/j0", "events/jobs/j1", "events/jobs/j2"]
+    assert writer.flush() == 0
+
+
+def recording_with_two_jobs(tmp_path: Path) -> Path:
+    recording = store(tmp_path)
+    recording.add([
+        Message(10.0, "events/jobs/a", b"{}"),
+        Message(11.0, "state/results/a", result_payload("a", p.JobStatus.FAILED, "bad row")),
+        Message(11.5, "rpc/taskexecutor/taskmanager-1/jobmanager", b"{}"),
+        Message(50.0, "events/jobs/b", b"{}"),
+        Message(51.0, "state/results/b", result_payload("b", p.JobStatus.FINISHED)),
+        Message(52.0, "state/results/b", b""),  # a cleared retained result
+    ], [LogLine(10.5, "taskmanager-1", "a's line"), LogLine(50.5, "jobmanager", "b's")])
+    recording.close()
+    return tmp_path / "recording.sqlite"
+
+
+def test_an_export_is_one_file_that_says_how_each_job_ended(tmp_path):
+    source = recording_with_two_jobs(tmp_path)
+    target = tmp_path / "handed-over.cdrec"
+    summary = export(source, target)
+    assert [f.name for f in tmp_path.iterdir() if f.name.startswith("handed-over")] == [
+        "handed-over.cdrec"]
+    assert summary == describe(target)
+    assert (summary.cluster, summary.messages, summary.log_lines) == ("c1", 6, 2)
+    assert [(j.job_id, j.status, j.root_cause) for j in summary.jobs] == [
+        ("a", "FAILED", "ValueError: bad row"), ("b", "FINISHED", "")]
+
+
+def test_an_export_of_one_job_keeps_it_and_what_happened_while_it_ran(tmp_path):
+    source = recording_with_two_jobs(tmp_path)
+    summary = export(source, tmp_path / "a.cdrec", ["a"])
+    assert [j.job_id for j in summary.jobs] == ["a"]
+    with connect(tmp_path / "a.cdrec", readonly=True) as db:
+        assert [m.topic for m in messages(db)] == [
+            "events/jobs/a", "state/results/a", "rpc/taskexecutor/taskmanager-1/jobmanager"]
+        assert [x.line for x in log_lines(db)] == ["a's line"]
+
+
+def test_exports_refuse_what_they_cannot_do_and_leave_nothing_behind(tmp_path):
+    source = recording_with_two_jobs(tmp_path)
+    with pytest.raises(RecordingError, match="nothing of job zzz"):
+        export(source, tmp_path / "z.cdrec", ["zzz"])
+    (tmp_path / "exists.cdrec").write_bytes(b"")
+    with pytest.raises(RecordingError, match="exists"):
+        export(source, tmp_path / "exists.cdrec")
+    not_a_recording = tmp_path / "notes.txt"
+    not_a_recording.write_text("hello " * 1000)
+    with pytest.raises(RecordingError, match="not a recording"):
+        export(not_a_recording, tmp_path / "x.cdrec")
+    with pytest.raises(RecordingError, match="not a recording"):
+        describe(not_a_recording)
+    with pytest.raises(FileNotFoundError):
+        describe(tmp_path / "missing.cdrec")
+    assert sorted(f.name for f in tmp_path.iterdir()
+                  if not f.name.startswith("recording.sqlite")) == ["exists.cdrec", "notes.txt"]
+
+
+def test_a_recording_with_garbage_payloads_still_describes(tmp_path):
+    recording = store(tmp_path)
+    recording.add([Message(1.0, "state/results/x", b"\xff not json"),
+                   Message(2.0, "state/results/y", b'{"v": 99}')], [])
+    recording.close()
+    summary = describe(tmp_path / "recording.sqlite")
+    assert summary.messages == 2 and summary.jobs == ()
+
+
+def test_the_store_is_written_in_wal_mode(tmp_path):
+    store(tmp_path).close()
+    db = sqlite3.connect(tmp_path / "recording.sqlite")
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    db.close()
