@@ -64,6 +64,9 @@ def print_summary(summary: RecordingSummary) -> None:
     for job in summary.jobs:
         cause = f"  {job.root_cause}" if job.root_cause else ""
         print(f"{job.job_id}  {job.status:<9} {job.name}{cause}")
+    for peak in summary.processes:
+        print(f"{peak.process}: at most {peak.cpu_percent:.0f}% CPU, "
+              f"{peak.rss / 2**20:.0f} MiB ({peak.samples} samples)")
 
 
 def _when(at: float | None) -> str:

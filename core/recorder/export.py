@@ -36,6 +36,16 @@ class JobSummary:
 
 
 @dataclass(frozen=True)
+class ProcessPeak:
+    """The most CPU and memory one process used while it was recorded."""
+
+    process: str
+    samples: int
+    cpu_percent: float
+    rss: int
+
+
+@dataclass(frozen=True)
 class RecordingSummary:
     cluster: str
     first: float | None
@@ -43,6 +53,7 @@ class RecordingSummary:
     messages: int
     log_lines: int
     jobs: tuple[JobSummary, ...]
+    processes: tuple[ProcessPeak, ...] = ()
 
 
 def export(source: Path, target: Path, job_ids: Sequence[str] = ()) -> RecordingSummary:
@@ -78,8 +89,9 @@ def narrow(path: Path, job_ids: Sequence[str]) -> None:
         db.execute(f"DELETE FROM messages WHERE (job_id IS NOT NULL AND job_id NOT IN "
                    f"({marks})) OR (job_id IS NULL AND (at < ? OR at > ?))",
                    [*job_ids, first - MARGIN, last + MARGIN])
-        db.execute("DELETE FROM logs WHERE at < ? OR at > ?", (first - MARGIN,
-                                                                last + MARGIN))
+        for table in ("logs", "metrics"):
+            db.execute(f"DELETE FROM {table} WHERE at < ? OR at > ?", (first - MARGIN,
+                                                                       last + MARGIN))
 
 
 def finish(path: Path) -> None:
@@ -97,6 +109,9 @@ def describe(path: Path) -> RecordingSummary:
             first, last, count = db.execute(
                 "SELECT min(at), max(at), count(*) FROM messages").fetchone()
             lines = db.execute("SELECT count(*) FROM logs").fetchone()[0]
+            peaks = db.execute(
+                "SELECT process, count(*), max(cpu_percent), max(rss) FROM metrics "
+                "GROUP BY process ORDER BY process").fetchall()
             results = db.execute(
                 "SELECT payload FROM messages WHERE topic LIKE 'state/results/%' "
                 "ORDER BY id").fetchall()
@@ -108,7 +123,7 @@ def describe(path: Path) -> RecordingSummary:
         if summary is not None:
             jobs[summary.job_id] = summary
     return RecordingSummary(cluster[0] if cluster else "?", first, last, count, lines,
-                            tuple(jobs.values()))
+                            tuple(jobs.values()), tuple(ProcessPeak(*row) for row in peaks))
 
 
 def _job_summary(payload: bytes) -> JobSummary | None:

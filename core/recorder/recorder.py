@@ -16,20 +16,25 @@ import threading
 import time
 
 from clusterdeck.core.recorder.logtail import LogTail
-from clusterdeck.core.recorder.store import LogLine, Message, RecordingStore
+from clusterdeck.core.recorder.sampler import ProcessSampler
+from clusterdeck.core.recorder.store import LogLine, Message, RecordingStore, Sample
 
 log = logging.getLogger(__name__)
 
 FLUSH_INTERVAL = 0.25  # seconds between two transactions
+SAMPLE_INTERVAL = 1.0  # seconds between two samples of the processes' CPU and memory
 PRUNE_INTERVAL = 10.0  # seconds between two retention passes (and saved log positions)
 QUEUE_LIMIT = 100_000  # messages waiting for the writer; past it they are counted lost
 POSITIONS_KEY = "log-positions"
 
 
 class Recorder:
-    def __init__(self, store: RecordingStore, tail: LogTail) -> None:
+    def __init__(self, store: RecordingStore, tail: LogTail,
+                 sampler: ProcessSampler | None = None) -> None:
         self.store = store
         self.tail = tail
+        self.sampler = sampler or ProcessSampler()
+        self._last_sample = 0.0
         self._queue: queue.Queue[Message] = queue.Queue(QUEUE_LIMIT)
         self._lost = 0  # incremented on paho's thread, read and reset on the writer's
         self._stop = threading.Event()
@@ -65,9 +70,19 @@ class Recorder:
             lines.append(LogLine(time.time(), "recorder", f"[recorder] {lost} messages were "
                                  "not recorded: the writer fell behind"))
             log.warning("%d messages were not recorded: the writer fell behind", lost)
-        if messages or lines:
-            self.store.add(messages, lines)
-        return len(messages) + len(lines)
+        for message in messages:
+            self.sampler.saw(message)
+        samples = self._samples_due()
+        if messages or lines or samples:
+            self.store.add(messages, lines, samples)
+        return len(messages) + len(lines) + len(samples)
+
+    def _samples_due(self) -> list[Sample]:
+        now = time.monotonic()
+        if now - self._last_sample < SAMPLE_INTERVAL:
+            return []
+        self._last_sample = now
+        return self.sampler.sample(time.time())
 
     def _drain(self) -> list[Message]:
         messages: list[Message] = []

@@ -30,7 +30,12 @@ CREATE INDEX IF NOT EXISTS messages_job ON messages (job_id) WHERE job_id IS NOT
 CREATE TABLE IF NOT EXISTS logs (
     id INTEGER PRIMARY KEY, at REAL NOT NULL, process TEXT NOT NULL, line TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS logs_at ON logs (at);
+CREATE TABLE IF NOT EXISTS metrics (
+    at REAL NOT NULL, process TEXT NOT NULL, cpu_percent REAL NOT NULL,
+    rss INTEGER NOT NULL, threads INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS metrics_at ON metrics (at);
 """
+_TABLES = ("messages", "logs", "metrics")
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,17 @@ class LogLine:
     at: float
     process: str
     line: str
+
+
+@dataclass(frozen=True)
+class Sample:
+    """CPU (percent of one core since the last sample), memory and threads of a process."""
+
+    at: float
+    process: str
+    cpu_percent: float
+    rss: int
+    threads: int
 
 
 _JOB_TOPICS = {("events", "jobs"), ("events", "output"), ("state", "jobs"),
@@ -93,8 +109,12 @@ class RecordingStore:
         self._db.execute("INSERT OR IGNORE INTO meta VALUES ('cluster', ?)", (cluster_id,))
         self._db.commit()
 
-    def add(self, messages: Sequence[Message], lines: Sequence[LogLine]) -> None:
+    def add(self, messages: Sequence[Message], lines: Sequence[LogLine],
+            samples: Sequence[Sample] = ()) -> None:
         with self._db:
+            self._db.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?)",
+                                 [(x.at, x.process, x.cpu_percent, x.rss, x.threads)
+                                  for x in samples])
             self._db.executemany(
                 "INSERT INTO messages (at, topic, job_id, payload) VALUES (?, ?, ?, ?)",
                 [(m.at, m.topic, job_of(m.topic), m.payload) for m in messages])
@@ -130,9 +150,8 @@ class RecordingStore:
 
     def _delete_before(self, cutoff: float) -> int:
         with self._db:
-            gone = self._db.execute("DELETE FROM messages WHERE at < ?", (cutoff,)).rowcount
-            gone += self._db.execute("DELETE FROM logs WHERE at < ?", (cutoff,)).rowcount
-        return gone
+            return sum(self._db.execute(f"DELETE FROM {table} WHERE at < ?",
+                                        (cutoff,)).rowcount for table in _TABLES)
 
     def _oldest_share(self) -> float | None:
         """The time before which the oldest tenth of the messages lie (None: empty)."""
@@ -167,3 +186,9 @@ def messages(connection: sqlite3.Connection, job_ids: Iterable[str] = ()
 def log_lines(connection: sqlite3.Connection) -> list[LogLine]:
     rows = connection.execute("SELECT at, process, line FROM logs ORDER BY id").fetchall()
     return [LogLine(*row) for row in rows]
+
+
+def samples(connection: sqlite3.Connection) -> list[Sample]:
+    rows = connection.execute("SELECT at, process, cpu_percent, rss, threads FROM metrics "
+                              "ORDER BY at").fetchall()
+    return [Sample(*row) for row in rows]

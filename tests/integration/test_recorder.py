@@ -76,6 +76,7 @@ def test_a_failed_job_is_recorded_survives_a_kill_of_the_supervisor_and_reads_of
         assert shown.returncode == 0, shown.stderr
         assert job_id in shown.stdout and "FAILED" in shown.stdout
         assert "ValueError: record 777 is bad" in shown.stdout
+        assert "taskmanager-1: at most" in shown.stdout  # its CPU and memory were sampled
         assert {"SubmitTasks", "ExecutionStateEvents", "JobResult"} <= recorded_types(exported)
         with connect(exported, readonly=True) as db:
             lines = log_lines(db)

@@ -3,7 +3,10 @@ follower across rotations and restarts, the writer's accounting, exports."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,14 +16,17 @@ from clusterdeck.core.recorder import recorder as recorder_module
 from clusterdeck.core.recorder.export import RecordingError, describe, export
 from clusterdeck.core.recorder.logtail import MAX_LINE, LogTail
 from clusterdeck.core.recorder.recorder import Recorder, saved_positions
+from clusterdeck.core.recorder.sampler import ProcessSampler
 from clusterdeck.core.recorder.store import (
     LogLine,
     Message,
     RecordingStore,
+    Sample,
     connect,
     job_of,
     log_lines,
     messages,
+    samples,
 )
 from clusterdeck.core.rpc import Envelope, encode
 
@@ -144,7 +150,7 @@ def test_the_writer_stores_what_arrived_and_says_what_it_could_not_keep(tmp_path
                                                                        monkeypatch):
     monkeypatch.setattr(recorder_module, "QUEUE_LIMIT", 3)
     recording = store(tmp_path)
-    writer = Recorder(recording, LogTail(tmp_path / "no-logs"))
+    writer = Recorder(recording, LogTail(tmp_path / "no-logs"), NoSamples())
     for index in range(5):
         writer.received(f"events/jobs/j{index}", b"payload")
     assert writer.flush() == 4  # three messages, one line about the two lost
@@ -153,6 +159,48 @@ def test_the_writer_stores_what_arrived_and_says_what_it_could_not_keep(tmp_path
     assert [m.topic for m in messages(recording._db)] == [
         "events/jobs/j0", "events/jobs/j1", "events/jobs/j2"]
     assert writer.flush() == 0
+
+
+class NoSamples(ProcessSampler):
+    def sample(self, now: float) -> list[Sample]:
+        return []
+
+
+def presence(status: p.PresenceStatus, pid: int, host: str) -> Message:
+    data = encode(Envelope("event", "taskmanager-1", p.Presence(
+        "taskmanager-1", "taskmanager", status, "i1", pid, host, 1.0)), 256 * 1024)
+    return Message(1.0, "presence/taskmanager-1", data)
+
+
+def test_the_sampler_follows_the_processes_that_announce_themselves_on_this_host():
+    sampler = ProcessSampler(host="here")
+    assert [x.process for x in sampler.sample(5.0)] == ["recorder"]
+    sampler.saw(presence(p.PresenceStatus.ONLINE, os.getpid(), "elsewhere"))
+    sampler.saw(Message(1.0, "presence/taskmanager-1", b"\xff garbage"))
+    sampler.saw(Message(1.0, "presence/taskmanager-1", b""))
+    assert [x.process for x in sampler.sample(5.0)] == ["recorder"]
+    sampler.saw(presence(p.PresenceStatus.ONLINE, os.getpid(), "here"))
+    (_, taskmanager) = sampler.sample(6.0)
+    assert (taskmanager.at, taskmanager.process) == (6.0, "taskmanager-1")
+    assert taskmanager.rss > 0 and taskmanager.threads >= 1 and taskmanager.cpu_percent >= 0
+    sampler.saw(presence(p.PresenceStatus.OFFLINE, os.getpid(), "here"))
+    assert [x.process for x in sampler.sample(7.0)] == ["recorder"]
+
+
+def test_a_process_that_is_gone_is_no_longer_sampled():
+    sampler = ProcessSampler(host="here")
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    sampler.saw(presence(p.PresenceStatus.ONLINE, child.pid, "here"))
+    assert [x.process for x in sampler.sample(1.0)] == ["recorder"]
+
+
+def test_samples_are_stored_and_pruned_like_the_rest(tmp_path):
+    recording = store(tmp_path, max_age=100.0)
+    recording.add([], [], [Sample(10.0, "jobmanager", 12.5, 1000, 7),
+                           Sample(950.0, "jobmanager", 3.0, 2000, 8)])
+    recording.prune(now=1000.0)
+    assert samples(recording._db) == [Sample(950.0, "jobmanager", 3.0, 2000, 8)]
 
 
 def recording_with_two_jobs(tmp_path: Path) -> Path:
@@ -164,7 +212,9 @@ def recording_with_two_jobs(tmp_path: Path) -> Path:
         Message(50.0, "events/jobs/b", b"{}"),
         Message(51.0, "state/results/b", result_payload("b", p.JobStatus.FINISHED)),
         Message(52.0, "state/results/b", b""),  # a cleared retained result
-    ], [LogLine(10.5, "taskmanager-1", "a's line"), LogLine(50.5, "jobmanager", "b's")])
+    ], [LogLine(10.5, "taskmanager-1", "a's line"), LogLine(50.5, "jobmanager", "b's")],
+        [Sample(10.2, "taskmanager-1", 80.0, 300 * 2**20, 20),
+         Sample(50.2, "jobmanager", 40.0, 100 * 2**20, 12)])
     recording.close()
     return tmp_path / "recording.sqlite"
 
@@ -179,12 +229,15 @@ def test_an_export_is_one_file_that_says_how_each_job_ended(tmp_path):
     assert (summary.cluster, summary.messages, summary.log_lines) == ("c1", 6, 2)
     assert [(j.job_id, j.status, j.root_cause) for j in summary.jobs] == [
         ("a", "FAILED", "ValueError: bad row"), ("b", "FINISHED", "")]
+    assert [(x.process, x.cpu_percent) for x in summary.processes] == [
+        ("jobmanager", 40.0), ("taskmanager-1", 80.0)]
 
 
 def test_an_export_of_one_job_keeps_it_and_what_happened_while_it_ran(tmp_path):
     source = recording_with_two_jobs(tmp_path)
     summary = export(source, tmp_path / "a.cdrec", ["a"])
     assert [j.job_id for j in summary.jobs] == ["a"]
+    assert [x.process for x in summary.processes] == ["taskmanager-1"]
     with connect(tmp_path / "a.cdrec", readonly=True) as db:
         assert [m.topic for m in messages(db)] == [
             "events/jobs/a", "state/results/a", "rpc/taskexecutor/taskmanager-1/jobmanager"]
