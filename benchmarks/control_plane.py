@@ -39,6 +39,7 @@ import os
 import re
 import sys
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +64,7 @@ from benchmarks.task_peers import peer_rates
 from clusterdeck.core.client.jobclient import collected_rows, result_files
 from clusterdeck.core.config import paths
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.core.recorder.store import FILE_NAME, connect
 
 S = ExecutionState
 
@@ -130,6 +132,7 @@ class Run:
     cpu: dict[str, float]
     load: str
     events: int
+    recorded: tuple[int, int] = (0, 0)  # messages and payload bytes the recorder stored
 
     @property
     def rate(self) -> float:
@@ -164,6 +167,7 @@ def log_mentions(cluster_id: str, process: str, needle: str) -> int:
 def one_run(bench: BenchCluster, job: Path, subtasks: int, sink: str, rows: int) -> Run:
     meter = LoadMeter()
     too_large = log_mentions(bench.cluster.cluster_id, "jobmanager", FRAME_ERROR)
+    began = time.time()
     before = cpu_snapshot(bench)
     args = (str(subtasks), str(rows))
     if sink == "text":
@@ -216,7 +220,19 @@ def one_run(bench: BenchCluster, job: Path, subtasks: int, sink: str, rows: int)
                f"({len(collected_rows(result))} rows), {len(result_files(result)[0])} output "
                f"files, manifest {'yes' if result.files_manifest else 'no'}",
                {k: after[k] - before.get(k, 0.0) for k in after}, meter.stop().describe(),
-               len(events))
+               len(events), recorded_since(bench.cluster.cluster_id, began))
+
+
+def recorded_since(cluster_id: str, began: float) -> tuple[int, int]:
+    """Messages and payload bytes in the cluster's flight recording since ``began``."""
+    path = paths.cluster_dir(cluster_id) / FILE_NAME
+    if not path.exists():
+        return (0, 0)
+    time.sleep(0.5)  # the recorder commits every 0.25 s
+    with closing(connect(path, readonly=True)) as db:
+        count, size = db.execute("SELECT count(*), coalesce(sum(length(payload)), 0) "
+                                 "FROM messages WHERE at >= ?", (began,)).fetchone()
+    return (int(count), int(size))
 
 
 def report(runs: list[Run], kind: str, sink: str, range_end: int) -> str:
@@ -269,6 +285,10 @@ def report(runs: list[Run], kind: str, sink: str, range_end: int) -> str:
         f"`{FRAME_ERROR}` during each run): {', '.join(str(r.snapshots_refused) for r in runs)}."
         f" JobResult as the client got it: {'; '.join(r.result_note for r in runs)}.",
         "",
+        "Flight recording of each run (messages, payload MB, kB per 1,000 subtasks): "
+        + ", ".join(f"{r.recorded[0]:,} / {r.recorded[1] / 1e6:.1f} / "
+                    f"{r.recorded[1] / 1e3 / r.subtasks * 1000:,.0f}" for r in runs) + ".",
+        "",
         f"Target (>= {TARGET:.0f} subtasks/s, first SCHEDULED to last FINISHED): "
         f"**{met}** ({', '.join(f'{r:.0f}' for r in rates)} subtasks/s).",
     ])
@@ -284,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=0, help="elements of the range (0: "
                         "every part empty, no Spark job at all)")
     parser.add_argument("--no-peers", action="store_true", help="skip Dask and Ray")
+    parser.add_argument("--no-recorder", action="store_true", help="run the cluster "
+                        "without its flight recorder (recorder.enabled = false)")
     parser.add_argument("--sink", choices=["text", "collect"], default="text",
                         help="text (default): write_text into a temp folder; collect: "
                         "collect(), whose JobResult lists one file per subtask")
@@ -292,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     subtasks = args.subtasks or (200 if args.quick else 2000)
     count = args.runs or (1 if args.quick else 2)
     runs = []
-    with bench_cluster("control", **{"taskmanager.slots": args.slots}) as bench:
+    with bench_cluster("control", **{"taskmanager.slots": args.slots,
+                                     "recorder.enabled": not args.no_recorder}) as bench:
         bench.warm_up()
         job = write_job(bench.jobs_dir, "many_subtasks", MANY_JOB)
         for index in range(count):

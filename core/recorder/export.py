@@ -58,8 +58,11 @@ class RecordingSummary:
 
 def export(source: Path, target: Path, job_ids: Sequence[str] = ()) -> RecordingSummary:
     """Write ``source``'s recording (of ``job_ids`` only, when given) to ``target``."""
-    if target.exists():
-        raise RecordingError(f"{target} exists; choose another name")
+    try:
+        # Readable by its owner only, like the logs it holds (job arguments, paths, errors).
+        target.touch(mode=0o600, exist_ok=False)
+    except FileExistsError:
+        raise RecordingError(f"{target} exists; choose another name") from None
     try:
         with closing(connect(source, readonly=True)) as original, \
                 closing(sqlite3.connect(target)) as copy:

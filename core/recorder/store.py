@@ -84,6 +84,8 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
             raise FileNotFoundError(f"no recording at {path}")
         connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     else:
+        # Owner only, like the logs it holds; SQLite gives its -wal and -shm the same mode.
+        path.touch(mode=0o600, exist_ok=True)
         # Opened where the recorder starts, then used by its writer thread alone.
         connection = sqlite3.connect(path, check_same_thread=False)
         # WAL: a kill -9 of the writer loses at most the last open transaction, and

@@ -226,6 +226,7 @@ def test_an_export_is_one_file_that_says_how_each_job_ended(tmp_path):
     assert [f.name for f in tmp_path.iterdir() if f.name.startswith("handed-over")] == [
         "handed-over.cdrec"]
     assert summary == describe(target)
+    assert target.stat().st_mode & 0o777 == 0o600
     assert (summary.cluster, summary.messages, summary.log_lines) == ("c1", 6, 2)
     assert [(j.job_id, j.status, j.root_cause) for j in summary.jobs] == [
         ("a", "FAILED", "ValueError: bad row"), ("b", "FINISHED", "")]
@@ -272,8 +273,9 @@ def test_a_recording_with_garbage_payloads_still_describes(tmp_path):
     assert summary.messages == 2 and summary.jobs == ()
 
 
-def test_the_store_is_written_in_wal_mode(tmp_path):
+def test_the_store_is_written_in_wal_mode_and_readable_by_its_owner_only(tmp_path):
     store(tmp_path).close()
+    assert (tmp_path / "recording.sqlite").stat().st_mode & 0o777 == 0o600
     db = sqlite3.connect(tmp_path / "recording.sqlite")
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     db.close()
