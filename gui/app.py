@@ -1,7 +1,8 @@
 """``clusterdeck gui``: the desktop app's entry point.
 
 ``main(argv)`` builds the QApplication and the window, optionally starts a local cluster
-(``--start``) or attaches to a running one (``--attach ID``), and runs the event loop.
+(``--start``), attaches to a running one (``--attach ID``) or opens a flight recording
+offline (``clusterdeck gui FILE``), and runs the event loop.
 Closing the window while a local cluster runs asks whether to stop it or to leave it
 running headless: the supervisor lives in this process (its children die with it), so
 "headless" means the process stays, without a window, until Ctrl-C or SIGTERM stops the
@@ -15,6 +16,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QTimer
 from PySide6.QtWidgets import QApplication
@@ -34,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="start a local cluster from PROFILE (default: the first one)")
     start.add_argument("--attach", metavar="CLUSTER_ID",
                        help="watch a running cluster (e.g. one started by clusterdeck up)")
+    parser.add_argument("recording", nargs="?", type=Path, metavar="RECORDING",
+                        help="open a flight recording (clusterdeck record export) offline")
     parser.add_argument("-D", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE", help="override one configuration key of --start")
     return parser
@@ -62,7 +66,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _begin(window: MainWindow, args: argparse.Namespace) -> None:
-    if args.attach:
+    if args.recording is not None and (args.attach or args.start is not None):
+        raise ValueError("a recording opens without a cluster: not with --start or --attach")
+    if args.recording is not None:
+        if not args.recording.is_file():
+            raise ValueError(f"no recording at {args.recording}")
+        window.open_recording(args.recording)
+    elif args.attach:
         window.session.attach(attach_config(args.attach))
     elif args.start is not None:
         store = window.cluster_panel.profiles.store

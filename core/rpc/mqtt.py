@@ -62,6 +62,18 @@ class Traffic:
 
 
 TrafficCallback = Callable[[Traffic], None]
+
+
+def traffic_record(at: float, channel: str, receiver: str, data: bytes,
+                   framesize: int) -> Traffic:
+    """What a tap shows of one payload: decoded when it can be, else why not."""
+    try:
+        envelope = decode(data, framesize)
+    except RpcError as error:
+        return Traffic(at, channel, receiver, "?", "?", "?", len(data), error=str(error))
+    return Traffic(at, channel, receiver, envelope.sender, envelope.kind,
+                   envelope.type_name or ("error" if envelope.error else "None"),
+                   len(data), envelope.message, (envelope.error or {}).get("message", ""))
 RawCallback = Callable[[str, bytes], None]
 
 
@@ -227,15 +239,7 @@ class MqttRpcService(RpcService):
         self._client.subscribe(self.topics.absolute("#"), qos=0)
 
     def _tap(self, channel: str, receiver: str, data: bytes) -> None:
-        try:
-            envelope = decode(data, self.framesize)
-            record = Traffic(time.time(), channel, receiver, envelope.sender, envelope.kind,
-                             envelope.type_name or ("error" if envelope.error else "None"),
-                             len(data), envelope.message, (envelope.error or {}).get(
-                                 "message", ""))
-        except RpcError as error:
-            record = Traffic(time.time(), channel, receiver, "?", "?", "?", len(data),
-                             error=str(error))
+        record = traffic_record(time.time(), channel, receiver, data, self.framesize)
         for callback in self._taps:
             callback(record)
 

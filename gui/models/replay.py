@@ -59,6 +59,9 @@ class _Attempt:
         return self.times[self.states.index(state)] if state in self.states else None
 
 
+_LIFE = list(JobStatus)
+
+
 class JobHistory:
     """Every transition of one job, from its latest snapshot and its recorded events."""
 
@@ -84,7 +87,11 @@ class JobHistory:
                 self._add_event(event)
             elif hasattr(event, "new"):
                 statuses.add((float(event.at), JobStatus(event.new)))
-        self._statuses = sorted(statuses)
+        # Two statuses of one moment (FAILING and FAILED in one turn of the JobMaster):
+        # the terminal one is where the job stayed, then the later one in its life.
+        self._statuses = sorted(statuses, key=lambda s: (s[0], s[1].is_terminal,
+                                                         _LIFE.index(s[1])))
+        self._status_times = [at for at, _ in self._statuses]
 
     def _add_event(self, event: Any) -> None:
         kept = self._attempts.get((str(event.vertex_id), int(event.subtask)))
@@ -122,7 +129,7 @@ class JobHistory:
         return max(time.time(), self.start)
 
     def status_at(self, t: float) -> JobStatus:
-        index = bisect.bisect_right(self._statuses, (t, "\uffff"))
+        index = bisect.bisect_right(self._status_times, t)
         return self._statuses[index - 1][1] if index else JobStatus.CREATED
 
     # -- the snapshot of a moment -------------------------------------------------------------

@@ -34,6 +34,7 @@ from clusterdeck.gui.bridge import ClusterBridge
 from clusterdeck.gui.jobcalls import JobCommands, JobWorker
 from clusterdeck.gui.models.processmodel import ProcessTableModel
 from clusterdeck.gui.models.profiles import ProfileError, ProfileStore
+from clusterdeck.gui.recording import is_recording, open_in_bridge
 from clusterdeck.gui.session import (
     ClusterSession,
     SessionMode,
@@ -83,6 +84,7 @@ class MainWindow(QMainWindow):
         self.setObjectName("clusterdeck-main")
         self.setAcceptDrops(True)
         self.bridge = bridge or ClusterBridge(self)
+        self.recording: Path | None = None  # the recording shown instead of a cluster
         self.session = session or ClusterSession(self.bridge, self)
         self.actions = create_actions(self)
         self.worker = JobWorker(self.bridge)
@@ -385,6 +387,8 @@ class MainWindow(QMainWindow):
             dock.close()
 
     def _on_session(self, state: SessionState) -> None:
+        if state.active:
+            self.recording = None
         self.cluster_panel.set_session_state(state)
         self.session_label.setText(f"{state.cluster_id}: {state.mode}" if state.active
                                    else "no cluster")
@@ -475,5 +479,31 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         for path in dropped:
-            self.job_file_dropped.emit(path)
+            if is_recording(path):
+                self.open_recording(Path(path))
+            else:
+                self.job_file_dropped.emit(path)
         event.acceptProposedAction()
+
+    # -- recordings ---------------------------------------------------------------------------
+
+    def open_recording(self, path: Path) -> None:
+        """Show a flight recording (docs/recorder.md) instead of a cluster: offline, every
+        view fed from the file. Refused while a cluster is shown."""
+        if self.session.state.active:
+            self._on_notice(f"{path.name} not opened: stop or detach the cluster first")
+            return
+        self.bridge.reset()
+        self.recording = path
+        self.setWindowTitle(f"clusterdeck \u2014 recording {path.name} (offline)")
+        self.session_label.setText(f"recording {path.name}: offline, no cluster")
+        self.statusBar().showMessage(f"Opening the recording {path.name}...")
+        open_in_bridge(self.bridge, path, lambda count, error: self._recording_opened(
+            path, count, error))
+
+    def _recording_opened(self, path: Path, count: int, error: str) -> None:
+        if error:
+            self._on_notice(f"{path.name} could not be read: {error}")
+            return
+        self.statusBar().showMessage(f"Recording {path.name}: {count:,} messages. This is "
+                                     "what was recorded, not a running cluster.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from clusterdeck.core.executiongraph import ExecutionState, FixedDelay, TaskFailure
 from clusterdeck.core.executiongraph.instructions import ExecutionStateChanged, JobStatusChanged
 from clusterdeck.core.protocol import messages as p
@@ -71,6 +73,18 @@ def test_the_snapshot_alone_replays_every_moment_of_the_job():
     assert set(states(history.at(moments["end"])).values()) == {S.FINISHED}
     assert history.at(moments["end"]).status is JobStatus.FINISHED
     assert history.at(moments["end"]).progress == JobProgress(finished=3, total=3)
+
+
+def test_a_job_that_failed_in_the_same_moment_it_began_failing_replays_as_failed():
+    harness, _ = a_job_with_a_restart()
+    snapshot = dataclasses.replace(harness.graph.snapshot(), status=JobStatus.FAILED,
+                                   status_timestamps={JobStatus.CREATED: 1.0,
+                                                      JobStatus.FAILING: 5.0,
+                                                      JobStatus.FAILED: 5.0})
+    history = JobHistory(snapshot)
+    assert history.status_at(4.9) is JobStatus.CREATED
+    assert history.status_at(5.0) is JobStatus.FAILED
+    assert history.at(history.end).status is JobStatus.FAILED
 
 
 def test_a_restarted_subtask_shows_only_the_attempts_made_by_then():

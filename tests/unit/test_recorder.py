@@ -16,6 +16,7 @@ from clusterdeck.core.recorder import recorder as recorder_module
 from clusterdeck.core.recorder.export import RecordingError, describe, export
 from clusterdeck.core.recorder.logtail import MAX_LINE, LogTail
 from clusterdeck.core.recorder.recorder import Recorder, saved_positions
+from clusterdeck.core.recorder.replay import RecordedEvent, replay
 from clusterdeck.core.recorder.sampler import ProcessSampler
 from clusterdeck.core.recorder.store import (
     LogLine,
@@ -279,3 +280,23 @@ def test_the_store_is_written_in_wal_mode_and_readable_by_its_owner_only(tmp_pat
     db = sqlite3.connect(tmp_path / "recording.sqlite")
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     db.close()
+
+
+def test_a_recording_reads_back_as_a_watcher_would_have_received_it(tmp_path):
+    recording = store(tmp_path)
+    ask = encode(Envelope("ask", "client-x", p.RequestJobResult("j1"), correlation_id="c:1",
+                          reply_to="client-x"), 256 * 1024)
+    recording.add([
+        Message(1.0, "state/results/j1", result_payload("j1", p.JobStatus.FAILED, "bad")),
+        Message(2.0, "rpc/dispatcher/c1.client", ask),
+        Message(3.0, "rpc/dispatcher/c1.client", b"\xff not a message"),
+        Message(4.0, "state/results/j1", b""),  # cleared: nothing to show
+        Message(5.0, "events/cluster", b"\xff"),  # unreadable event: skipped
+    ], [])
+    recording.close()
+    result, asked, garbage = replay(tmp_path / "recording.sqlite")
+    assert isinstance(result, RecordedEvent) and result.topic == "state/results/j1"
+    assert result.message.root_cause["message"] == "bad"
+    assert (asked.at, asked.channel, asked.receiver, asked.sender, asked.type_name) == (
+        2.0, "rpc", "dispatcher", "client-x", "RequestJobResult")
+    assert garbage.sender == "?" and garbage.error

@@ -1,0 +1,63 @@
+"""A recording read back as what a live watcher would have received: decoded events and
+states by topic, and the control plane's messages as ``Traffic`` records, in the order
+they were recorded. For the window, which shows a recording with the views it shows a
+cluster with."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clusterdeck.core.protocol import topics
+from clusterdeck.core.recorder.export import FRAME_LIMIT
+from clusterdeck.core.recorder.store import connect
+from clusterdeck.core.rpc import RpcError, TopicLayout, decode
+from clusterdeck.core.rpc.mqtt import Traffic, traffic_record
+
+TRANSPORT = ("rpc", "reply", "heartbeat")
+BATCH = 2000  # rows read per query, so that a big recording is never all in memory
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    """A decoded message of an event or state topic (``topic`` relative to the root)."""
+
+    at: float
+    topic: str
+    message: Any
+
+
+def replay(path: Path) -> Iterator[RecordedEvent | Traffic]:
+    """Every recorded message, decoded; undecodable ones become Traffic with the reason
+    (transport) or are skipped (a cleared retained topic, an event nobody can read)."""
+    with closing(connect(path, readonly=True)) as db:
+        cluster = db.execute("SELECT value FROM meta WHERE key = 'cluster'").fetchone()
+        layout = topics.layout(cluster[0] if cluster else "recording")
+        last = 0
+        while True:
+            rows = db.execute("SELECT id, at, topic, payload FROM messages WHERE id > ? "
+                              "ORDER BY id LIMIT ?", (last, BATCH)).fetchall()
+            if not rows:
+                return
+            for row_id, at, topic, payload in rows:
+                last = row_id
+                item = _item(layout, at, topic, bytes(payload))
+                if item is not None:
+                    yield item
+
+
+def _item(layout: TopicLayout, at: float, topic: str, payload: bytes
+          ) -> RecordedEvent | Traffic | None:
+    channel = topic.split("/", 1)[0]
+    if channel in TRANSPORT:
+        _, name, _ = layout.parse(layout.absolute(topic))
+        return traffic_record(at, channel, name or topic, payload, FRAME_LIMIT)
+    if not payload:
+        return None
+    try:
+        return RecordedEvent(at, topic, decode(payload, FRAME_LIMIT).message)
+    except RpcError:
+        return None

@@ -1,0 +1,79 @@
+"""A recording handed over and opened in a fresh window, with the cluster it came from
+stopped: the views show the failed run as the live window did."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterdeck.core.client.jobclient import JobClient
+from clusterdeck.core.config import paths
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.core.recorder.export import describe, export
+from clusterdeck.core.recorder.store import FILE_NAME
+from clusterdeck.gui.session import SessionMode, SessionState
+from clusterdeck.gui.views.jobsview import job_span
+from clusterdeck.gui.views.mainwindow import MainWindow
+from tests.integration.clusters import running_cluster, wait_result
+from tests.waiting import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.fixture(scope="module")
+def failed_run(tmp_path_factory) -> tuple[Path, str]:
+    """A real cluster runs the failing example, its recording is exported, the cluster
+    stops: (the exported file, the job id)."""
+    target = tmp_path_factory.mktemp("handed-over") / "failed-run.cdrec"
+    with running_cluster("auto", **{"restart-strategy.type": "none"}) as (cluster, _):
+        with JobClient(cluster.config, connect_timeout=30) as client:
+            job_id = client.submit(EXAMPLES / "failing_job.py")
+            assert wait_result(client, job_id, 180).status is p.JobStatus.FAILED
+        recording = paths.cluster_dir(cluster.cluster_id) / FILE_NAME
+        wait_for(lambda: any(j.job_id == job_id for j in describe(recording).jobs), 30,
+                 "the result in the recording")
+        export(recording, target, [job_id])
+    return target, job_id
+
+
+def test_a_recording_opens_offline_and_every_view_shows_the_failed_run(qtbot, failed_run):
+    path, job_id = failed_run
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.show()
+    window.open_recording(path)
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage().startswith(
+        f"Recording {path.name}"), timeout=30_000)
+    assert "recording failed-run.cdrec (offline)" in window.windowTitle()
+    assert not window.session.state.active
+
+    window.choose_job(job_id)
+    window.failures_dock.raise_()
+    qtbot.waitUntil(lambda: bool(window.failures.failure_items()), timeout=5000)
+    (root, *_) = window.failures.failure_items()
+    assert root.text(0) == "ValueError: record 777 is bad"
+    assert "raise ValueError" in window.failures.detail.toPlainText()
+
+    window.messages_dock.raise_()
+    qtbot.waitUntil(lambda: window.messages.model.row_count() > 0, timeout=5000)
+    types = {record.type_name for record in window.messages.model.records()}
+    assert {"SubmitTasks", "UpdateTaskExecutionStates", "TaskManagerHeartbeat"} <= types
+
+    history = window.jobs.history()
+    assert history is not None
+    start, end = job_span(window.jobs.snapshots[job_id])
+    assert history.at(start).status is not JobStatus.FAILED  # the slider replays it
+    assert history.at(end + 0.01).status is JobStatus.FAILED
+
+
+def test_a_cluster_shown_keeps_the_window_from_opening_a_recording(qtbot, failed_run):
+    path, _ = failed_run
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.session.state = SessionState(SessionMode.RUNNING, "lab")
+    window.open_recording(path)
+    assert window.recording is None
+    assert "stop or detach the cluster first" in window.statusBar().currentMessage()
