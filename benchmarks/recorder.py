@@ -7,7 +7,9 @@ to open.
 (b) open: a recording of ``--events`` messages, made of the payloads a real job left in
     (a)'s cluster (its events, snapshots, RPC messages, heartbeats, repeated), is opened
     the way an offline reader opens one: ``describe`` (span, counts, how each job ended),
-    then every message read and decoded with the wire codec. Target < 2 s for 100,000.
+    then every message read and decoded with the wire codec as the window reads it
+    (``replay``: the last message of each state topic, every other message). Target
+    < 2 s for 100,000.
 
 The recorder's cost on the control plane is measured by ``control_plane`` with and
 without ``--no-recorder``, interleaved (docs/benchmarks.md).
@@ -31,6 +33,7 @@ from benchmarks._harness import exit_on_sigterm, machine_summary, markdown_table
 from benchmarks.submit_latency import bench_cluster, write_job
 from clusterdeck.core.config import paths
 from clusterdeck.core.recorder.export import describe
+from clusterdeck.core.recorder.replay import replay
 from clusterdeck.core.recorder.store import (
     FILE_NAME,
     Message,
@@ -38,7 +41,7 @@ from clusterdeck.core.recorder.store import (
     connect,
     messages,
 )
-from clusterdeck.core.rpc import RpcError, decode
+from clusterdeck.core.rpc.mqtt import Traffic
 
 SMALL_JOB = """\
 def build(env):
@@ -92,13 +95,9 @@ def open_big(sample: list[Message], events: int, folder: Path) -> dict[str, floa
     summary = describe(path)
     described = time.perf_counter() - started
     decoded = failed = 0
-    with closing(connect(path, readonly=True)) as db:
-        for message in messages(db):
-            try:
-                decode(message.payload, 64 * 1024 * 1024)
-                decoded += 1
-            except RpcError:
-                failed += 1
+    for item in replay(path):  # what the window reads and decodes
+        decoded += 1
+        failed += isinstance(item, Traffic) and bool(item.error)
     total = time.perf_counter() - started
     return {"events": summary.messages, "describe_s": described, "open_s": total,
             "decoded": decoded, "undecodable": failed, "mb": path.stat().st_size / 1e6}
@@ -129,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     verdict = "met" if opened["open_s"] < 2.0 else "missed"
     print(markdown_table(
-        ["recording", "file MB", "describe s", "describe + decode every message s",
+        ["recording", "file MB", "describe s", "describe + read as the window does s",
          "undecodable", "target < 2 s"],
         [(f"{opened['events']:,} messages ({len(sample)} distinct, from one job)",
           f"{opened['mb']:.0f}", f"{opened['describe_s']:.2f}", f"{opened['open_s']:.2f}",

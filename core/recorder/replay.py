@@ -32,10 +32,16 @@ class RecordedEvent:
 
 def replay(path: Path) -> Iterator[RecordedEvent | Traffic]:
     """Every recorded message, decoded; undecodable ones become Traffic with the reason
-    (transport) or are skipped (a cleared retained topic, an event nobody can read)."""
+    (transport) or are skipped (a cleared retained topic, an event nobody can read).
+
+    Of a state topic (``state/...``: snapshots, overviews, results) only the last message
+    is read: a watcher keeps the latest state, and a big job's many snapshots are most of
+    the decoding. What happened in between is in the events and the messages."""
     with closing(connect(path, readonly=True)) as db:
         cluster = db.execute("SELECT value FROM meta WHERE key = 'cluster'").fetchone()
         layout = topics.layout(cluster[0] if cluster else "recording")
+        latest_states = {row[0] for row in db.execute(
+            "SELECT max(id) FROM messages WHERE topic LIKE 'state/%' GROUP BY topic")}
         last = 0
         while True:
             rows = db.execute("SELECT id, at, topic, payload FROM messages WHERE id > ? "
@@ -44,6 +50,8 @@ def replay(path: Path) -> Iterator[RecordedEvent | Traffic]:
                 return
             for row_id, at, topic, payload in rows:
                 last = row_id
+                if topic.startswith("state/") and row_id not in latest_states:
+                    continue
                 item = _item(layout, at, topic, bytes(payload))
                 if item is not None:
                     yield item

@@ -287,15 +287,19 @@ def test_a_recording_reads_back_as_a_watcher_would_have_received_it(tmp_path):
     ask = encode(Envelope("ask", "client-x", p.RequestJobResult("j1"), correlation_id="c:1",
                           reply_to="client-x"), 256 * 1024)
     recording.add([
+        Message(0.5, "state/results/j1", result_payload("j1", p.JobStatus.RUNNING)),
         Message(1.0, "state/results/j1", result_payload("j1", p.JobStatus.FAILED, "bad")),
         Message(2.0, "rpc/dispatcher/c1.client", ask),
         Message(3.0, "rpc/dispatcher/c1.client", b"\xff not a message"),
-        Message(4.0, "state/results/j1", b""),  # cleared: nothing to show
+        Message(3.5, "state/results/j2", result_payload("j2", p.JobStatus.FINISHED)),
+        Message(4.0, "state/results/j2", b""),  # cleared at last: nothing to show
         Message(5.0, "events/cluster", b"\xff"),  # unreadable event: skipped
     ], [])
     recording.close()
+    # of a state topic only its last message: the superseded RUNNING result is not read
     result, asked, garbage = replay(tmp_path / "recording.sqlite")
     assert isinstance(result, RecordedEvent) and result.topic == "state/results/j1"
+    assert result.message.status is p.JobStatus.FAILED
     assert result.message.root_cause["message"] == "bad"
     assert (asked.at, asked.channel, asked.receiver, asked.sender, asked.type_name) == (
         2.0, "rpc", "dispatcher", "client-x", "RequestJobResult")
