@@ -1,19 +1,22 @@
 """``clusterdeck recorder`` (the process the local cluster supervises) and ``clusterdeck
-record export|show``: the cluster's flight recording, handed over as one file and read
+record export|show|logs``: the cluster's flight recording, handed over as one file and read
 without a cluster (docs/recorder.md)."""
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import sqlite3
 import sys
+from contextlib import closing
 from pathlib import Path
 
 from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.node import exitcodes
 from clusterdeck.core.recorder.export import RecordingError, RecordingSummary, describe, export
-from clusterdeck.core.recorder.store import FILE_NAME
+from clusterdeck.core.recorder.logsearch import LEVELS, search
+from clusterdeck.core.recorder.store import FILE_NAME, connect
 
 
 def add_record_commands(commands: argparse._SubParsersAction,
@@ -33,6 +36,17 @@ def add_record_commands(commands: argparse._SubParsersAction,
                                  "read offline")
     showing.add_argument("file", type=Path, nargs="?", metavar="FILE",
                          help="an exported recording (default: the cluster's own)")
+    logs = actions.add_parser("logs", parents=[common], help="every process's log lines "
+                              "in one, filtered")
+    logs.add_argument("file", type=Path, nargs="?", metavar="FILE",
+                      help="an exported recording (default: the cluster's own)")
+    logs.add_argument("--process", action="append", default=[], metavar="NAME",
+                      help="only this process (jobmanager, taskmanager-1, ...); repeatable")
+    logs.add_argument("--grep", default="", metavar="TEXT", help="lines containing TEXT "
+                      "(case-insensitive): a job id, an attempt, an exception")
+    logs.add_argument("--level", choices=LEVELS, help="lines at this level or above")
+    logs.add_argument("--limit", type=int, default=1000, help="at most this many lines "
+                      "(1000)")
 
 
 def cmd_recorder(config: Config, args: argparse.Namespace) -> int:
@@ -42,6 +56,8 @@ def cmd_recorder(config: Config, args: argparse.Namespace) -> int:
 
 def cmd_record(config: Config, args: argparse.Namespace) -> int:
     own = paths.cluster_dir(config["cluster.id"]) / FILE_NAME
+    if args.record_action == "logs":
+        return print_logs(args.file or own, args)
     try:
         if args.record_action == "export":
             if args.all and args.jobs:
@@ -56,6 +72,24 @@ def cmd_record(config: Config, args: argparse.Namespace) -> int:
         return exitcodes.FAILED
     print_summary(summary)
     return exitcodes.OK
+
+
+def print_logs(path: Path, args: argparse.Namespace) -> int:
+    try:
+        with closing(connect(path, readonly=True)) as db:
+            lines = search(db, processes=args.process, text=args.grep, level=args.level,
+                           limit=max(1, args.limit))
+    except (OSError, sqlite3.DatabaseError) as error:
+        print(f"clusterdeck: {path} is not a recording: {error}", file=sys.stderr)
+        return exitcodes.FAILED
+    width = max((len(x.process) for x in lines), default=0)
+    for line in lines:
+        print(f"{_time(line.at)} {line.process:<{width}} | {line.line}")
+    return exitcodes.OK
+
+
+def _time(at: float) -> str:
+    return datetime.datetime.fromtimestamp(at).strftime("%H:%M:%S")
 
 
 def print_summary(summary: RecordingSummary) -> None:

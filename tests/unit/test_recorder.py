@@ -7,13 +7,17 @@ import os
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
+from clusterdeck.core.cli.main import main as cli_main
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.recorder import recorder as recorder_module
 from clusterdeck.core.recorder.export import RecordingError, describe, export
+from clusterdeck.core.recorder.logsearch import processes as log_processes
+from clusterdeck.core.recorder.logsearch import search as search_logs
 from clusterdeck.core.recorder.logtail import MAX_LINE, LogTail
 from clusterdeck.core.recorder.recorder import Recorder, saved_positions
 from clusterdeck.core.recorder.replay import RecordedEvent, replay
@@ -304,3 +308,44 @@ def test_a_recording_reads_back_as_a_watcher_would_have_received_it(tmp_path):
     assert (asked.at, asked.channel, asked.receiver, asked.sender, asked.type_name) == (
         2.0, "rpc", "dispatcher", "client-x", "RequestJobResult")
     assert garbage.sender == "?" and garbage.error
+
+
+def recording_with_logs(tmp_path: Path) -> Path:
+    recording = store(tmp_path)
+    recording.add([], [
+        LogLine(1.0, "jobmanager", "2026-11-25 20:57:22,222 INFO jobmanager x: leading"),
+        LogLine(2.0, "taskmanager-1", "2026-11-25 20:57:52,648 ERROR taskmanager t: attempt "
+                "j1/v#3/a0 failed: ValueError: record 777 is bad"),
+        LogLine(2.1, "taskmanager-1", "ValueError: record 777 is bad"),  # no level
+        LogLine(3.0, "taskmanager-1", "26/11/25 20:57:52 WARN Spark: a Spark line"),
+        LogLine(4.0, "taskmanager-2", "26/11/25 20:57:54 ERROR Executor: Exception in task"),
+    ])
+    recording.close()
+    return tmp_path / "recording.sqlite"
+
+
+def test_one_log_across_processes_is_searched_by_process_level_and_text(tmp_path):
+    path = recording_with_logs(tmp_path)
+    with closing(connect(path, readonly=True)) as db:
+        assert log_processes(db) == ["jobmanager", "taskmanager-1", "taskmanager-2"]
+        assert [x.at for x in search_logs(db)] == [1.0, 2.0, 2.1, 3.0, 4.0]
+        assert [x.at for x in search_logs(db, text="RECORD 777")] == [2.0, 2.1]
+        assert [x.at for x in search_logs(db, processes=["taskmanager-2", "jobmanager"])
+                ] == [1.0, 4.0]
+        assert [x.at for x in search_logs(db, level="ERROR")] == [2.0, 4.0]
+        assert [x.at for x in search_logs(db, level="WARNING")] == [2.0, 3.0, 4.0]
+        assert [x.at for x in search_logs(db, level="INFO", limit=2)] == [1.0, 2.0]
+        with pytest.raises(ValueError, match="level must be one of"):
+            search_logs(db, level="LOUD")
+
+
+def test_record_logs_prints_the_lines_and_refuses_what_is_not_a_recording(tmp_path, capsys):
+    path = recording_with_logs(tmp_path)
+    assert cli_main(["record", "logs", str(path), "--grep", "777", "--process",
+                     "taskmanager-1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and all("taskmanager-1 | " in line for line in out)
+    assert out[1].endswith("| ValueError: record 777 is bad")
+    (tmp_path / "notes.txt").write_text("hello " * 1000)
+    assert cli_main(["record", "logs", str(tmp_path / "notes.txt")]) == 1
+    assert "is not a recording" in capsys.readouterr().err
