@@ -23,6 +23,7 @@ class WindowActions:
     add_taskmanager: QAction
     submit: QAction
     cancel_job: QAction
+    open_recording: QAction
     quit: QAction
     show_log: QAction
     restart_process: QAction
@@ -71,6 +72,9 @@ def create_actions(owner: QWidget) -> WindowActions:
                       "same)"),
         cancel_job=action("&Cancel Job", "Ctrl+Shift+X", pixmap.SP_BrowserStop,
                           "Cancel the selected job"),
+        open_recording=action("Open &Recording\u2026", "Ctrl+Shift+O",
+                              pixmap.SP_DialogOpenButton, "Open a flight recording (clusterdeck "
+                              "record export) offline, with no cluster"),
         quit=action("&Quit", QKeySequence.StandardKey.Quit),
         show_log=action("Show &Log", "Ctrl+L", pixmap.SP_FileDialogDetailedView,
                         "Follow the selected process's log"),

@@ -30,11 +30,12 @@ from PySide6.QtWidgets import (
 from clusterdeck.core import __version__
 from clusterdeck.core.config import paths
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.recorder.store import FILE_NAME
 from clusterdeck.gui.bridge import ClusterBridge
 from clusterdeck.gui.jobcalls import JobCommands, JobWorker
 from clusterdeck.gui.models.processmodel import ProcessTableModel
 from clusterdeck.gui.models.profiles import ProfileError, ProfileStore
-from clusterdeck.gui.recording import is_recording, open_in_bridge
+from clusterdeck.gui.recording import SUFFIX, is_recording, open_in_bridge
 from clusterdeck.gui.session import (
     ClusterSession,
     SessionMode,
@@ -60,6 +61,23 @@ _SETTINGS_VERSION = 2
 STOP = "stop"
 HEADLESS = "headless"
 CANCEL = "cancel"
+
+
+RECENT_KEY = "recordings/recent"
+RECENT_KEPT = 8
+
+
+def recent_recordings() -> list[Path]:
+    """The recordings opened last, newest first, that still exist."""
+    value = window_settings().value(RECENT_KEY, [])
+    paths_seen = [value] if isinstance(value, str) else list(value or [])
+    return [Path(p) for p in paths_seen if isinstance(p, str) and Path(p).is_file()]
+
+
+def remember_recording(path: Path) -> None:
+    kept = [str(path.resolve())] + [str(p) for p in recent_recordings()
+                                    if p != path.resolve()]
+    window_settings().setValue(RECENT_KEY, kept[:RECENT_KEPT])
 
 
 def window_settings() -> QSettings:
@@ -156,6 +174,10 @@ class MainWindow(QMainWindow):
         file = self.menuBar().addMenu("&File")
         file.addActions([a.submit, a.cancel_job])
         file.addSeparator()
+        file.addAction(a.open_recording)
+        self.recent_menu = file.addMenu("Recent Recordings")
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        file.addSeparator()
         file.addAction(a.quit)
         cluster = self.menuBar().addMenu("&Cluster")
         cluster.addActions([a.start, a.stop, a.restart, a.attach])
@@ -226,6 +248,7 @@ class MainWindow(QMainWindow):
         self.submission.submitted.connect(self._on_submitted)
         self.job_file_dropped.connect(self.submission.offer)
         a.submit.triggered.connect(self.choose_job_file)
+        a.open_recording.triggered.connect(self.choose_recording)
         a.cancel_job.triggered.connect(self.cancel_current_job)
         a.start.triggered.connect(self.start_cluster)
         a.stop.triggered.connect(lambda: self.session.stop())
@@ -404,6 +427,7 @@ class MainWindow(QMainWindow):
         state, a = self.session.state, self.actions
         a.start.setEnabled(not state.active)
         a.attach.setEnabled(not state.active)
+        a.open_recording.setEnabled(not state.active)
         a.stop.setEnabled(state.active and state.mode is not SessionMode.STOPPING)
         a.stop.setText("&Detach" if state.mode in (SessionMode.ATTACHING, SessionMode.ATTACHED)
                        else "S&top")
@@ -495,11 +519,30 @@ class MainWindow(QMainWindow):
             return
         self.bridge.reset()
         self.recording = path
+        remember_recording(path)
         self.setWindowTitle(f"clusterdeck \u2014 recording {path.name} (offline)")
         self.session_label.setText(f"recording {path.name}: offline, no cluster")
         self.statusBar().showMessage(f"Opening the recording {path.name}...")
         open_in_bridge(self.bridge, path, lambda count, error: self._recording_opened(
             path, count, error))
+
+    def choose_recording(self) -> None:
+        """File > Open Recording...: pick a recording file."""
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open a recording", str(Path.cwd()),
+            f"Recordings (*{SUFFIX} {FILE_NAME});;All files (*)")
+        if path:
+            self.open_recording(Path(path))
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        recent = recent_recordings()
+        for path in recent:
+            action = self.recent_menu.addAction(str(path))
+            action.setEnabled(not self.session.state.active)
+            action.triggered.connect(lambda _=False, chosen=path: self.open_recording(chosen))
+        if not recent:
+            self.recent_menu.addAction("(none yet)").setEnabled(False)
 
     def _recording_opened(self, path: Path, count: int, error: str) -> None:
         if error:

@@ -15,7 +15,7 @@ from clusterdeck.core.recorder.export import describe, export
 from clusterdeck.core.recorder.store import FILE_NAME
 from clusterdeck.gui.session import SessionMode, SessionState
 from clusterdeck.gui.views.jobsview import job_span
-from clusterdeck.gui.views.mainwindow import MainWindow
+from clusterdeck.gui.views.mainwindow import MainWindow, recent_recordings, remember_recording
 from tests.integration.clusters import running_cluster, wait_result
 from tests.waiting import wait_for
 
@@ -77,3 +77,27 @@ def test_a_cluster_shown_keeps_the_window_from_opening_a_recording(qtbot, failed
     window.open_recording(path)
     assert window.recording is None
     assert "stop or detach the cluster first" in window.statusBar().currentMessage()
+
+
+def test_recent_recordings_keep_the_newest_eight_that_still_exist(qtbot, tmp_path):
+    files = [tmp_path / f"run-{n}.cdrec" for n in range(10)]
+    for file in files:
+        file.write_bytes(b"")
+        remember_recording(file)
+    assert recent_recordings() == [f.resolve() for f in reversed(files[2:])]
+    remember_recording(files[5])
+    assert recent_recordings()[:2] == [files[5].resolve(), files[9].resolve()]
+    files[9].unlink()
+    assert files[9].resolve() not in recent_recordings()
+
+
+def test_the_file_menu_offers_the_recent_recordings(qtbot, failed_run):
+    path, _ = failed_run
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.open_recording(path)
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage().startswith("Recording"),
+                    timeout=30_000)
+    window._fill_recent_menu()
+    assert window.recent_menu.actions()[0].text() == str(path.resolve())
+    assert window.actions.open_recording.isEnabled()
