@@ -49,6 +49,7 @@ from clusterdeck.gui.views.clusterpanel import ClusterPanel
 from clusterdeck.gui.views.failuresview import FailuresView
 from clusterdeck.gui.views.joblist import JobListModel, JobListView
 from clusterdeck.gui.views.jobsview import JobsView
+from clusterdeck.gui.views.logsearch import LogSearchView
 from clusterdeck.gui.views.logview import LogTail
 from clusterdeck.gui.views.messagesview import MessagesView
 from clusterdeck.gui.views.resultview import ResultView
@@ -56,7 +57,7 @@ from clusterdeck.gui.views.slotsview import SlotsView
 
 ORGANISATION = "clusterdeck"
 APPLICATION = "clusterdeck"
-_SETTINGS_VERSION = 2
+_SETTINGS_VERSION = 3  # 3: the Logs dock
 
 STOP = "stop"
 HEADLESS = "headless"
@@ -119,6 +120,7 @@ class MainWindow(QMainWindow):
         self.result = ResultView()
         self.failures = FailuresView(self.submission.job_files)
         self.messages = MessagesView()
+        self.logs = LogSearchView(self.worker.run)
         self.log_docks: dict[str, QDockWidget] = {}
         self.setCentralWidget(self.jobs)
         self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea)
@@ -132,7 +134,9 @@ class MainWindow(QMainWindow):
         self.result_dock = self._dock("Result", "result", self.result, bottom)
         self.failures_dock = self._dock("Failures", "failures", self.failures, bottom)
         self.messages_dock = self._dock("Messages", "messages", self.messages, bottom)
-        for dock in (self.result_dock, self.failures_dock, self.messages_dock):
+        self.logs_dock = self._dock("Logs", "logs", self.logs, bottom)
+        for dock in (self.result_dock, self.failures_dock, self.messages_dock,
+                     self.logs_dock):
             self.tabifyDockWidget(self.jobs_dock, dock)
         self.jobs_dock.raise_()
         self._status_labels()
@@ -188,7 +192,7 @@ class MainWindow(QMainWindow):
         view = self.menuBar().addMenu("&View")
         view.addActions([dock.toggleViewAction() for dock in (
             self.cluster_dock, self.slots_dock, self.jobs_dock, self.result_dock,
-            self.failures_dock, self.messages_dock)])
+            self.failures_dock, self.messages_dock, self.logs_dock)])
         view.addSeparator()
         view.addActions([a.zoom_in, a.zoom_out, a.fit_graph])
         view.addSeparator()
@@ -412,12 +416,21 @@ class MainWindow(QMainWindow):
     def _on_session(self, state: SessionState) -> None:
         if state.active:
             self.recording = None
+        if state.active or self.recording is None:
+            self._follow_cluster_logs(state)
         self.cluster_panel.set_session_state(state)
         self.session_label.setText(f"{state.cluster_id}: {state.mode}" if state.active
                                    else "no cluster")
         self.setWindowTitle(f"clusterdeck \u2014 {state.cluster_id}" if state.active
                             else "clusterdeck")
         self._update_actions()
+
+    def _follow_cluster_logs(self, state: SessionState) -> None:
+        """The Logs view reads the cluster's own recording where its recorder writes it:
+        on this machine (of a cluster elsewhere it says that there is none here)."""
+        recording = paths.cluster_dir(state.cluster_id) / FILE_NAME if state.active else None
+        if recording != self.logs.path:
+            self.logs.show_recording(recording, live=state.active)
 
     def _on_notice(self, message: str) -> None:
         self.statusBar().showMessage(message, 10000)
@@ -525,6 +538,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Opening the recording {path.name}...")
         open_in_bridge(self.bridge, path, lambda count, error: self._recording_opened(
             path, count, error))
+        self.logs.show_recording(path, live=False)
 
     def choose_recording(self) -> None:
         """File > Open Recording...: pick a recording file."""

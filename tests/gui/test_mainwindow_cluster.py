@@ -78,6 +78,14 @@ def test_the_window_follows_a_real_cluster_through_a_kill_and_a_restart(
     assert cluster.supervisor.info("taskmanager-1").status is ProcessStatus.RUNNING
     qtbot.waitUntil(lambda: window.slots_label.text() == "slots: 0/4 used", timeout=5000)
 
+    # The Logs view follows the live recording: both starts of taskmanager-1 are in it.
+    window.logs_dock.raise_()
+    window.logs.process.addItem("taskmanager-1")
+    window.logs.process.setCurrentText("taskmanager-1")
+    qtbot.waitUntil(lambda: {x.process for x in window.logs.lines} == {"taskmanager-1"}
+                    and sum("[supervisor] started pid" in x.line
+                            for x in window.logs.lines) >= 2, timeout=15_000)
+
     answers = iter([CANCEL, HEADLESS])
     monkeypatch.setattr(window, "ask_close_action", lambda: next(answers, HEADLESS))
     window.close()

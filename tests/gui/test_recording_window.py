@@ -62,6 +62,13 @@ def test_a_recording_opens_offline_and_every_view_shows_the_failed_run(qtbot, fa
     types = {record.type_name for record in window.messages.model.records()}
     assert {"SubmitTasks", "UpdateTaskExecutionStates", "TaskManagerHeartbeat"} <= types
 
+    window.logs_dock.raise_()
+    window.logs.text.setText("record 777")
+    window.logs.search()
+    qtbot.waitUntil(lambda: bool(window.logs.lines) and all(
+        "record 777" in x.line.lower() for x in window.logs.lines), timeout=5000)
+    assert any(x.process.startswith("taskmanager") for x in window.logs.lines)
+
     history = window.jobs.history()
     assert history is not None
     start, end = job_span(window.jobs.snapshots[job_id])
