@@ -15,7 +15,7 @@ from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.node import exitcodes
 from clusterdeck.core.recorder.export import RecordingError, RecordingSummary, describe, export
-from clusterdeck.core.recorder.logsearch import LEVELS, search
+from clusterdeck.core.recorder.logsearch import LEVELS, log_row, search
 from clusterdeck.core.recorder.store import FILE_NAME, connect
 
 
@@ -84,12 +84,8 @@ def print_logs(path: Path, args: argparse.Namespace) -> int:
         return exitcodes.FAILED
     width = max((len(x.process) for x in lines), default=0)
     for line in lines:
-        print(f"{_time(line.at)} {line.process:<{width}} | {line.line}")
+        print(log_row(line, width))
     return exitcodes.OK
-
-
-def _time(at: float) -> str:
-    return datetime.datetime.fromtimestamp(at).strftime("%H:%M:%S")
 
 
 def print_summary(summary: RecordingSummary) -> None:

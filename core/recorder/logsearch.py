@@ -9,6 +9,7 @@ leaves them out.
 
 from __future__ import annotations
 
+import datetime
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -60,3 +61,9 @@ def search(connection: sqlite3.Connection, *, processes: Sequence[str] = (),
 def processes(connection: sqlite3.Connection) -> list[str]:
     return [row[0] for row in connection.execute(
         "SELECT DISTINCT process FROM logs ORDER BY process")]
+
+
+def log_row(line: LogLine, width: int) -> str:
+    """One line as the command line and the window show it: time, process, line."""
+    at = datetime.datetime.fromtimestamp(line.at).strftime("%H:%M:%S")
+    return f"{at} {line.process:<{width}} | {line.line}"

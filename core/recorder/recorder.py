@@ -36,7 +36,10 @@ class Recorder:
         self.sampler = sampler or ProcessSampler()
         self._last_sample = 0.0
         self._queue: queue.Queue[Message] = queue.Queue(QUEUE_LIMIT)
-        self._lost = 0  # incremented on paho's thread, read and reset on the writer's
+        # Only ever incremented, on paho's thread; the writer reports what grew since it
+        # last looked. A read-and-reset there would lose counts that race with it.
+        self._lost = 0
+        self._lost_reported = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="recorder-writer",
                                         daemon=True)
@@ -65,7 +68,8 @@ class Recorder:
         """One transaction of what arrived since the last; rows written."""
         messages = self._drain()
         lines = self.tail.poll()
-        lost, self._lost = self._lost, 0
+        counted = self._lost
+        lost, self._lost_reported = counted - self._lost_reported, counted
         if lost:
             lines.append(LogLine(time.time(), "recorder", f"[recorder] {lost} messages were "
                                  "not recorded: the writer fell behind"))

@@ -5,7 +5,6 @@ otherwise."""
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
@@ -25,12 +24,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from clusterdeck.core.recorder.logsearch import LEVELS, processes, search
+from clusterdeck.core.recorder.logsearch import LEVELS, log_row, processes, search
 from clusterdeck.core.recorder.store import LogLine, connect
 
 ALL = "all processes"
 ANY_LEVEL = "any level"
 SHOWN = 2000  # lines shown per search
+PROCESS_WIDTH = 14  # fixed, so that lines keep their columns as later searches add some
 REFRESH_MS = 2000  # how often a live cluster's search runs again while "Follow" is on
 
 Runner = Callable[[Callable[[], Any], Callable[[Any], None], Callable[[BaseException], None]],
@@ -120,7 +120,7 @@ class LogSearchView(QWidget):
         if lines == self.lines:
             return
         self.lines = lines
-        self.output.setPlainText("\n".join(_format(x) for x in lines))
+        self.output.setPlainText("\n".join(log_row(x, PROCESS_WIDTH) for x in lines))
         self.status.setText(f"{len(lines):,} lines" + (" (the first shown)"
                                                         if len(lines) >= SHOWN else ""))
         if self.follow.isChecked():
@@ -146,7 +146,3 @@ def _read(path: Path, query: dict[str, Any]) -> tuple[list[str], list[LogLine]]:
     with closing(connect(path, readonly=True)) as db:
         return processes(db), search(db, **query)
 
-
-def _format(line: LogLine) -> str:
-    at = datetime.datetime.fromtimestamp(line.at).strftime("%H:%M:%S")
-    return f"{at} {line.process:<14} | {line.line}"
