@@ -99,6 +99,8 @@ RULES: tuple[Rule, ...] = (
     Rule("taskmanager", W, f"reply/{CLUSTER}.jobmanager/{LEVEL}",
          "answers the JobManager's asks"),
     Rule("taskmanager", W, f"presence/{IDENTITY}", "its presence, retained, and its will"),
+    Rule("taskmanager", W, f"metrics/{IDENTITY}",
+         "its tasks' live numbers and its JVM's heap, as itself"),
     Rule("taskmanager", R, "state/leader", "follows the leader"),
     Rule("taskmanager", R, "presence/jobmanager", "sees the JobManager go offline"),
     Rule("taskmanager", R, f"reply/{LEVEL}/+", "answers to its own asks"),
@@ -110,6 +112,7 @@ RULES: tuple[Rule, ...] = (
     Rule("client", R, "state/#", "leader, cluster and job snapshots, results"),
     Rule("client", R, "events/#", "cluster and job events"),
     Rule("client", R, "presence/#", "who is online"),
+    Rule("client", R, "metrics/#", "the TaskManagers' live numbers, for the window"),
     Rule("client", R, f"reply/{LEVEL}/{CLIENT_ID}/+", "answers to its own asks"),
 
     Rule("observer", R, "#", "everything, the whole control plane too: a GUI watching "

@@ -54,6 +54,7 @@ from clusterdeck.core.engine.streams import (
     counted_table,
     empty_records,
 )
+from clusterdeck.core.engine.tally import Tally
 from clusterdeck.core.jobapi.errors import SubtaskFailed
 from clusterdeck.core.protocol.jobgraph import JobEdge, ShipStrategy
 from clusterdeck.core.protocol.wiring import ResultPartitionRef
@@ -333,7 +334,7 @@ def _read_edge(work: Work, partitions: Sequence[tuple[str, list[str]]]
     if df.columns == [RECORD_COLUMN]:
         counter = work.spark_context.accumulator(0)
         return (Records(df.rdd.mapPartitions(CountingPartition(counter, decode_record_row))),
-                lambda: counter.value)
+                Tally(lambda: counter.value, counter))
     return counted_table(work, df)
 
 

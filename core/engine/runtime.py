@@ -47,6 +47,7 @@ from clusterdeck.core.engine.script import Submission, run_pyspark_script
 from clusterdeck.core.engine.sinks import FileSinkWriter, collect_rows
 from clusterdeck.core.engine.sources import generates_nothing, read_source
 from clusterdeck.core.engine.streams import Records, Stream, Work, cache, counted
+from clusterdeck.core.engine.tally import LiveCounts, size_of
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.counters import CounterScope
 from clusterdeck.core.jobapi.errors import SubtaskCancelled, SubtaskFailed
@@ -119,7 +120,8 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
                 consumer_parallelism: Mapping[str, int] | None = None, *,
                 split_batch_bytes: int = DEFAULT_SPLIT_BATCH_BYTES,
                 fetch_missing: FetchMissing | None = None,
-                live: LiveOutput | None = None, first: bool = False) -> SubtaskResult:
+                live: LiveOutput | None = None, counts: LiveCounts | None = None,
+                first: bool = False) -> SubtaskResult:
     """Run one subtask attempt to its end on this thread (see the module docstring).
 
     ``consumer_parallelism``: target vertex id -> its parallelism, for the output edges
@@ -139,7 +141,7 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
         except Exception as exc:
             raise _failure(exc, vertex_id, subtask_index, attempt_id) from exc
     run = _Run(job, vertex, subtask_index, attempt_id, os.fspath(output_dir),
-               dict(consumer_parallelism or {}), fetch_missing, first)
+               dict(consumer_parallelism or {}), fetch_missing, first, counts)
     description = f"{job.graph.name}: {vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
     with (attempt_scope(spark.sparkContext, attempt_id, description, lazy=True)
           as (cancelled, group),
@@ -176,8 +178,10 @@ class _Run:
 
     def __init__(self, job: LoadedJob, vertex: JobVertex, subtask_index: int,
                  attempt_id: str, output_dir: str, consumer_parallelism: dict[str, int],
-                 fetch_missing: FetchMissing | None = None, first: bool = False) -> None:
+                 fetch_missing: FetchMissing | None = None, first: bool = False,
+                 counts: LiveCounts | None = None) -> None:
         self.job = job
+        self.counts = counts or LiveCounts()
         self.vertex = vertex
         self.subtask_index = subtask_index
         self.output_dir = output_dir
@@ -214,16 +218,21 @@ class _Run:
             streams: list[Stream] = [source.stream]
             records_read = [source.records]
             operators = operators[1:]
+            bytes_read = _split_bytes(batch)
         else:
             read = read_inputs(work, inputs, self.fetch_missing)
             streams = [stream for stream, _ in read]
             records_read = [records for _, records in read]
+            bytes_read = size_of([partition.path for edge in inputs for partition in edge])
+        self.counts.reading = tuple(records_read)
         for op in operators:
             if op is self.sink:
                 break
             streams = [apply(work, op, self.code(op.id), streams)]
         self._emit(work, streams[0])
         self.records_in += sum(records() for records in records_read)
+        self.counts.records_in, self.counts.reading = self.records_in, ()
+        self.counts.bytes_in += bytes_read
         work.release()
 
     def _emit(self, work: Work, stream: Stream) -> None:
@@ -232,8 +241,10 @@ class _Run:
             rows = collect_rows(work, stream)
             self.collected[self.sink.id].extend(rows)
             self.records_out += len(rows)
+            self.counts.records_out = self.records_out
             return
         stream, records = counted(work, stream)
+        self.counts.writing = (records,)
         if self.writer is not None:
             self.writer.write(work, stream)
         else:
@@ -244,6 +255,7 @@ class _Run:
                                self.consumer_parallelism[edge.target], self.subtask_index,
                                self._hash_key(edge))
         self.records_out += records()
+        self.counts.records_out, self.counts.writing = self.records_out, ()
 
     def _consumer_head(self, edge: JobEdge) -> OperatorSpec:
         return self.job.graph.vertex(edge.target).operators[0]
@@ -276,12 +288,23 @@ class _Run:
                 self.output_dir, edge, self.consumer_parallelism[edge.target],
                 self.records_out))
         if self.writer is None:
+            self.counts.bytes_out = size_of([self.output_dir])
             return {}
-        return {self.writer.op.id: self.writer.publish()}
+        published = self.writer.publish()
+        self.counts.bytes_out = size_of(published)
+        return {self.writer.op.id: published}
 
     def abort(self) -> None:
         if self.writer is not None:
             self.writer.discard()
+
+
+def _split_bytes(splits: Sequence[InputSplit]) -> int:
+    """Bytes a batch of splits reads: their ranges, or their whole files (0 when the
+    source has no size: generated records, URLs)."""
+    return sum(split.length if split.length >= 0 else
+               size_of([split.path]) if split.path and not is_url(split.path) else 0
+               for split in splits)
 
 
 def _batches(splits: Iterable[InputSplit], max_bytes: int) -> Iterator[list[InputSplit]]:

@@ -30,6 +30,7 @@ from clusterdeck.core.engine.streams import (
     counted_table,
     parse_schema,
 )
+from clusterdeck.core.engine.tally import Tally
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.plan import UserCode
 from clusterdeck.core.protocol.jobgraph import InputSplit, OperatorSpec
@@ -75,7 +76,8 @@ def _text(work: Work, params: dict[str, Any], code: UserCode,
         lines = work.spark_context.accumulator(0)
         rdd = work.spark_context.parallelize(ranges, len(ranges)).flatMap(_read_range) \
             .mapPartitions(CountingPartition(lines))
-        parts.append(SourceBatch(Records(rdd, f"{SCALAR_COLUMN} STRING"), lambda: lines.value))
+        parts.append(SourceBatch(Records(rdd, f"{SCALAR_COLUMN} STRING"),
+                                 Tally(lambda: lines.value, lines)))
     if len(parts) == 1:
         return parts[0]
     df = as_table(work, parts[0].stream).unionByName(as_table(work, parts[1].stream))

@@ -28,6 +28,7 @@ from pyspark.sql.types import (
 )
 
 from clusterdeck.core.engine.records import RowDecoder, record_to_row, record_to_tuple, table_shape
+from clusterdeck.core.engine.tally import Tally
 from clusterdeck.core.jobapi.errors import SubtaskCancelled
 
 
@@ -143,7 +144,7 @@ def as_table(work: Work, stream: Stream) -> DataFrame:
     return df
 
 
-def counted_table(work: Work, df: DataFrame) -> tuple[Table, Callable[[], int]]:
+def counted_table(work: Work, df: DataFrame) -> tuple[Table, Tally]:
     """A table read by a subtask, and how many rows it has (call after the Spark jobs):
     counted for free when the chain decodes it into records, else by a count job."""
     table = Table(df, work.spark_context.accumulator(0))
@@ -154,17 +155,17 @@ def counted_table(work: Work, df: DataFrame) -> tuple[Table, Callable[[], int]]:
         work.check()
         return df.count()
 
-    return table, rows
+    return table, Tally(rows, table.counter)
 
 
-def counted(work: Work, stream: Stream) -> tuple[Stream, Callable[[], int]]:
+def counted(work: Work, stream: Stream) -> tuple[Stream, Tally]:
     """The stream, and how many records passed through it (call after the Spark jobs):
     Records are counted as they pass, a Table by a count job."""
     if isinstance(stream, Table):
-        return stream, lambda: count(work, stream)
+        return stream, Tally(lambda: count(work, stream))
     counter = work.spark_context.accumulator(0)
     return (Records(stream.rdd.mapPartitions(CountingPartition(counter)), stream.schema),
-            lambda: counter.value)
+            Tally(lambda: counter.value, counter))
 
 
 class CountingPartition:

@@ -633,6 +633,46 @@ class JobOutput:
     text: str
 
 
+# -- live numbers (docs/metrics.md) -----------------------------------------------------
+
+
+@message
+@dataclass(frozen=True)
+class AttemptMetrics:
+    """One attempt's numbers so far: records and bytes in and out, seconds it has run.
+    ``final``: it ended and these are its last (a finished one's equal its TaskResult's)."""
+
+    job_id: str
+    vertex_id: str
+    subtask: int
+    attempt: int
+    attempt_id: str
+    records_in: int
+    records_out: int
+    bytes_in: int
+    bytes_out: int
+    busy: float
+    final: bool = False
+
+
+METRICS_ATTEMPTS = 200  # AttemptMetrics in one TaskManagerMetrics: about 60 kB at most
+
+
+@message
+@dataclass(frozen=True)
+class TaskManagerMetrics:
+    """TaskExecutor -> ``metrics/<taskmanager-id>`` (QoS 0, not retained): once a second
+    while it runs tasks (every attempt running, and those that ended since), every few
+    seconds when idle (its heap only). ``heap_used``/``heap_max``: its Spark JVM's heap in
+    bytes, -1 before the JVM is up."""
+
+    taskmanager_id: str
+    time: float
+    attempts: tuple[AttemptMetrics, ...] = ()
+    heap_used: int = -1
+    heap_max: int = -1
+
+
 @message
 @dataclass(frozen=True)
 class UpdateTaskExecutionState:

@@ -60,6 +60,12 @@ def job_result(job_id: str) -> str:
     return f"state/results/{job_id}"
 
 
+def metrics(service_id: str) -> str:
+    """A TaskManager's live numbers: its attempts' records and bytes, its JVM's heap."""
+    return f"metrics/{service_id}"
+
+
+METRICS_ALL = "metrics/+"
 JOB_EVENTS_ALL = "events/jobs/+"
 JOB_STATES_ALL = "state/jobs/+"
 JOB_LIST = "state/joblist"          # retained JobList

@@ -68,6 +68,7 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any,
                              task.splits(), output_dir,
                              fetch_missing=fetcher(deployment, kept),
                              live=getattr(task, "live", None),
+                             counts=getattr(task, "counts", None),
                              first=first_of_its_subtask(deployment))
         task.used_spark = result.used_spark
     except PartitionNotFound:

@@ -15,7 +15,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import psutil
@@ -48,6 +48,7 @@ from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
 from clusterdeck.core.taskmanager.dataplane import DataPlane
 from clusterdeck.core.taskmanager.deployment import with_inputs
 from clusterdeck.core.taskmanager.jobfolders import Claims, claim, stand_ins_of, sweep
+from clusterdeck.core.taskmanager.metrics import IDLE_INTERVAL, INTERVAL, TaskMetrics, jvm_heap
 from clusterdeck.core.taskmanager.runner import printed_path, run_task
 from clusterdeck.core.taskmanager.slots import SlotTable
 from clusterdeck.core.taskmanager.slotworkers import SlotWorker
@@ -112,6 +113,10 @@ class TaskExecutor(RpcEndpoint):
         self.scratch = paths.cluster_dir(cluster_id) / "taskmanagers" / resource_id
         self.stand_ins = stand_ins_of(cluster_id)
         self._claims = Claims()
+        self.metrics = TaskMetrics(resource_id)
+        self._reading_heap = False
+        # One thread for every heap reading: one Py4J connection, not one per second.
+        self._heap_reader = ThreadPoolExecutor(1, thread_name_prefix="jvm-heap")
         self.attempt_logs = AttemptLogHandler.from_config(
             paths.cluster_log_dir(cluster_id) / "attempts", config)
         logging.getLogger().addHandler(self.attempt_logs)
@@ -132,12 +137,14 @@ class TaskExecutor(RpcEndpoint):
         self._spark_after_registration = self.config["spark.start"] == "eager" \
             and not restarted
         self._heartbeat_round()
+        self._metrics_tick()
 
     def on_stop(self) -> None:
         for task in self.tasks.values():
             task.cancel()
         for worker in self._workers.values():
             worker.stop()
+        self._heap_reader.shutdown(wait=False)
         logging.getLogger().removeHandler(self.attempt_logs)
 
     def _slot_report(self) -> p.SlotReport:
@@ -386,6 +393,7 @@ class TaskExecutor(RpcEndpoint):
         self._holders[deployment.slot_index] = task
         if not task.handed:  # one deployed ahead was handed to the slot's thread already
             task.start(self._worker(deployment.slot_index))
+        self.metrics.began(task)
         self._tick_output()
         if deployment.task_timeout > 0:
             self.schedule(deployment.task_timeout, self._task_overdue, task)
@@ -432,6 +440,24 @@ class TaskExecutor(RpcEndpoint):
                 deployment.job_id, task.attempt_id, piece.stream,
                 printed_path(deployment.work_dir, task.attempt_id, piece.stream),
                 piece.offset, piece.text))
+
+    def _metrics_tick(self) -> None:
+        """Main thread, every INTERVAL while attempts run (IDLE_INTERVAL else): the live
+        numbers out (core/taskmanager/metrics.py), and the heap read again on a worker."""
+        for message in self.metrics.messages(self.tasks.values()):
+            self.rpc_service.publish(topics.metrics(self.resource_id), message, qos=0)
+        spark = self._spark
+        if not self._reading_heap and spark is not None and spark.done() \
+                and spark.exception() is None:
+            self._reading_heap = True
+            reading = self._heap_reader.submit(jvm_heap, spark.result())
+            self.on_main_thread(reading, self._heap_read)
+        self.schedule(INTERVAL if self.metrics.busy else IDLE_INTERVAL, self._metrics_tick)
+
+    def _heap_read(self, heap: tuple[int, int] | None, error: BaseException | None) -> None:
+        self._reading_heap = False
+        # A JVM that does not answer shows as an unknown heap; its death is _check_spark's.
+        self.metrics.heap = heap if heap is not None and error is None else (-1, -1)
 
     def _claimed(self, work_dir: str, kept: str, made: bool) -> None:
         self._claims.store(work_dir, kept)
@@ -515,6 +541,7 @@ class TaskExecutor(RpcEndpoint):
         jobmaster = self.rpc_service.gateway(JobMasterGateway, task.deployment.jobmaster,
                                              task.deployment.fencing_token)
         self._send_output(task, jobmaster, most=None)
+        self.metrics.ended(task, outcome)
         self._report(task.deployment, p.UpdateTaskExecutionState(
             task.deployment.job_id, task.attempt_id, outcome.state, outcome.failure,
             outcome.result))

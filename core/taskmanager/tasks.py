@@ -19,6 +19,7 @@ from typing import Any
 
 from clusterdeck.core.engine.cancellation import cancel_subtask
 from clusterdeck.core.engine.liveoutput import LiveOutput
+from clusterdeck.core.engine.tally import LiveCounts
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.failures import TaskFailure
@@ -67,6 +68,7 @@ class Task:
         self._on_done = on_done
         self.canceled = threading.Event()
         self.live = LiveOutput()  # what a script prints, taken by the main thread
+        self.counts = LiveCounts()  # records and bytes so far, read by the main thread
         # Set when the TaskExecutor fails it (a timeout, a dead Spark JVM): the cause to
         # report, whatever the slot thread then raises.
         self.failure: TaskFailure | None = None

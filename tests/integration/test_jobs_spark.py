@@ -23,6 +23,7 @@ from clusterdeck.core.engine.exchange import InputPartition, PartitionNotFound
 from clusterdeck.core.engine.inputsplits import plan_splits
 from clusterdeck.core.engine.local import run_local
 from clusterdeck.core.engine.runtime import cancel_subtask, run_subtask
+from clusterdeck.core.engine.tally import LiveCounts
 from clusterdeck.core.jobapi.artifact import pack_artifact, unpack_artifact
 from clusterdeck.core.jobapi.errors import SubtaskCancelled, SubtaskFailed
 from clusterdeck.core.jobapi.loader import LoadedJob, load_job
@@ -136,6 +137,39 @@ def test_the_lines_of_a_file_cut_into_blocks_each_arrive_once(spark, tmp_path):
     """)
     result = run_local(load_job(path), spark, tmp_path / "work", block_size=8 * 1024)
     assert Counter(result.rows()) == Counter(big.read_text(encoding="utf-8").splitlines())
+
+
+def test_live_counts_grow_while_a_subtask_runs_and_end_at_its_result(spark, tmp_path):
+    """What the window's live numbers are made of (core/engine/tally.py): the records read
+    grow as Spark's tasks end, before the subtask does, and end equal to its result."""
+    big = tmp_path / "lines.txt"
+    big_text(big, 1600)
+    path = job_file(tmp_path, "slow_lines.py", f"""
+        import time
+
+        def slow(line):
+            time.sleep(0.002)
+            return line
+
+        def build(env):
+            env.read_text({str(big)!r}, parallelism=1).map(slow).collect()
+    """)
+    job = load_job(path)
+    splits = plan_splits(job.graph.vertices[0], block_size=4 * 1024)
+    assert len(splits) > 8
+    counts = LiveCounts()
+    outcome: list[object] = []
+    worker = threading.Thread(target=lambda: outcome.append(run_subtask(
+        spark, job, "vertex-1", 0, "live-attempt", [], iter(splits), tmp_path / "out",
+        counts=counts)), daemon=True)
+    worker.start()
+    seen = wait_for(lambda: worker.is_alive() and 0 < counts.now()[0] < 1600 and counts.now(),
+                    60, "records read so far, before the end")
+    worker.join(timeout=120)
+    [result] = outcome
+    assert seen[0] < result.records_in == 1600
+    assert counts.now()[:2] == (result.records_in, result.records_out)
+    assert counts.now()[2] == big.stat().st_size  # bytes read: every block once
 
 
 def read_csv(name: str) -> list[dict[str, str]]:

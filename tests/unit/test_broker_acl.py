@@ -85,6 +85,7 @@ TASKMANAGER_USES = [
     (WRITE, LAYOUT.rpc(jobmaster_endpoint("job-1"), TASKMANAGER)),
     (WRITE, LAYOUT.reply("jobmanager", TASKMANAGER)),
     (WRITE, LAYOUT.presence(TASKMANAGER)),
+    (WRITE, LAYOUT.absolute(topics.metrics(TASKMANAGER))),
 ]
 CLIENT_USES = [
     (WRITE, LAYOUT.rpc("dispatcher", "client")),
@@ -92,7 +93,7 @@ CLIENT_USES = [
     *[(READ, LAYOUT.absolute(t)) for t in (
         topics.LEADER, topics.CLUSTER_STATE, topics.CLUSTER_EVENTS, topics.JOB_LIST,
         topics.job_state("j"), topics.job_result("j"), topics.job_events("j"),
-        topics.presence("taskmanager-1"))],
+        topics.presence("taskmanager-1"), topics.metrics("taskmanager-1"))],
 ]
 OBSERVER_USES = [(READ, topic) for _, topic in CLIENT_USES]
 OBSERVER_USES += [(READ, LAYOUT.rpc("dispatcher")), (READ, LAYOUT.reply("jobmanager"))]
@@ -134,6 +135,7 @@ def test_every_topic_a_login_uses_is_granted_on_both_brokers(identity, uses):
     (WRITE, LAYOUT.reply("jobmanager", OTHER_TASKMANAGER)),
     (WRITE, LAYOUT.presence(OTHER_TASKMANAGER)),
     (WRITE, LAYOUT.presence("jobmanager")),
+    (WRITE, LAYOUT.absolute(topics.metrics(OTHER_TASKMANAGER))),
     (READ, LAYOUT.rpc("dispatcher")),
     (READ, LAYOUT.rpc("resourcemanager")),
     (READ, LAYOUT.rpc(jobmaster_endpoint("job-1"))),

@@ -1,0 +1,68 @@
+"""How many records an attempt read and wrote: final once its Spark jobs ran, and so far
+while they run, for the live numbers on the ExecutionGraph (docs/metrics.md).
+
+Spark brings an accumulator's additions to the driver as each of its tasks (a partition)
+ends, so reading an accumulator while a job runs gives the records of the partitions
+done so far, at no cost. A count that needs a Spark job of its own (a table nobody
+decoded) is taken only at the end: live numbers must never start Spark work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+
+class Tally:
+    """A record count: ``tally()`` is final (call after the Spark jobs), ``so_far()`` is
+    what an accumulator holds now (0 when the count is only known at the end)."""
+
+    def __init__(self, final: Callable[[], int], counter: Any = None) -> None:
+        self._final = final
+        self._counter = counter
+
+    def __call__(self) -> int:
+        return self._final()
+
+    def so_far(self) -> int:
+        return int(self._counter.value) if self._counter is not None else 0
+
+
+def so_far(counts: Iterable[Callable[[], int]]) -> int:
+    """The records counted so far by those of ``counts`` that can tell without a job."""
+    return sum(count.so_far() for count in counts if isinstance(count, Tally))
+
+
+class LiveCounts:
+    """One attempt's records and bytes so far: written by its slot thread, read by the
+    TaskManager's main thread. Each field is one int (or one tuple) replaced whole, so a
+    reader sees each whole; the four need not be from the same instant."""
+
+    def __init__(self) -> None:
+        self.records_in = 0    # of the batches done
+        self.records_out = 0
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.reading: tuple[Callable[[], int], ...] = ()  # the batch running now
+        self.writing: tuple[Callable[[], int], ...] = ()
+
+    def now(self) -> tuple[int, int, int, int]:
+        """(records in, records out, bytes in, bytes out) so far."""
+        reading, writing = self.reading, self.writing
+        return (self.records_in + so_far(reading), self.records_out + so_far(writing),
+                self.bytes_in, self.bytes_out)
+
+
+def size_of(paths: Sequence[str]) -> int:
+    """Bytes of the files and folder trees named (what is gone counts 0)."""
+    total = 0
+    for path in paths:
+        if os.path.isdir(path):
+            for folder, _, names in os.walk(path):
+                total += size_of([os.path.join(folder, name) for name in names])
+        else:
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(path)
+    return total

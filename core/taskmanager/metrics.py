@@ -1,0 +1,82 @@
+"""A TaskManager's live numbers (docs/metrics.md): what its attempts read and wrote so far
+and its Spark JVM's heap, published on ``metrics/<taskmanager-id>`` for the window and the
+recorder.
+
+Once a second while attempts run, one message carries every running attempt's numbers
+and the last numbers of those that ended since (``final``), in pieces of at most
+METRICS_ATTEMPTS; when idle, the heap alone every IDLE_INTERVAL. QoS 0: a lost message
+is followed by the next one, whose numbers are totals, not increments. Nothing here
+starts Spark work: records so far are what Spark's accumulators already hold
+(core/engine/tally.py); the heap is read by one Py4J call on a worker thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.taskmanager.tasks import Task, TaskOutcome
+
+INTERVAL = 1.0        # seconds between two messages while attempts run
+IDLE_INTERVAL = 5.0   # ... and while none does (the heap only)
+
+
+class TaskMetrics:
+    """The numbers of one TaskExecutor's attempts (its main thread only)."""
+
+    def __init__(self, taskmanager_id: str) -> None:
+        self.taskmanager_id = taskmanager_id
+        self.heap: tuple[int, int] = (-1, -1)  # used, max; set from a worker's reading
+        self._began: dict[str, float] = {}     # attempt -> monotonic time it began
+        self._ended: list[p.AttemptMetrics] = []
+
+    def began(self, task: Task) -> None:
+        self._began.setdefault(task.attempt_id, time.monotonic())
+
+    def ended(self, task: Task, outcome: TaskOutcome) -> None:
+        """Its last numbers go with the next message; a finished attempt's records are its
+        result's, so the totals shown equal the job result's."""
+        began = self._began.pop(task.attempt_id, None)
+        busy = time.monotonic() - began if began is not None else 0.0
+        records_in, records_out, bytes_in, bytes_out = task.counts.now()
+        if outcome.result is not None:
+            records_in, records_out = outcome.result.records_in, outcome.result.records_out
+        self._ended.append(_numbers(task, records_in, records_out, bytes_in, bytes_out,
+                                    busy, final=True))
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._began or self._ended)
+
+    def messages(self, running: Iterable[Task]) -> list[p.TaskManagerMetrics]:
+        """What to publish now: every attempt that began and the ended ones, in pieces."""
+        now = time.monotonic()
+        attempts = [_numbers(task, *task.counts.now(), now - self._began[task.attempt_id])
+                    for task in running if task.attempt_id in self._began]
+        attempts += self._ended
+        self._ended = []
+        wall = time.time()
+        used, most = self.heap
+        pieces = [tuple(attempts[i:i + p.METRICS_ATTEMPTS])
+                  for i in range(0, len(attempts), p.METRICS_ATTEMPTS)] or [()]
+        if pieces == [()] and used < 0:
+            return []  # nothing to say yet
+        return [p.TaskManagerMetrics(self.taskmanager_id, wall, piece, used, most)
+                for piece in pieces]
+
+
+def _numbers(task: Task, records_in: int, records_out: int, bytes_in: int, bytes_out: int,
+             busy: float, final: bool = False) -> p.AttemptMetrics:
+    deployment = task.deployment
+    return p.AttemptMetrics(deployment.job_id, deployment.vertex_id, deployment.subtask,
+                            deployment.attempt, task.attempt_id, records_in, records_out,
+                            bytes_in, bytes_out, round(busy, 3), final)
+
+
+def jvm_heap(spark: Any) -> tuple[int, int]:
+    """A worker thread: the Spark JVM's heap in use and its most, in bytes (Py4J)."""
+    runtime = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
+    total, free, most = runtime.totalMemory(), runtime.freeMemory(), runtime.maxMemory()
+    return int(total) - int(free), int(most)

@@ -1,0 +1,69 @@
+"""The live numbers a TaskManager publishes (core/taskmanager/metrics.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from clusterdeck.core.engine.tally import LiveCounts, Tally
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.states import ExecutionState
+from clusterdeck.core.rpc import Envelope, decode, encode
+from clusterdeck.core.taskmanager.metrics import TaskMetrics
+from clusterdeck.core.taskmanager.tasks import TaskOutcome
+
+FRAME = 256 * 1024
+
+
+def task(attempt_id: str, subtask: int = 0) -> SimpleNamespace:
+    deployment = SimpleNamespace(job_id="job-1", vertex_id="vertex-1", subtask=subtask,
+                                 attempt=0)
+    return SimpleNamespace(attempt_id=attempt_id, deployment=deployment, counts=LiveCounts())
+
+
+class Accumulator:
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+
+def test_a_running_attempt_counts_its_done_batches_and_what_its_accumulators_hold():
+    running = task("a-1")
+    running.counts.records_in = 100
+    running.counts.reading = (Tally(lambda: 0, Accumulator(40)), lambda: 10**9)
+    metrics = TaskMetrics("taskmanager-1")
+    metrics.began(running)
+
+    [message] = metrics.messages([running])
+
+    [numbers] = message.attempts
+    assert (numbers.records_in, numbers.final, numbers.attempt_id) == (140, False, "a-1")
+    assert message.heap_used == -1  # no JVM read yet
+
+
+def test_an_ended_attempt_is_sent_once_with_its_results_records():
+    ended = task("a-1")
+    ended.counts.records_out = 5
+    metrics = TaskMetrics("taskmanager-1")
+    metrics.began(ended)
+    metrics.ended(ended, TaskOutcome(ExecutionState.FINISHED, p.TaskResult(7, 9)))
+
+    [first] = metrics.messages([])
+    assert [(a.records_in, a.records_out, a.final) for a in first.attempts] == [(7, 9, True)]
+    assert metrics.messages([]) == []  # idle, no heap known: nothing to say
+    metrics.heap = (1 << 20, 1 << 30)
+    [idle] = metrics.messages([])
+    assert (idle.attempts, idle.heap_used, idle.heap_max) == ((), 1 << 20, 1 << 30)
+
+
+def test_many_attempts_go_in_pieces_that_each_fit_a_frame():
+    metrics = TaskMetrics("taskmanager-1")
+    tasks = [task(f"attempt-{i:05d}-" + "x" * 40, subtask=i) for i in range(450)]
+    for each in tasks:
+        metrics.began(each)
+        each.counts.bytes_in = 10**12
+
+    messages = metrics.messages(tasks)
+
+    assert [len(m.attempts) for m in messages] == [200, 200, 50]
+    frames = [encode(Envelope("event", "taskmanager-1", m), FRAME) for m in messages]
+    assert max(map(len, frames)) < FRAME / 3  # the default rpc.framesize, with room
+    assert decode(frames[0], FRAME).message == messages[0]
