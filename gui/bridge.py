@@ -56,6 +56,7 @@ TRAFFIC_PAYLOAD_LIMIT = 64 * 1024
 artifact chunk is up to half a frame; 20,000 of them would be gigabytes)."""
 _JOB_EVENT_BACKLOG = 200_000
 
+_METRICS_BACKLOG = 10_000  # TaskManagerMetrics between two ticks (a few per TaskManager)
 _BROKER_POLL_TICKS = 10  # the broker's connection state is looked at every 10th tick
 
 
@@ -88,6 +89,10 @@ class ClusterBridge(QObject):
     """``ExecutionStateEvent``s and ``JobStatusEvent``s since the last tick, in order;
     already in ``recorder`` when emitted."""
     traffic = Signal(object)
+    # list[TaskManagerMetrics]: the TaskManagers' live numbers since the last tick
+    metrics = Signal(object)
+    # list[(time, process name, CPU %, resident bytes)]: a recording's process samples
+    samples = Signal(object)
     """``Traffic`` records of the control plane since the last tick, in order."""
 
     _invoke = Signal(object)
@@ -99,6 +104,8 @@ class ClusterBridge(QObject):
         self._events: list[Any] = []
         self._job_events: deque[Any] = deque(maxlen=_JOB_EVENT_BACKLOG)
         self._traffic: deque[Traffic] = deque(maxlen=TRAFFIC_BACKLOG)
+        self._metrics: deque[p.TaskManagerMetrics] = deque(maxlen=_METRICS_BACKLOG)
+        self._samples: list[tuple[float, str, float, int]] = []
         self.recorder = JobRecorder()
         self._client: JobClient | None = None
         self._supervisor: Supervisor | None = None
@@ -142,6 +149,31 @@ class ClusterBridge(QObject):
         with self._lock:
             self._traffic.append(record)
 
+    def route(self, topic: str, message: Any) -> None:
+        """One message of the cluster's (a live subscription's or a recording's), queued for
+        the views that show it (any thread)."""
+        if isinstance(message, p.ClusterOverview):
+            self.post(OVERVIEW, "", message)
+        elif isinstance(message, p.JobList):
+            self.post(JOB_LIST, "", message)
+        elif isinstance(message, p.JobResult):
+            self.post(RESULT, message.job_id, message)
+        elif isinstance(message, p.TaskManagerMetrics):
+            with self._lock:
+                self._metrics.append(message)
+        elif topic == topics.CLUSTER_EVENTS:
+            self.post_event(message)
+        elif topic.startswith(topics.job_events("")):
+            for event in p.job_events_in(message):
+                self.post_job_event(event)
+        elif (found := job_snapshot(topic, message)) is not None:
+            self.post(JOB, found[0], found[1])
+
+    def post_samples(self, samples: list[tuple[float, str, float, int]]) -> None:
+        """Recorded process samples (a recording's worker), emitted at the next tick."""
+        with self._lock:
+            self._samples.extend(samples)
+
     def call_on_gui_thread(self, function: Callable[[], None]) -> None:
         """Run ``function`` on the GUI thread soon (a queued signal, not a tick)."""
         self._invoke.emit(function)
@@ -160,45 +192,23 @@ class ClusterBridge(QObject):
         generation = self._client_generation
         self._client = client
 
-        def on_state(_topic: str, message: Any) -> None:  # paho's network thread
+        def on_state(topic: str, message: Any) -> None:  # paho's network thread
             if generation == self._client_generation and isinstance(message, p.ClusterOverview):
-                self.post(OVERVIEW, "", message)
+                self.route(topic, message)
                 self._watch_pids(overview=message)
 
-        def on_event(_topic: str, message: Any) -> None:  # paho's network thread
+        def on_message(topic: str, message: Any) -> None:  # paho's network thread
             if generation == self._client_generation:
-                self.post_event(message)
-
-        def on_job(topic: str, message: Any) -> None:  # paho's network thread
-            if generation != self._client_generation:
-                return
-            found = job_snapshot(topic, message)
-            if found is not None:
-                self.post(JOB, found[0], found[1])
-
-        def on_job_list(_topic: str, message: Any) -> None:  # paho's network thread
-            if generation == self._client_generation and isinstance(message, p.JobList):
-                self.post(JOB_LIST, "", message)
-
-        def on_result(_topic: str, message: Any) -> None:  # paho's network thread
-            if generation == self._client_generation and isinstance(message, p.JobResult):
-                self.post(RESULT, message.job_id, message)
-
-        def on_job_event(_topic: str, message: Any) -> None:  # paho's network thread
-            if generation == self._client_generation:
-                for event in p.job_events_in(message):
-                    self.post_job_event(event)
+                self.route(topic, message)
 
         def on_traffic(record: Traffic) -> None:  # paho's network thread
             if generation == self._client_generation:
                 self.post_traffic(record)
 
         client.service.subscribe(topics.CLUSTER_STATE, on_state)
-        client.service.subscribe(topics.CLUSTER_EVENTS, on_event)
-        client.service.subscribe(JOB_STATE_FILTER, on_job)
-        client.service.subscribe(topics.JOB_LIST, on_job_list)
-        client.service.subscribe(JOB_RESULTS_FILTER, on_result)
-        client.service.subscribe(JOB_EVENTS_FILTER, on_job_event)
+        for topic_filter in (topics.CLUSTER_EVENTS, JOB_STATE_FILTER, topics.JOB_LIST,
+                             JOB_RESULTS_FILTER, JOB_EVENTS_FILTER, topics.METRICS_ALL):
+            client.service.subscribe(topic_filter, on_message)
         if client.observing:  # else the session said why the messages view stays empty
             client.tap(on_traffic)
         self._sampler.start()
@@ -247,6 +257,8 @@ class ClusterBridge(QObject):
             self._events.clear()
             self._job_events.clear()
             self._traffic.clear()
+            self._metrics.clear()
+            self._samples.clear()
         self.recorder.clear()
         self._poll_broker()
         self.cleared.emit()
@@ -290,7 +302,10 @@ class ClusterBridge(QObject):
             self._job_events.clear()
             traffic = list(self._traffic)
             self._traffic.clear()
-        if not latest and not events and not job_events and not traffic:
+            metrics = list(self._metrics)
+            self._metrics.clear()
+            samples, self._samples = self._samples, []
+        if not (latest or events or job_events or traffic or metrics or samples):
             return
         processes = [value for (channel, _), value in latest.items() if channel == PROCESS]
         if processes:
@@ -314,6 +329,10 @@ class ClusterBridge(QObject):
                 self.job_result_changed.emit(key, value)
         if traffic:
             self.traffic.emit(traffic)
+        if metrics:
+            self.metrics.emit(metrics)
+        if samples:
+            self.samples.emit(samples)
 
     def _poll_broker(self) -> None:
         client = self._client

@@ -9,17 +9,16 @@ backlog of control-plane messages between two ticks.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
-from clusterdeck.core.protocol import messages as p
-from clusterdeck.core.protocol import topics
-from clusterdeck.core.recorder.replay import RecordedEvent, replay
+from clusterdeck.core.recorder.replay import RecordedEvent, replay, samples
 from clusterdeck.core.recorder.store import FILE_NAME
 from clusterdeck.core.rpc.mqtt import Traffic
-from clusterdeck.gui.bridge import JOB, JOB_LIST, OVERVIEW, RESULT, ClusterBridge
-from clusterdeck.gui.jobfeed import job_snapshot
+from clusterdeck.gui.bridge import ClusterBridge
 
+T = TypeVar("T")
 SUFFIX = ".cdrec"  # what `clusterdeck record export` is told to write, by convention
 CHUNK = 5000  # messages posted between two flushes: well under the bridge's backlog
 FLUSH_WAIT = 30.0  # seconds a chunk may wait for the GUI thread
@@ -43,6 +42,9 @@ def open_in_bridge(bridge: ClusterBridge, path: Path,
                 count += 1
                 if count % CHUNK == 0:
                     _flush_and_wait(bridge)
+            for chunk in _chunks(samples(path), CHUNK):
+                bridge.post_samples(chunk)
+                _flush_and_wait(bridge)
             _flush_and_wait(bridge)  # the views have it all before ``done`` runs
         except Exception as failure:  # shown in the window, not lost in a thread
             error = f"{type(failure).__name__}: {failure}"
@@ -57,20 +59,18 @@ def post(bridge: ClusterBridge, item: RecordedEvent | Traffic) -> None:
     if isinstance(item, Traffic):
         bridge.post_traffic(item)
         return
-    message, topic = item.message, item.topic
-    if isinstance(message, p.ClusterOverview):
-        bridge.post(OVERVIEW, "", message)
-    elif isinstance(message, p.JobList):
-        bridge.post(JOB_LIST, "", message)
-    elif isinstance(message, p.JobResult):
-        bridge.post(RESULT, message.job_id, message)
-    elif topic == topics.CLUSTER_EVENTS:
-        bridge.post_event(message)
-    elif topic.startswith(topics.job_events("")):
-        for event in p.job_events_in(message):
-            bridge.post_job_event(event)
-    elif (found := job_snapshot(topic, message)) is not None:
-        bridge.post(JOB, found[0], found[1])
+    bridge.route(item.topic, item.message)
+
+
+def _chunks(items: Iterator[T], size: int) -> Iterator[list[T]]:
+    chunk: list[T] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def _flush_and_wait(bridge: ClusterBridge) -> None:

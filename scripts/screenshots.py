@@ -74,7 +74,8 @@ class Shooter:
         self.settle()
 
     def submit(self, path: Path, *, parallelism: int = 0, strategy: str = "",
-               attempts: int = 1, delay: float = 0.5, shoot: str = "") -> str:
+               attempts: int = 1, delay: float = 0.5, shoot: str = "",
+               arguments: str = "") -> str:
         """Offer ``path`` like a drop, fill in the dialog, Submit; the job id."""
         flow = self.window.submission
         flow.offer(path)
@@ -83,6 +84,7 @@ class Shooter:
         dialog = flow.dialog
         assert dialog is not None
         dialog.parallelism.setValue(parallelism)
+        dialog.arguments.setText(arguments)
         if strategy:
             dialog.strategy.setCurrentText(strategy)
             dialog.attempts.setValue(attempts)
@@ -122,6 +124,7 @@ def shoot_all(shooter: Shooter) -> None:
     print(f"wordcount: {shooter.ended(wordcount)}")
     pi = shooter.submit(EXAMPLES / "pi.py")
     print(f"pi: {shooter.ended(pi)}")
+    shoot_live_numbers(shooter)
 
     not_a_job = Path(tempfile.mkdtemp(prefix="clusterdeck-shots-")) / "notes_to_self.py"
     not_a_job.write_text("print('remember to write build(env)')\n")
@@ -190,6 +193,37 @@ def shoot_all(shooter: Shooter) -> None:
     shooter.raise_dock(log_dock)
     shooter.save(log_dock, "process-log")
     app.processEvents()
+
+
+def shoot_live_numbers(shooter: Shooter) -> None:
+    """The word count over a few megabytes of generated text, shot while it runs: live
+    numbers on the graph, coloured by busy share, the source's plot; then a TaskManager's
+    load (CPU, memory, Spark JVM heap)."""
+    window = shooter.window
+    data = Path(tempfile.mkdtemp(prefix="clusterdeck-words-"))
+    words = ["spark", "flink", "slot", "vertex", "mailbox", "split", "barrier", "watermark",
+             "partition"]
+    for index in range(8):
+        (data / f"part-{index}.txt").write_text("\n".join(
+            " ".join(words[(index + line + k) % len(words)] for k in range(10))
+            for line in range(200_000)) + "\n")
+    job_id = shooter.submit(EXAMPLES / "wordcount.py", arguments=f"{data} 4")
+    window.choose_job(job_id)
+    graph = window.jobs.graph
+    shooter.wait(lambda: graph.boxes and any(n.rate_in > 0 for n in graph.numbers.values()),
+                 120, "the word count's first records/s")
+    shooter.settle(3.0)
+    window.jobs.by_busy.setChecked(True)
+    graph.fit()
+    source = next(iter(graph.boxes))
+    graph.select(source, 0)
+    shooter.raise_dock(window.jobs_dock, 300)
+    shooter.save(window.jobs, "metrics")
+    print(f"wordcount over {data}: {shooter.ended(job_id)}")
+    window.jobs.by_busy.setChecked(False)
+    window.cluster_panel.select_process("taskmanager-1")
+    shooter.raise_dock(window.load_dock, 400)
+    shooter.save(window.load_dock, "load")
 
 
 def _change_times(history: JobHistory) -> list[float]:

@@ -57,6 +57,25 @@ def replay(path: Path) -> Iterator[RecordedEvent | Traffic]:
                     yield item
 
 
+def samples(path: Path, span: float = 3600.0) -> Iterator[tuple[float, str, float, int]]:
+    """The recorded CPU and memory samples of the last ``span`` seconds recorded, (time,
+    process, CPU %, resident bytes), oldest first (a week's would be millions)."""
+    with closing(connect(path, readonly=True)) as db:
+        newest = db.execute("SELECT max(at) FROM metrics").fetchone()[0]
+        if newest is None:
+            return
+        last = -1
+        while True:
+            rows = db.execute("SELECT rowid, at, process, cpu_percent, rss FROM metrics "
+                              "WHERE rowid > ? AND at >= ? ORDER BY rowid LIMIT ?",
+                              (last, newest - span, BATCH)).fetchall()
+            if not rows:
+                return
+            for row_id, at, process, cpu, rss in rows:
+                last = row_id
+                yield float(at), str(process), float(cpu), int(rss)
+
+
 def _item(layout: TopicLayout, at: float, topic: str, payload: bytes
           ) -> RecordedEvent | Traffic | None:
     channel = topic.split("/", 1)[0]

@@ -47,11 +47,13 @@ from clusterdeck.core.protocol.jobgraph import JobEdge
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot, SubtaskSnapshot, VertexSnapshot
 from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.gui.models.graphlayout import snapshot_layers, structure_key
+from clusterdeck.gui.models.metrics import VertexNumbers
+from clusterdeck.gui.models.processmodel import format_bytes
 from clusterdeck.gui.views.palette import JOB_STATUS_COLOURS, execution_colour
 
 BOX_WIDTH = 236.0
 _PADDING = 10.0
-_HEADER = 62.0
+_HEADER = 78.0
 CELL = 18.0
 _CELL_GAP = 4.0
 _CELLS_PER_ROW = 10
@@ -141,12 +143,15 @@ class VertexBox(QGraphicsRectItem):
         small = QFont()
         small.setPointSizeF(9.0)
         chain = " \u2192 ".join(op.kind for op in vertex.operators)
-        self.setToolTip(f"{name} ({self.vertex_id})\n" + "\n".join(
-            f"  {op.name} [{op.kind}]" for op in vertex.operators))
+        self._about = f"{name} ({self.vertex_id})\n" + "\n".join(
+            f"  {op.name} [{op.kind}]" for op in vertex.operators)
+        self.setToolTip(self._about)
         self._chain = self._text(small, _PADDING, 25)
         self._chain.setText(_elide(f"p={parallelism}  {chain}", small, BOX_WIDTH - 2 * _PADDING))
         self._counts = self._text(small, _PADDING, 41)
         self._counts.setBrush(QBrush(QColor("#4a5360")))
+        self._numbers = self._text(small, _PADDING, 57)
+        self._numbers.setBrush(QBrush(QColor("#1f4e79")))
         self.cells: list[SubtaskCell] = []
         self._failed = False
         for index in range(parallelism):
@@ -175,6 +180,48 @@ class VertexBox(QGraphicsRectItem):
             self._failed = failed
             self.setPen(QPen(QColor("#d64541") if failed else QColor("#8a94a3"),
                              2.0 if failed else 1.2))
+
+
+    def set_numbers(self, numbers: VertexNumbers | None, by_busy: bool) -> None:
+        """Its live numbers under the counts; the box tinted by its busy share when asked;
+        the spread over its subtasks in the tooltip."""
+        self._numbers.setText(numbers_line(numbers) if numbers is not None else "")
+        share = numbers.busy_share if numbers is not None and by_busy else 0.0
+        self.setBrush(QBrush(busy_colour(share)))
+        self.setToolTip(self._about + (f"\n\n{numbers_tooltip(numbers)}"
+                                       if numbers is not None else ""))
+
+
+def busy_colour(share: float) -> QColor:
+    """White when idle to orange when every subtask is busy (Flink's busy colouring)."""
+    share = max(0.0, min(1.0, share))
+    return QColor(255, round(255 - 95 * share), round(255 - 200 * share))
+
+
+def numbers_line(numbers: VertexNumbers) -> str:
+    return (f"in {compact(numbers.records_in)}  out {compact(numbers.records_out)} "
+            f"({compact(numbers.rate_out)}/s)  busy {numbers.busy_share:.0%}")
+
+
+def numbers_tooltip(numbers: VertexNumbers) -> str:
+    lines = [f"records in {numbers.records_in:,} ({numbers.rate_in:,.0f}/s), "
+             f"out {numbers.records_out:,} ({numbers.rate_out:,.0f}/s)",
+             f"bytes read {format_bytes(numbers.bytes_in)}, "
+             f"written {format_bytes(numbers.bytes_out)}",
+             f"busy {numbers.busy:,.1f} s in all, {numbers.busy_share:.0%} now"]
+    if numbers.spread is not None:
+        low, median, high, busiest = numbers.spread
+        lines.append(f"records out per subtask ({numbers.subtasks} reported): min {low:,}, "
+                     f"median {median:,.0f}, max {high:,} (subtask {busiest})")
+    return "\n".join(lines)
+
+
+def compact(value: float) -> str:
+    """12, 3.4k, 5.6M: short enough for a box."""
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= limit:
+            return f"{value / limit:.1f}{suffix}"
+    return f"{value:.0f}"
 
 
 class EdgeItem(QGraphicsPathItem):
@@ -234,6 +281,8 @@ class ExecutionGraphView(QGraphicsView):
         self.edges: list[EdgeItem] = []
         self.snapshot: JobGraphSnapshot | None = None
         self.selected: tuple[str, int] | None = None
+        self.numbers: dict[str, VertexNumbers] = {}
+        self.by_busy = False
         self._shape: tuple[Any, ...] | None = None
         self._placeholder = "No job to show."
         self._framed: str | None = None
@@ -258,6 +307,12 @@ class ExecutionGraphView(QGraphicsView):
                     box.update_from(vertex)
         self._frame(snapshot.status)
 
+    def set_numbers(self, numbers: dict[str, VertexNumbers], by_busy: bool = False) -> None:
+        """Live numbers per vertex (gui/models/metrics.py); vertices without any show none."""
+        self.numbers, self.by_busy = numbers, by_busy
+        for vertex_id, box in self.boxes.items():
+            box.set_numbers(numbers.get(vertex_id), by_busy)
+
     def clear(self, placeholder: str = "No job to show.") -> None:
         self._placeholder = placeholder
         self._take_highlight()
@@ -266,6 +321,7 @@ class ExecutionGraphView(QGraphicsView):
         self.edges.clear()
         self.snapshot = None
         self.selected = None
+        self.numbers = {}
         self._shape = None
         self._frame("")
         self.viewport().update()
@@ -342,6 +398,8 @@ class ExecutionGraphView(QGraphicsView):
         self.selected = None
         if self._shape is None or self._shape[0] != snapshot.job_id:
             selected = None  # another job: its vertex ids mean other vertices
+            self.numbers = {}
+        self.set_numbers(self.numbers, self.by_busy)
         box = self.boxes.get(selected[0]) if selected is not None else None
         if selected is not None and box is not None and selected[1] < len(box.cells):
             self._highlight.setParentItem(box.cells[selected[1]])

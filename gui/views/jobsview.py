@@ -16,8 +16,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QHBoxLayout,
     QLabel,
@@ -27,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
+from clusterdeck.gui.models.metrics import MetricsStore
 from clusterdeck.gui.models.recorder import JobRecorder
 from clusterdeck.gui.models.replay import JobHistory
 from clusterdeck.gui.views.attempts import AttemptsPanel
@@ -36,6 +38,7 @@ from clusterdeck.gui.views.palette import (
     JOB_STATUS_COLOURS,
     text_colour_on,
 )
+from clusterdeck.gui.views.plots import VertexPlot
 from clusterdeck.gui.views.progress import ProgressStrip
 from clusterdeck.gui.views.replaybar import ReplayBar
 
@@ -78,9 +81,10 @@ class JobsView(QWidget):
     """``(snapshot, moment)`` of the replayed job, or ``(None, None)`` back to live."""
 
     def __init__(self, recorder: JobRecorder | None = None,
-                 parent: QWidget | None = None) -> None:
+                 metrics: MetricsStore | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.recorder = recorder or JobRecorder()
+        self.metrics = metrics or MetricsStore()
         self.snapshots: dict[str, JobGraphSnapshot] = {}
         self._history: tuple[tuple[Any, ...], JobHistory] | None = None
         self.jobs = QComboBox()
@@ -99,19 +103,28 @@ class JobsView(QWidget):
         self.graph.clear(NO_JOBS)
         self.replay = ReplayBar()
         self.attempts = AttemptsPanel()
+        self.vertex_plot = VertexPlot()
+        self.by_busy = QCheckBox("Colour by busy")
+        self.by_busy.setToolTip("Tint each vertex by the share of its subtasks' time spent "
+                                "running over the last seconds")
         header = QHBoxLayout()
         header.addWidget(QLabel("Job"))
         header.addWidget(self.jobs, 2)
         header.addWidget(self.status)
         header.addWidget(self.progress, 3)
+        header.addWidget(self.by_busy)
         graph_area = QWidget()
         graph_layout = QVBoxLayout(graph_area)
         graph_layout.setContentsMargins(0, 0, 0, 0)
         graph_layout.addWidget(self.graph, 1)
         graph_layout.addWidget(self.replay)
+        below = QSplitter(Qt.Orientation.Horizontal)
+        below.addWidget(self.attempts)
+        below.addWidget(self.vertex_plot)
+        below.setSizes([500, 400])
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(graph_area)
-        splitter.addWidget(self.attempts)
+        splitter.addWidget(below)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
         splitter.setSizes([600, 400])
@@ -123,7 +136,14 @@ class JobsView(QWidget):
         layout.addWidget(splitter, 1)
         self.jobs.currentIndexChanged.connect(self._on_choice)
         self.graph.subtask_clicked.connect(self._refresh_attempts)
+        self.graph.subtask_clicked.connect(lambda *_: self.refresh_numbers())
         self.replay.moved.connect(self._on_replay)
+        self.by_busy.toggled.connect(lambda _on: self.refresh_numbers())
+        # Rates fall to zero when a job stops reporting: redrawn now and then, not only
+        # when numbers arrive.
+        self._numbers_timer = QTimer(self)
+        self._numbers_timer.timeout.connect(self.refresh_numbers)
+        self._numbers_timer.start(2000)
 
     @property
     def current_job(self) -> str | None:
@@ -159,6 +179,28 @@ class JobsView(QWidget):
                 self.graph.apply_event(event.vertex_id, event.subtask, event.attempt,
                                        event.new)
 
+    def show_metrics(self, changed: set[str]) -> None:
+        """New live numbers arrived for the jobs ``changed`` (the window, per tick)."""
+        if self.current_job in changed:
+            self.refresh_numbers()
+
+    def refresh_numbers(self) -> None:
+        """The shown job's numbers on its graph, its selected vertex's in the plot."""
+        job_id = self.current_job
+        snapshot = self.snapshots.get(job_id or "")
+        if job_id is None or snapshot is None:
+            return
+        self.metrics.set_parallelism(job_id, {v.id: v.parallelism for v in snapshot.vertices})
+        self.graph.set_numbers(self.metrics.vertices(job_id, time.time()),
+                               self.by_busy.isChecked())
+        selected = self.graph.selected
+        vertex = snapshot.vertex(selected[0]) if selected is not None else None
+        if vertex is None:
+            self.vertex_plot.clear()
+            return
+        self.vertex_plot.show_rates(f"{vertex.name}: records/s and busy share",
+                                    self.metrics.rates(job_id, vertex.id))
+
     def history(self) -> JobHistory | None:
         """The shown job's history (its snapshot and recorded events), cached until either
         changes."""
@@ -183,6 +225,7 @@ class JobsView(QWidget):
         self.jobs.clear()
         self.graph.clear(NO_JOBS)
         self.attempts.clear()
+        self.vertex_plot.clear()
         self.status.clear()
         self.status.setStyleSheet("")
         self.progress.clear()
@@ -198,6 +241,7 @@ class JobsView(QWidget):
         snapshot = self.snapshots[job_id]
         self.replay.set_span(*job_span(snapshot))
         self._draw(snapshot)
+        self.refresh_numbers()
         if was_replaying:
             self.replay_changed.emit(None, None)
         self.job_chosen.emit(job_id)

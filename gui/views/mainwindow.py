@@ -11,6 +11,7 @@ CLUSTERDECK_HOME elsewhere, never touch the user's settings). GUI thread only.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,11 @@ from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.recorder.store import FILE_NAME
 from clusterdeck.gui.bridge import ClusterBridge
 from clusterdeck.gui.jobcalls import JobCommands, JobWorker
+from clusterdeck.gui.models.metrics import MetricsStore
 from clusterdeck.gui.models.processmodel import ProcessTableModel
 from clusterdeck.gui.models.profiles import ProfileError, ProfileStore
 from clusterdeck.gui.recording import SUFFIX, is_recording, open_in_bridge
+from clusterdeck.gui.sampler import ResourceSample
 from clusterdeck.gui.session import (
     ClusterSession,
     SessionMode,
@@ -52,12 +55,13 @@ from clusterdeck.gui.views.jobsview import JobsView
 from clusterdeck.gui.views.logsearch import LogSearchView
 from clusterdeck.gui.views.logview import LogTail
 from clusterdeck.gui.views.messagesview import MessagesView
+from clusterdeck.gui.views.plots import ProcessPlot
 from clusterdeck.gui.views.resultview import ResultView
 from clusterdeck.gui.views.slotsview import SlotsView
 
 ORGANISATION = "clusterdeck"
 APPLICATION = "clusterdeck"
-_SETTINGS_VERSION = 3  # 3: the Logs dock
+_SETTINGS_VERSION = 4  # 3: the Logs dock; 4: the Load dock
 
 STOP = "stop"
 HEADLESS = "headless"
@@ -112,7 +116,9 @@ class MainWindow(QMainWindow):
         self.current_job: str | None = None
         self._focus_next: str | None = None
         self.model = ProcessTableModel(self)
-        self.jobs = JobsView(self.bridge.recorder)
+        self.metrics = MetricsStore()
+        self.jobs = JobsView(self.bridge.recorder, self.metrics)
+        self.load = ProcessPlot()
         self.cluster_panel = ClusterPanel(self.model, self.actions, store or ProfileStore())
         self.slots = SlotsView()
         self.job_model = JobListModel(self)
@@ -135,8 +141,9 @@ class MainWindow(QMainWindow):
         self.failures_dock = self._dock("Failures", "failures", self.failures, bottom)
         self.messages_dock = self._dock("Messages", "messages", self.messages, bottom)
         self.logs_dock = self._dock("Logs", "logs", self.logs, bottom)
+        self.load_dock = self._dock("Load", "load", self.load, bottom)
         for dock in (self.result_dock, self.failures_dock, self.messages_dock,
-                     self.logs_dock):
+                     self.logs_dock, self.load_dock):
             self.tabifyDockWidget(self.jobs_dock, dock)
         self.jobs_dock.raise_()
         self._status_labels()
@@ -192,7 +199,7 @@ class MainWindow(QMainWindow):
         view = self.menuBar().addMenu("&View")
         view.addActions([dock.toggleViewAction() for dock in (
             self.cluster_dock, self.slots_dock, self.jobs_dock, self.result_dock,
-            self.failures_dock, self.messages_dock, self.logs_dock)])
+            self.failures_dock, self.messages_dock, self.logs_dock, self.load_dock)])
         view.addSeparator()
         view.addActions([a.zoom_in, a.zoom_out, a.fit_graph])
         view.addSeparator()
@@ -215,6 +222,10 @@ class MainWindow(QMainWindow):
         bridge.overview_changed.connect(self._on_overview)
         bridge.processes_changed.connect(self.model.update_processes)
         bridge.resources_changed.connect(self.model.set_resources)
+        bridge.resources_changed.connect(self._on_resources)
+        bridge.metrics.connect(self._on_metrics)
+        bridge.samples.connect(lambda samples: (self.metrics.add_samples(samples),
+                                                self._plot_load()))
         bridge.job_changed.connect(self.job_model.set_snapshot)
         bridge.job_changed.connect(self.jobs.set_job)
         bridge.job_changed.connect(self.slots.set_job)
@@ -236,6 +247,8 @@ class MainWindow(QMainWindow):
         self.model.dataChanged.connect(self._update_actions)
         self.model.modelReset.connect(self._update_actions)
         self.cluster_panel.table.selectionModel().selectionChanged.connect(self._update_actions)
+        self.cluster_panel.table.selectionModel().selectionChanged.connect(
+            lambda *_: self._plot_load())
         self.cluster_panel.process_activated.connect(self.show_log)
         self.jobs.job_chosen.connect(self.choose_job)
         self.jobs.replay_changed.connect(self.slots.set_replay)
@@ -400,7 +413,25 @@ class MainWindow(QMainWindow):
             self._focus_next = None
             self.choose_job(job_id)
 
+    def _on_metrics(self, messages: list[p.TaskManagerMetrics]) -> None:
+        self.jobs.show_metrics(self.metrics.add(messages))
+        self._plot_load()
+
+    def _on_resources(self, samples: dict[int, ResourceSample]) -> None:
+        """The sampler's CPU and memory, kept per process name for the Load plot."""
+        self.metrics.add_resources(
+            {row.name: (samples[row.pid].cpu_percent, samples[row.pid].memory_bytes)
+             for row in self.model.rows() if row.pid in samples}, time.time())
+        self._plot_load()
+
+    def _plot_load(self) -> None:
+        """The process selected in the Cluster panel in the Load plot (when it shows)."""
+        row = self.cluster_panel.selected_row()
+        if row is not None and not self.load.visibleRegion().isEmpty():
+            self.load.show_process(row.name, self.metrics.processes.get(row.name))
+
     def _on_cleared(self) -> None:
+        self.metrics.clear()
         self.model.clear()
         self.slots.clear()
         self.jobs.clear()

@@ -122,3 +122,50 @@ def test_files_that_are_not_jobs_get_an_error_dialog_and_the_window_stays_usable
     job.write_text(TINY)
     job_id = submit_dropped(qtbot, window, job)
     qtbot.waitUntil(lambda: job_status(window, job_id) == JobStatus.FINISHED, timeout=120_000)
+
+
+WORDS = ["spark", "flink", "slot", "vertex", "mailbox", "split", "barrier", "watermark",
+         "partition", "attempt", "fencing", "token", "heartbeat"]
+
+
+def test_a_word_counts_vertices_show_live_rates_and_end_at_the_results_records(
+        qtbot, window, tmp_path):
+    """The live numbers (docs/metrics.md): while the word count runs some vertex shows
+    records/s above zero; once it ended every vertex's totals are the job result's."""
+    data = tmp_path / "words"
+    data.mkdir()
+    for index in range(8):
+        (data / f"part-{index}.txt").write_text("\n".join(
+            " ".join(WORDS[(index + line + k) % len(WORDS)] for k in range(8))
+            for line in range(30_000)) + "\n")
+    job = tmp_path / "live_wordcount.py"
+    job.write_text(f"""
+import time
+
+def build(env):
+    env.set_parallelism(4)
+    env.set_job_name("live wordcount")
+
+    def tokenize(line):
+        time.sleep(0.00005)
+        return line.split()
+
+    (env.read_text({str(data)!r}).flat_map(tokenize).map(lambda word: (word, 1))
+        .key_by(0).sum(1).collect())
+""")
+    job_id = submit_dropped(qtbot, window, job)
+    graph = window.jobs.graph
+    qtbot.waitUntil(lambda: window.jobs.current_job == job_id, timeout=10_000)
+    qtbot.waitUntil(lambda: job_status(window, job_id) == JobStatus.RUNNING
+                    and any(n.rate_in > 0 or n.rate_out > 0 for n in graph.numbers.values()),
+                    timeout=120_000)
+    qtbot.waitUntil(lambda: job_status(window, job_id) == JobStatus.FINISHED, timeout=150_000)
+    result = window.bridge.client.result(job_id)
+    expected = {vertex: (counts["in"], counts["out"]) for vertex, counts in result.records.items()}
+    assert expected[next(iter(expected))][0] == 8 * 30_000  # the source read every line
+
+    def totals() -> dict[str, tuple[int, int]]:
+        return {vertex: (n.records_in, n.records_out) for vertex, n in graph.numbers.items()}
+    qtbot.waitUntil(lambda: totals() == expected, timeout=10_000)
+    box = graph.boxes[next(iter(expected))]
+    assert "in 240.0k" in box._numbers.text()

@@ -69,6 +69,12 @@ def test_a_recording_opens_offline_and_every_view_shows_the_failed_run(qtbot, fa
         "record 777" in x.line.lower() for x in window.logs.lines), timeout=5000)
     assert any(x.process.startswith("taskmanager") for x in window.logs.lines)
 
+    qtbot.waitUntil(lambda: bool(window.jobs.graph.numbers), timeout=5000)
+    assert sum(n.records_in for n in window.jobs.graph.numbers.values()) > 0  # as recorded
+    recorded = window.metrics.processes
+    assert any(series.cpu for series in recorded.values()), "the recorded CPU samples"
+    assert any(series.heap for series in recorded.values()), "the recorded JVM heap"
+
     history = window.jobs.history()
     assert history is not None
     start, end = job_span(window.jobs.snapshots[job_id])

@@ -21,6 +21,7 @@ from clusterdeck.core.recorder.logsearch import search as search_logs
 from clusterdeck.core.recorder.logtail import MAX_LINE, LogTail
 from clusterdeck.core.recorder.recorder import Recorder, saved_positions
 from clusterdeck.core.recorder.replay import RecordedEvent, replay
+from clusterdeck.core.recorder.replay import samples as recorded_samples
 from clusterdeck.core.recorder.sampler import ProcessSampler
 from clusterdeck.core.recorder.store import (
     LogLine,
@@ -308,6 +309,15 @@ def test_a_recording_reads_back_as_a_watcher_would_have_received_it(tmp_path):
     assert (asked.at, asked.channel, asked.receiver, asked.sender, asked.type_name) == (
         2.0, "rpc", "dispatcher", "client-x", "RequestJobResult")
     assert garbage.sender == "?" and garbage.error
+
+
+def test_the_last_hour_of_samples_reads_back_for_the_load_plot(tmp_path):
+    recording = store(tmp_path)
+    recording.add([], [], [Sample(at, "taskmanager-1", at / 100, int(at), 9)
+                           for at in (10.0, 4000.0, 7000.0)])
+    recording.close()
+    assert list(recorded_samples(tmp_path / "recording.sqlite")) == [
+        (4000.0, "taskmanager-1", 40.0, 4000), (7000.0, "taskmanager-1", 70.0, 7000)]
 
 
 def recording_with_logs(tmp_path: Path) -> Path:

@@ -1,0 +1,198 @@
+"""The live numbers of jobs and processes, kept for the graph and the plots (docs/metrics.md).
+
+TaskManagers publish, once a second, every running attempt's records and bytes so far and
+the last numbers of the attempts that ended (``TaskManagerMetrics``). Here they become,
+per job vertex, totals over its subtasks (each subtask counted by its current attempt, as
+the job result counts it), a history of those totals, and from the history the rates:
+records/s in and out and the busy share (seconds its subtasks ran per second, over its
+parallelism). Per process: CPU, memory and, for TaskManagers, the Spark JVM's heap over
+time. Plain Python: the GUI thread feeds it from the bridge's ticks.
+
+Everything here is bounded: MAX_JOBS jobs (the oldest seen forgotten first) and HISTORY
+points per series.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+
+from clusterdeck.core.executiongraph.execution import epoch_of
+from clusterdeck.core.protocol import messages as p
+
+MAX_JOBS = 50
+HISTORY = 3600            # points per series: an hour at one a second
+RATE_WINDOW = 3.0         # seconds a rate is taken over
+MAX_PROCESSES = 256
+
+
+@dataclass(frozen=True)
+class VertexNumbers:
+    """One vertex now: totals over its subtasks, rates over the last RATE_WINDOW, and the
+    spread of records out over its subtasks (min, median, max, the subtask with most)."""
+
+    records_in: int = 0
+    records_out: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    busy: float = 0.0
+    rate_in: float = 0.0
+    rate_out: float = 0.0
+    busy_share: float = 0.0
+    spread: tuple[int, float, int, int] | None = None
+    subtasks: int = 0  # subtasks that reported
+
+
+@dataclass
+class _Point:
+    time: float
+    records_in: int
+    records_out: int
+    busy: float
+
+
+@dataclass
+class _Vertex:
+    parallelism: int = 1
+    subtasks: dict[int, p.AttemptMetrics] = field(default_factory=dict)
+    history: deque[_Point] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    rates: deque[tuple[float, float, float, float]] = field(
+        default_factory=lambda: deque(maxlen=HISTORY))  # time, in/s, out/s, busy share
+
+    def take(self, numbers: p.AttemptMetrics) -> bool:
+        """Keep ``numbers`` if they are of the subtask's current attempt (the latest run
+        and attempt; an older attempt's late numbers are dropped)."""
+        held = self.subtasks.get(numbers.subtask)
+        if held is not None and _order(held) > _order(numbers):
+            return False
+        if held is not None and held.attempt_id == numbers.attempt_id and held.final:
+            return False  # its last numbers are in; a late running report is older
+        self.subtasks[numbers.subtask] = numbers
+        return True
+
+    def totals(self) -> tuple[int, int, int, int, float]:
+        values = self.subtasks.values()
+        return (sum(n.records_in for n in values), sum(n.records_out for n in values),
+                sum(n.bytes_in for n in values), sum(n.bytes_out for n in values),
+                sum(n.busy for n in values))
+
+    def sample(self, now: float) -> None:
+        records_in, records_out, _, _, busy = self.totals()
+        if self.history and now < self.history[-1].time:
+            now = self.history[-1].time  # another machine's clock behind: keep time going
+        self.history.append(_Point(now, records_in, records_out, busy))
+        self.rates.append((now, *self._rates(now)))
+
+    def _rates(self, now: float) -> tuple[float, float, float]:
+        start = next((point for point in self.history if point.time >= now - RATE_WINDOW),
+                     None)
+        last = self.history[-1] if self.history else None
+        if start is None or last is None or last.time - start.time <= 0:
+            return 0.0, 0.0, 0.0
+        seconds = last.time - start.time
+        return ((last.records_in - start.records_in) / seconds,
+                (last.records_out - start.records_out) / seconds,
+                min(1.0, (last.busy - start.busy) / seconds / max(1, self.parallelism)))
+
+    def numbers(self, now: float | None) -> VertexNumbers:
+        """Its numbers; rates fall to 0 when nothing was heard for two windows by ``now``
+        (None: as last heard, for a recording)."""
+        records_in, records_out, bytes_in, bytes_out, busy = self.totals()
+        fresh = self.rates and (now is None or now - self.rates[-1][0] <= 2 * RATE_WINDOW)
+        rate_in, rate_out, share = self.rates[-1][1:] if fresh else (0.0, 0.0, 0.0)
+        outs = sorted((n.records_out, n.subtask) for n in self.subtasks.values())
+        spread = (outs[0][0], statistics.median(o for o, _ in outs), outs[-1][0],
+                  outs[-1][1]) if outs else None
+        return VertexNumbers(records_in, records_out, bytes_in, bytes_out, busy, rate_in,
+                             rate_out, share, spread, len(outs))
+
+
+def _order(numbers: p.AttemptMetrics) -> tuple[int, int]:
+    return epoch_of(numbers.attempt_id) or 0, numbers.attempt
+
+
+@dataclass
+class ProcessSeries:
+    """One process over time: CPU % of a core, resident bytes, Spark JVM heap bytes."""
+
+    cpu: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    memory: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    heap: deque[tuple[float, int, int]] = field(default_factory=lambda: deque(maxlen=HISTORY))
+
+
+class MetricsStore:
+    """What the views draw from; fed on the GUI thread."""
+
+    def __init__(self) -> None:
+        self._jobs: OrderedDict[str, dict[str, _Vertex]] = OrderedDict()
+        self.processes: OrderedDict[str, ProcessSeries] = OrderedDict()
+
+    def clear(self) -> None:
+        self._jobs.clear()
+        self.processes.clear()
+
+    def set_parallelism(self, job_id: str, parallelism: dict[str, int]) -> None:
+        """Each vertex's parallelism, for its busy share (from the job's snapshot)."""
+        for vertex_id, count in parallelism.items():
+            self._vertex(job_id, vertex_id).parallelism = max(1, count)
+
+    def add(self, messages: list[p.TaskManagerMetrics]) -> set[str]:
+        """Take a tick's messages; every vertex of a job a message touched gets a point at
+        the message's time (a recording's too). Returns the jobs whose numbers changed."""
+        changed: set[str] = set()
+        for message in messages:
+            if message.heap_used >= 0:
+                self._process(message.taskmanager_id).heap.append(
+                    (message.time, message.heap_used, message.heap_max))
+            touched = {numbers.job_id for numbers in message.attempts
+                       if self._vertex(numbers.job_id, numbers.vertex_id).take(numbers)}
+            for job_id in touched:
+                for vertex in self._jobs.get(job_id, {}).values():
+                    vertex.sample(message.time)
+            changed |= touched
+        return changed
+
+    def add_resources(self, named: dict[str, tuple[float, int]], now: float) -> None:
+        """One sample per process name: (CPU %, resident bytes)."""
+        for name, (cpu, memory) in named.items():
+            series = self._process(name)
+            series.cpu.append((now, cpu))
+            series.memory.append((now, memory))
+
+    def add_samples(self, samples: list[tuple[float, str, float, int]]) -> None:
+        """Recorded samples: (time, process name, CPU %, resident bytes)."""
+        for at, name, cpu, memory in samples:
+            series = self._process(name)
+            series.cpu.append((at, cpu))
+            series.memory.append((at, memory))
+
+    def vertices(self, job_id: str, now: float | None = None) -> dict[str, VertexNumbers]:
+        """Each vertex's numbers as of ``now`` (wall clock; None: as last heard)."""
+        return {vertex_id: vertex.numbers(now)
+                for vertex_id, vertex in self._jobs.get(job_id, {}).items()}
+
+    def rates(self, job_id: str, vertex_id: str
+              ) -> list[tuple[float, float, float, float]]:
+        """(time, records/s in, records/s out, busy share) of one vertex over time."""
+        vertex = self._jobs.get(job_id, {}).get(vertex_id)
+        return list(vertex.rates) if vertex is not None else []
+
+    def _vertex(self, job_id: str, vertex_id: str) -> _Vertex:
+        job = self._jobs.get(job_id)
+        if job is None:
+            job = self._jobs[job_id] = {}
+            while len(self._jobs) > MAX_JOBS:
+                self._jobs.popitem(last=False)
+        vertex = job.get(vertex_id)
+        if vertex is None:
+            vertex = job[vertex_id] = _Vertex()
+        return vertex
+
+    def _process(self, name: str) -> ProcessSeries:
+        series = self.processes.get(name)
+        if series is None:
+            series = self.processes[name] = ProcessSeries()
+            while len(self.processes) > MAX_PROCESSES:
+                self.processes.popitem(last=False)
+        return series

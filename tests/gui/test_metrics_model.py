@@ -1,0 +1,60 @@
+"""The live numbers as the graph and the plots take them (gui/models/metrics.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.gui.models.metrics import HISTORY, MAX_JOBS, MetricsStore
+
+
+def numbers(subtask: int, records_in: int, records_out: int, busy: float = 0.0, *,
+            attempt: int = 0, final: bool = False, job: str = "job-1",
+            vertex: str = "vertex-1") -> p.AttemptMetrics:
+    attempt_id = f"{job}/{vertex}/{subtask}/{attempt}"
+    return p.AttemptMetrics(job, vertex, subtask, attempt, attempt_id, records_in,
+                            records_out, records_in * 10, records_out * 10, busy, final)
+
+
+def at(time: float, *attempts: p.AttemptMetrics, heap: int = -1) -> p.TaskManagerMetrics:
+    return p.TaskManagerMetrics("taskmanager-1", time, attempts, heap, 1 << 30)
+
+
+def test_totals_add_subtasks_and_rates_follow_the_last_seconds():
+    store = MetricsStore()
+    store.set_parallelism("job-1", {"vertex-1": 2})
+    store.add([at(100.0, numbers(0, 0, 0, 0.0), numbers(1, 0, 0, 0.0))])
+    store.add([at(101.0, numbers(0, 500, 50, 1.0), numbers(1, 300, 30, 1.0))])
+    store.add([at(102.0, numbers(0, 1000, 100, 2.0), numbers(1, 600, 60, 2.0))])
+
+    vertex = store.vertices("job-1", now=102.5)["vertex-1"]
+
+    assert (vertex.records_in, vertex.records_out, vertex.bytes_in) == (1600, 160, 16000)
+    assert vertex.rate_in == pytest.approx(800.0)   # 1,600 records over 2 s
+    assert vertex.busy_share == pytest.approx(1.0)  # both subtasks ran all the time
+    assert vertex.spread == (60, 80, 100, 0)
+    assert store.vertices("job-1", now=200.0)["vertex-1"].rate_in == 0  # nothing heard since
+    assert store.vertices("job-1")["vertex-1"].rate_in == pytest.approx(800.0)  # a recording
+
+
+def test_a_subtask_counts_by_its_current_attempt_and_final_numbers_stay():
+    store = MetricsStore()
+    store.add([at(1.0, numbers(0, 70, 7, attempt=0, final=True))])   # failed half-way
+    store.add([at(2.0, numbers(0, 100, 10, attempt=1))])
+    store.add([at(2.5, numbers(0, 90, 9, attempt=0))])                # late, older attempt
+    assert store.vertices("job-1")["vertex-1"].records_in == 100
+    store.add([at(3.0, numbers(0, 120, 12, attempt=1, final=True))])
+    store.add([at(3.1, numbers(0, 110, 11, attempt=1))])              # sent before the end
+    assert store.vertices("job-1")["vertex-1"].records_out == 12
+
+
+def test_history_and_jobs_are_bounded_and_the_heap_is_kept_per_taskmanager():
+    store = MetricsStore()
+    for second in range(HISTORY + 10):
+        store.add([at(float(second), numbers(0, second, second), heap=second)])
+    assert len(store.rates("job-1", "vertex-1")) == HISTORY
+    assert len(store.processes["taskmanager-1"].heap) == HISTORY
+    for index in range(MAX_JOBS + 5):
+        store.add([at(1.0, numbers(0, 1, 1, job=f"job-{index + 2}"))])
+    assert store.vertices("job-1") == {}  # the oldest forgotten first
+    assert store.vertices(f"job-{MAX_JOBS + 6}") != {}
