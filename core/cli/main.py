@@ -29,6 +29,7 @@ from clusterdeck.core.cli.jobcommands import (
     cmd_submit,
     split_job_args,
 )
+from clusterdeck.core.cli.profilecommands import add_profile_command, cmd_profile
 from clusterdeck.core.cli.recordcommands import add_record_commands, cmd_record, cmd_recorder
 from clusterdeck.core.client.jobclient import ClusterUnreachableError
 from clusterdeck.core.config import paths
@@ -96,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "broker, login and CA of a cluster on another machine")
     add_credentials_command(commands, common)
     add_record_commands(commands, common)
+    add_profile_command(commands, common)
 
     add_job_commands(commands, common)
     commands.add_parser("gui", help="open the desktop app (gui --help for its options)",
@@ -158,7 +160,7 @@ def _run(arguments: list[str]) -> int:
                "run": cmd_run, "list": cmd_list,
                "cancel": cmd_cancel, "result": cmd_result,
                "failures": cmd_failures, "recorder": cmd_recorder,
-               "record": cmd_record}[args.command]
+               "record": cmd_record, "profile": cmd_profile}[args.command]
     try:
         return handler(config, args)
     except ConfigError as error:

@@ -656,6 +656,7 @@ class AttemptMetrics:
 
 
 METRICS_ATTEMPTS = 200  # AttemptMetrics in one TaskManagerMetrics: about 60 kB at most
+URL_LIMIT = 512  # characters of an address a message carries (a Spark UI's)
 
 
 @message
@@ -664,13 +665,14 @@ class TaskManagerMetrics:
     """TaskExecutor -> ``metrics/<taskmanager-id>`` (QoS 0, not retained): once a second
     while it runs tasks (every attempt running, and those that ended since), every few
     seconds when idle (its heap only). ``heap_used``/``heap_max``: its Spark JVM's heap in
-    bytes, -1 before the JVM is up."""
+    bytes, -1 before the JVM is up; ``spark_ui``: its Spark UI's address, "" without one."""
 
     taskmanager_id: str
     time: float
     attempts: tuple[AttemptMetrics, ...] = ()
     heap_used: int = -1
     heap_max: int = -1
+    spark_ui: str = ""
 
 
 @message

@@ -29,6 +29,7 @@ class TaskMetrics:
     def __init__(self, taskmanager_id: str) -> None:
         self.taskmanager_id = taskmanager_id
         self.heap: tuple[int, int] = (-1, -1)  # used, max; set from a worker's reading
+        self.spark_ui = ""                       # its address, read with the heap
         self._began: dict[str, float] = {}     # attempt -> monotonic time it began
         self._ended: list[p.AttemptMetrics] = []
 
@@ -63,7 +64,8 @@ class TaskMetrics:
                   for i in range(0, len(attempts), p.METRICS_ATTEMPTS)] or [()]
         if pieces == [()] and used < 0:
             return []  # nothing to say yet
-        return [p.TaskManagerMetrics(self.taskmanager_id, wall, piece, used, most)
+        return [p.TaskManagerMetrics(self.taskmanager_id, wall, piece, used, most,
+                                     self.spark_ui[:p.URL_LIMIT])
                 for piece in pieces]
 
 
@@ -75,8 +77,10 @@ def _numbers(task: Task, records_in: int, records_out: int, bytes_in: int, bytes
                             bytes_in, bytes_out, round(busy, 3), final)
 
 
-def jvm_heap(spark: Any) -> tuple[int, int]:
-    """A worker thread: the Spark JVM's heap in use and its most, in bytes (Py4J)."""
-    runtime = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
+def jvm_numbers(spark: Any) -> tuple[int, int, str]:
+    """A worker thread: the Spark JVM's heap in use and its most, in bytes, and its Spark
+    UI's address ("" when disabled) (Py4J calls)."""
+    context = spark.sparkContext
+    runtime = context._jvm.java.lang.Runtime.getRuntime()
     total, free, most = runtime.totalMemory(), runtime.freeMemory(), runtime.maxMemory()
-    return int(total) - int(free), int(most)
+    return int(total) - int(free), int(most), context.uiWebUrl or ""

@@ -28,7 +28,12 @@ def session_settings(config: Config, resource_id: str, scratch: Path) -> dict[st
     derby_home = f"-Dderby.system.home={scratch}"
     own = {"spark.master": spark_master(config),
            "spark.app.name": f"clusterdeck-{resource_id}",
-           "spark.ui.enabled": "false",
+           # Spark's UI, for the window's Open Spark UI: on a free port (two TaskManagers
+           # share a machine), bound to 127.0.0.1 with a local master (SPARK_LOCAL_IP), and
+           # nobody kills jobs from it. spark.ui.enabled = false turns it off.
+           "spark.ui.enabled": "true",
+           "spark.ui.port": "0",
+           "spark.ui.killEnabled": "false",
            "spark.ui.showConsoleProgress": "false",
            "spark.sql.shuffle.partitions": str(max(2, config["taskmanager.slots"])),
            "spark.sql.warehouse.dir": str(scratch / "warehouse"),

@@ -48,7 +48,12 @@ from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
 from clusterdeck.core.taskmanager.dataplane import DataPlane
 from clusterdeck.core.taskmanager.deployment import with_inputs
 from clusterdeck.core.taskmanager.jobfolders import Claims, claim, stand_ins_of, sweep
-from clusterdeck.core.taskmanager.metrics import IDLE_INTERVAL, INTERVAL, TaskMetrics, jvm_heap
+from clusterdeck.core.taskmanager.metrics import (
+    IDLE_INTERVAL,
+    INTERVAL,
+    TaskMetrics,
+    jvm_numbers,
+)
 from clusterdeck.core.taskmanager.runner import printed_path, run_task
 from clusterdeck.core.taskmanager.slots import SlotTable
 from clusterdeck.core.taskmanager.slotworkers import SlotWorker
@@ -450,14 +455,18 @@ class TaskExecutor(RpcEndpoint):
         if not self._reading_heap and spark is not None and spark.done() \
                 and spark.exception() is None:
             self._reading_heap = True
-            reading = self._heap_reader.submit(jvm_heap, spark.result())
+            reading = self._heap_reader.submit(jvm_numbers, spark.result())
             self.on_main_thread(reading, self._heap_read)
         self.schedule(INTERVAL if self.metrics.busy else IDLE_INTERVAL, self._metrics_tick)
 
-    def _heap_read(self, heap: tuple[int, int] | None, error: BaseException | None) -> None:
+    def _heap_read(self, numbers: tuple[int, int, str] | None,
+                   error: BaseException | None) -> None:
         self._reading_heap = False
         # A JVM that does not answer shows as an unknown heap; its death is _check_spark's.
-        self.metrics.heap = heap if heap is not None and error is None else (-1, -1)
+        if numbers is None or error is not None:
+            self.metrics.heap = (-1, -1)
+            return
+        self.metrics.heap, self.metrics.spark_ui = (numbers[0], numbers[1]), numbers[2]
 
     def _claimed(self, work_dir: str, kept: str, made: bool) -> None:
         self._claims.store(work_dir, kept)

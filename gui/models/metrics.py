@@ -127,10 +127,12 @@ class MetricsStore:
     def __init__(self) -> None:
         self._jobs: OrderedDict[str, dict[str, _Vertex]] = OrderedDict()
         self.processes: OrderedDict[str, ProcessSeries] = OrderedDict()
+        self.spark_ui: dict[str, str] = {}  # TaskManager -> its Spark UI's address
 
     def clear(self) -> None:
         self._jobs.clear()
         self.processes.clear()
+        self.spark_ui.clear()
 
     def set_parallelism(self, job_id: str, parallelism: dict[str, int]) -> None:
         """Each vertex's parallelism, for its busy share (from the job's snapshot)."""
@@ -142,6 +144,8 @@ class MetricsStore:
         the message's time (a recording's too). Returns the jobs whose numbers changed."""
         changed: set[str] = set()
         for message in messages:
+            if message.spark_ui and len(self.spark_ui) < MAX_PROCESSES:
+                self.spark_ui[message.taskmanager_id] = message.spark_ui
             if message.heap_used >= 0:
                 self._process(message.taskmanager_id).heap.append(
                     (message.time, message.heap_used, message.heap_max))

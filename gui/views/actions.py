@@ -28,6 +28,9 @@ class WindowActions:
     show_log: QAction
     restart_process: QAction
     kill_process: QAction
+    thread_dump: QAction
+    flame_graph: QAction
+    spark_ui: QAction
     zoom_in: QAction
     zoom_out: QAction
     fit_graph: QAction
@@ -82,6 +85,13 @@ def create_actions(owner: QWidget) -> WindowActions:
                                "Stop the selected process and start it again"),
         kill_process=action("&Kill Process (SIGKILL)", "Ctrl+K", pixmap.SP_DialogCancelButton,
                             "Kill the selected process, to watch failover happen"),
+        thread_dump=action("&Thread Dump", "Ctrl+Shift+D", None,
+                           "Every Python thread of the selected process now (py-spy)"),
+        flame_graph=action("&Flame Graph (5 s)", "Ctrl+Shift+G", None,
+                           "Sample the selected process for 5 s and draw where its time goes "
+                           "(py-spy)"),
+        spark_ui=action("Open Spark &UI", "Ctrl+Shift+U", None,
+                        "Open the selected TaskManager's Spark UI in the browser"),
         zoom_in=action("Zoom &In", QKeySequence.StandardKey.ZoomIn),
         zoom_out=action("Zoom &Out", QKeySequence.StandardKey.ZoomOut),
         fit_graph=action("&Fit Graph", "Ctrl+0", pixmap.SP_TitleBarMaxButton,

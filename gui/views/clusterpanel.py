@@ -213,6 +213,9 @@ class ClusterPanel(QWidget):
         menu = QMenu(self)
         menu.addActions([self.actions.show_log, self.actions.restart_process,
                          self.actions.kill_process])
+        menu.addSeparator()
+        menu.addActions([self.actions.thread_dump, self.actions.flame_graph,
+                         self.actions.spark_ui])
         menu.popup(self.table.viewport().mapToGlobal(position))
 
     def _activated(self, index: QModelIndex) -> None:

@@ -33,6 +33,7 @@ from clusterdeck.core.config import paths
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.recorder.store import FILE_NAME
 from clusterdeck.gui.bridge import ClusterBridge
+from clusterdeck.gui.inspection import ProcessInspector
 from clusterdeck.gui.jobcalls import JobCommands, JobWorker
 from clusterdeck.gui.models.metrics import MetricsStore
 from clusterdeck.gui.models.processmodel import ProcessTableModel
@@ -113,6 +114,7 @@ class MainWindow(QMainWindow):
         self.worker = JobWorker(self.bridge)
         self.commands = JobCommands(self.bridge, self.worker, self)
         self.submission = SubmissionFlow(self.bridge, self.worker, self)
+        self.inspector = ProcessInspector(self.bridge, self)
         self.current_job: str | None = None
         self._focus_next: str | None = None
         self.model = ProcessTableModel(self)
@@ -196,6 +198,8 @@ class MainWindow(QMainWindow):
         cluster.addAction(a.add_taskmanager)
         process = self.menuBar().addMenu("&Process")
         process.addActions([a.show_log, a.restart_process, a.kill_process])
+        process.addSeparator()
+        process.addActions([a.thread_dump, a.flame_graph, a.spark_ui])
         view = self.menuBar().addMenu("&View")
         view.addActions([dock.toggleViewAction() for dock in (
             self.cluster_dock, self.slots_dock, self.jobs_dock, self.result_dock,
@@ -277,6 +281,11 @@ class MainWindow(QMainWindow):
         a.restart_process.triggered.connect(
             lambda: self._with_selected(self.session.restart_process))
         a.kill_process.triggered.connect(self.kill_selected)
+        a.thread_dump.triggered.connect(lambda: self._with_row(self.inspector.thread_dump))
+        a.flame_graph.triggered.connect(lambda: self._with_row(self.inspector.flame_graph))
+        a.spark_ui.triggered.connect(lambda: self._with_row(lambda row: (
+            self.inspector.open_spark_ui(row.name, self.metrics.spark_ui.get(row.name, "")))))
+        self.inspector.notice.connect(self._on_notice)
         a.zoom_in.triggered.connect(lambda: self.jobs.graph.zoom_by(1.25))
         a.zoom_out.triggered.connect(lambda: self.jobs.graph.zoom_by(0.8))
         a.fit_graph.triggered.connect(self.jobs.graph.fit)
@@ -358,6 +367,11 @@ class MainWindow(QMainWindow):
                      self.failures_dock, self.messages_dock):
             dock.show()
         self.jobs_dock.raise_()
+
+    def _with_row(self, command: Any) -> None:
+        row = self.cluster_panel.selected_row()
+        if row is not None:
+            command(row)
 
     def _with_selected(self, command: Any) -> None:
         row = self.cluster_panel.selected_row()
@@ -482,6 +496,9 @@ class MainWindow(QMainWindow):
         a.restart_process.setEnabled(row is not None and row.supervised
                                      and state.mode is not SessionMode.STOPPING)
         a.kill_process.setEnabled(row is not None and row.pid is not None)
+        a.thread_dump.setEnabled(row is not None and row.pid is not None)
+        a.flame_graph.setEnabled(row is not None and row.pid is not None)
+        a.spark_ui.setEnabled(row is not None and bool(self.metrics.spark_ui.get(row.name)))
         connected = state.mode in (SessionMode.RUNNING, SessionMode.ATTACHED)
         a.submit.setEnabled(connected)
         job = self.job_model.row(self.current_job or "")

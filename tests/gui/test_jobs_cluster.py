@@ -169,3 +169,29 @@ def build(env):
     qtbot.waitUntil(lambda: totals() == expected, timeout=10_000)
     box = graph.boxes[next(iter(expected))]
     assert "in 240.0k" in box._numbers.text()
+
+
+def test_a_flame_graph_and_a_thread_dump_of_a_running_taskmanager_are_drawn(
+        qtbot, window, tmp_path):
+    """docs/profiling.md: py-spy samples a real TaskManager (and its Spark workers) while it
+    runs a job; the flame graph is drawn in a window of its own, and so are its threads."""
+    job = tmp_path / "busy_job.py"
+    job.write_text("import time\n\ndef build(env):\n    env.from_range(0, 400).map("
+                   "lambda x: time.sleep(0.01) or x).collect()\n")
+    qtbot.waitUntil(lambda: window.model.row_named("taskmanager-1") is not None
+                    and window.model.row_named("taskmanager-1").pid is not None,
+                    timeout=30_000)
+    window.cluster_panel.select_process("taskmanager-1")
+    submit_dropped(qtbot, window, job)
+    inspector = window.inspector
+    with qtbot.waitSignal(inspector.opened, timeout=60_000) as opened:
+        window.actions.flame_graph.trigger()
+    flame = opened.args[0]
+    assert "Flame graph of taskmanager-1" in flame.windowTitle()
+    assert "samples over" in flame.header.text(), flame.header.text()
+    assert len(flame.flame.boxes) > 3  # the process, its threads, what they ran
+    assert flame.hottest.toPlainText().strip()
+    with qtbot.waitSignal(inspector.opened, timeout=60_000) as opened:
+        window.actions.thread_dump.trigger()
+    threads = opened.args[0].threads.toPlainText()
+    assert "Thread MainThread" in threads and "taskexecutor" in threads.lower()

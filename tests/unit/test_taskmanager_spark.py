@@ -16,7 +16,9 @@ def test_without_spark_properties_the_taskmanagers_defaults_apply() -> None:
     assert settings == {
         "spark.master": "local[3]",
         "spark.app.name": "clusterdeck-taskmanager-1",
-        "spark.ui.enabled": "false",
+        "spark.ui.enabled": "true",
+        "spark.ui.port": "0",
+        "spark.ui.killEnabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "3",
         "spark.sql.warehouse.dir": str(SCRATCH / "warehouse"),
@@ -25,12 +27,12 @@ def test_without_spark_properties_the_taskmanagers_defaults_apply() -> None:
 
 
 def test_the_clusters_spark_properties_are_added_and_win_over_the_defaults() -> None:
-    config = Config({"spark.master": "spark://head:7077", "spark.ui.enabled": True,
+    config = Config({"spark.master": "spark://head:7077", "spark.ui.enabled": False,
                      "spark.sql.shuffle.partitions": 7, "spark.clusterdeck.probe": "hello",
                      "spark.app.name": "lab"})
     settings = session_settings(config, "taskmanager-2", SCRATCH)
     assert settings["spark.master"] == "spark://head:7077"
-    assert settings["spark.ui.enabled"] == "true"
+    assert settings["spark.ui.enabled"] == "false"
     assert settings["spark.sql.shuffle.partitions"] == "7"
     assert settings["spark.clusterdeck.probe"] == "hello"
     assert settings["spark.app.name"] == "lab"

@@ -1,0 +1,1 @@
+"""A look inside a running process: thread dumps and flame graphs (py-spy)."""

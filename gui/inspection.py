@@ -1,0 +1,103 @@
+"""Looking inside a process from the process table: its threads, a flame graph, its Spark
+UI (docs/profiling.md).
+
+py-spy runs on a thread of its own here (a flame graph samples for seconds; job commands
+must not wait behind it) and each outcome, the failures included, opens in a window of
+its own: a look that could not be taken says why there, never only in a log.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from PySide6.QtCore import QObject, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+
+from clusterdeck.core.profiling.pyspy import flame_graph, thread_dump
+from clusterdeck.gui.bridge import ClusterBridge
+from clusterdeck.gui.models.processmodel import ProcessRow
+from clusterdeck.gui.views.flamegraph import ProfileWindow
+
+log = logging.getLogger(__name__)
+FLAME_SECONDS = 5.0
+KEPT_WINDOWS = 8  # the windows opened last stay referenced; older ones close
+
+
+class ProcessInspector(QObject):
+    notice = Signal(str)
+    opened = Signal(object)  # the ProfileWindow just filled in
+
+    def __init__(self, bridge: ClusterBridge, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.bridge = bridge
+        self.windows: list[ProfileWindow] = []
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="clusterdeck-gui-profile")
+
+    def thread_dump(self, row: ProcessRow) -> None:
+        pid = self._local_pid(row)
+        if pid is not None:
+            self._look(f"Threads of {row.name} (pid {pid})",
+                       lambda: thread_dump(pid, subprocesses=_with_workers(row)),
+                       lambda window, threads: window.show_threads(threads))
+
+    def flame_graph(self, row: ProcessRow, seconds: float = FLAME_SECONDS) -> None:
+        pid = self._local_pid(row)
+        if pid is not None:
+            self.notice.emit(f"sampling {row.name} for {seconds:g} s\u2026")
+            self._look(f"Flame graph of {row.name} (pid {pid})",
+                       lambda: flame_graph(pid, seconds, subprocesses=_with_workers(row)),
+                       lambda window, graph: window.show_flame_graph(graph))
+
+    def open_spark_ui(self, name: str, url: str) -> None:
+        if not url:
+            self.notice.emit(f"{name} has no Spark UI (spark.ui.enabled is false, or its "
+                             "Spark has not started)")
+        elif not QDesktopServices.openUrl(QUrl(url)):
+            self.notice.emit(f"no browser could open {url}; open it by hand")
+        else:
+            self.notice.emit(f"opened {name}'s Spark UI at {url}")
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _local_pid(self, row: ProcessRow) -> int | None:
+        if row.pid is None:
+            self.notice.emit(f"{row.name} has no process running now")
+            return None
+        if row.host not in ("", socket.gethostname()):
+            self.notice.emit(f"{row.name} runs on {row.host}: py-spy sees only processes of "
+                             "this machine (run clusterdeck profile there)")
+            return None
+        return row.pid
+
+    def _look(self, title: str, work: Callable[[], Any],
+              show: Callable[[ProfileWindow, Any], None]) -> None:
+        def done(outcome: Any, error: BaseException | None) -> None:  # GUI thread
+            window = ProfileWindow(title)
+            if error is None:
+                show(window, outcome)
+            else:
+                window.show_error(f"{type(error).__name__}: {error}" if not str(error)
+                                  else str(error))
+                self.notice.emit(f"{title}: {error}")
+            self.windows = [*self.windows[-(KEPT_WINDOWS - 1):], window]
+            window.show()
+            self.opened.emit(window)
+
+        def task() -> None:  # the inspector's thread
+            try:
+                outcome, error = work(), None
+            except Exception as failure:
+                log.debug("%s failed", title, exc_info=True)
+                outcome, error = None, failure
+            self.bridge.call_on_gui_thread(lambda: done(outcome, error))
+        self._executor.submit(task)
+
+
+def _with_workers(row: ProcessRow) -> bool:
+    """A TaskManager's user code runs in Spark's Python workers, its children."""
+    return row.role == "taskmanager" or row.name.startswith("taskmanager")
