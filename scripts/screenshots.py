@@ -124,7 +124,7 @@ def shoot_all(shooter: Shooter) -> None:
     print(f"wordcount: {shooter.ended(wordcount)}")
     pi = shooter.submit(EXAMPLES / "pi.py")
     print(f"pi: {shooter.ended(pi)}")
-    shoot_live_numbers(shooter)
+    shoot_live_numbers(shooter, wordcount)
 
     not_a_job = Path(tempfile.mkdtemp(prefix="clusterdeck-shots-")) / "notes_to_self.py"
     not_a_job.write_text("print('remember to write build(env)')\n")
@@ -195,7 +195,7 @@ def shoot_all(shooter: Shooter) -> None:
     app.processEvents()
 
 
-def shoot_live_numbers(shooter: Shooter) -> None:
+def shoot_live_numbers(shooter: Shooter, small_wordcount: str) -> None:
     """The word count over a few megabytes of generated text, shot while it runs: live
     numbers on the graph, coloured by busy share, the source's plot; then a TaskManager's
     load (CPU, memory, Spark JVM heap)."""
@@ -228,6 +228,16 @@ def shoot_live_numbers(shooter: Shooter) -> None:
     shooter.save(opened[0], "flamegraph")
     opened[0].close()
     print(f"wordcount over {data}: {shooter.ended(job_id)}")
+    shooter.wait(lambda: job_id in window.result.results, 20, "the big word count's result")
+    window.job_list.table.clearSelection()
+    model, selection = window.job_model, window.job_list.table.selectionModel()
+    for job in (small_wordcount, job_id):
+        selection.select(model.index(model.row_of(job), 0),
+                         selection.SelectionFlag.Select | selection.SelectionFlag.Rows)
+    compared = window.compare_selected_jobs()
+    if compared is not None:
+        shooter.save(compared, "compare")
+        compared.close()
     window.jobs.by_busy.setChecked(False)
     window.cluster_panel.select_process("taskmanager-1")
     shooter.raise_dock(window.load_dock, 400)

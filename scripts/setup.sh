@@ -17,6 +17,8 @@ APT_PACKAGES=(
     libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libxcb-util1
     libxkbcommon0 libxkbcommon-x11-0 libx11-xcb1 libegl1 libgl1 libfontconfig1
     libdbus-1-3 libglib2.0-0
+    # the session bus desktop notifications travel on (the tests start their own)
+    dbus-daemon
 )
 
 missing=()

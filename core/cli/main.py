@@ -13,6 +13,7 @@ from pathlib import Path
 
 from clusterdeck.broker.connection import NoBrokerError
 from clusterdeck.core import __version__
+from clusterdeck.core.cli.comparecommands import add_compare_command, cmd_compare
 from clusterdeck.core.cli.credentialcommands import (
     add_credentials_command,
     cmd_credentials,
@@ -98,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_credentials_command(commands, common)
     add_record_commands(commands, common)
     add_profile_command(commands, common)
+    add_compare_command(commands, common)
 
     add_job_commands(commands, common)
     commands.add_parser("gui", help="open the desktop app (gui --help for its options)",
@@ -160,7 +162,8 @@ def _run(arguments: list[str]) -> int:
                "run": cmd_run, "list": cmd_list,
                "cancel": cmd_cancel, "result": cmd_result,
                "failures": cmd_failures, "recorder": cmd_recorder,
-               "record": cmd_record, "profile": cmd_profile}[args.command]
+               "record": cmd_record, "profile": cmd_profile,
+               "compare": cmd_compare}[args.command]
     try:
         return handler(config, args)
     except ConfigError as error:

@@ -19,7 +19,8 @@ from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.recorder.store import connect
 from clusterdeck.core.rpc import RpcError, decode
 
-MARGIN = 1.0  # seconds of everything else kept on either side of the chosen jobs
+MARGIN = 3.0  # seconds of everything else kept on either side of the chosen jobs (the
+# TaskManagers' last live numbers of a job come up to a second after its end)
 FRAME_LIMIT = 64 * 1024 * 1024  # what a recorded payload may be when read back
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterdeck.core.protocol import topics
+from clusterdeck.core.protocol.messages import JobResult, JobSnapshot
 from clusterdeck.core.recorder.export import FRAME_LIMIT
 from clusterdeck.core.recorder.store import connect
 from clusterdeck.core.rpc import RpcError, TopicLayout, decode
@@ -74,6 +75,21 @@ def samples(path: Path, span: float = 3600.0) -> Iterator[tuple[float, str, floa
             for row_id, at, process, cpu, rss in rows:
                 last = row_id
                 yield float(at), str(process), float(cpu), int(rss)
+
+
+def recorded_runs(path: Path) -> dict[str, tuple[Any, Any]]:
+    """Every job of a recording: its last snapshot's graph (a JobGraphSnapshot) and its
+    JobResult (None when the recording holds none), by job id."""
+    runs: dict[str, tuple[Any, Any]] = {}
+    for item in replay(path):
+        if not isinstance(item, RecordedEvent):
+            continue
+        message = item.message
+        if isinstance(message, JobSnapshot):
+            runs[message.job_id] = (message.graph, runs.get(message.job_id, (None, None))[1])
+        elif isinstance(message, JobResult):
+            runs[message.job_id] = (runs.get(message.job_id, (None, None))[0], message)
+    return {job: run for job, run in runs.items() if run[0] is not None}
 
 
 def _item(layout: TopicLayout, at: float, topic: str, payload: bytes

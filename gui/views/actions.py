@@ -23,6 +23,7 @@ class WindowActions:
     add_taskmanager: QAction
     submit: QAction
     cancel_job: QAction
+    compare_jobs: QAction
     open_recording: QAction
     quit: QAction
     show_log: QAction
@@ -75,6 +76,9 @@ def create_actions(owner: QWidget) -> WindowActions:
                       "same)"),
         cancel_job=action("&Cancel Job", "Ctrl+Shift+X", pixmap.SP_BrowserStop,
                           "Cancel the selected job"),
+        compare_jobs=action("C&ompare Jobs", "Ctrl+Shift+C", None,
+                            "Two runs side by side: select two jobs in the Jobs list "
+                            "(Ctrl+click)"),
         open_recording=action("Open &Recording\u2026", "Ctrl+Shift+O",
                               pixmap.SP_DialogOpenButton, "Open a flight recording (clusterdeck "
                               "record export) offline, with no cluster"),

@@ -22,8 +22,10 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QShowEvent
 from PySide6.QtWidgets import (
+    QHBoxLayout,
     QHeaderView,
     QLabel,
+    QPushButton,
     QSplitter,
     QTextBrowser,
     QTreeWidget,
@@ -65,6 +67,8 @@ class FailuresView(QWidget):
 
     failure_selected = Signal(str, int)
     """``(vertex_id, subtask)`` of a failure the user clicked."""
+    logs_wanted = Signal(str, str)
+    """``(attempt_id, taskmanager_id)``: show the log lines of the selected failure."""
 
     def __init__(self, job_files: Mapping[str, Path] | None = None,
                  parent: QWidget | None = None) -> None:
@@ -75,6 +79,11 @@ class FailuresView(QWidget):
         self._shown_key: tuple[Any, ...] | None = None
         self.on_screen = True
         self.title = QLabel("Select a job to see its failures.")
+        self.log_button = QPushButton("Show its log lines")
+        self.log_button.setToolTip("Every log line of the selected failure's attempt, from "
+                                   "every process, in the Logs tab")
+        self.log_button.setEnabled(False)
+        self.log_button.clicked.connect(self._want_logs)
         self.tree = QTreeWidget()
         self.tree.setColumnCount(len(_COLUMNS))
         self.tree.setHeaderLabels(_COLUMNS)
@@ -94,7 +103,10 @@ class FailuresView(QWidget):
         splitter.setSizes([600, 600])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        layout.addWidget(self.title)
+        top = QHBoxLayout()
+        top.addWidget(self.title, 1)
+        top.addWidget(self.log_button)
+        layout.addLayout(top)
         layout.addWidget(splitter, 1)
         self.tree.currentItemChanged.connect(self._on_current)
         self.tree.itemClicked.connect(self._on_clicked)
@@ -131,6 +143,7 @@ class FailuresView(QWidget):
         self._shown_key = None
         self.tree.clear()
         self.detail.clear()
+        self.log_button.setEnabled(False)
         self.title.setText("Select a job to see its failures.")
 
     # -- reading (tests, the window) ----------------------------------------------------------
@@ -165,6 +178,7 @@ class FailuresView(QWidget):
         if failures is None:
             self.tree.clear()
             self.detail.clear()
+            self.log_button.setEnabled(False)
             self.title.setText("Select a job to see its failures." if self.job_id is None
                                else NO_FAILURES)
             return
@@ -208,6 +222,7 @@ class FailuresView(QWidget):
             self._show(again or items[0])
         else:
             self.detail.clear()
+            self.log_button.setEnabled(False)
 
     def _item(self, failure: FailureRecord, failures: JobFailures,
               root: bool = False) -> QTreeWidgetItem:
@@ -232,6 +247,7 @@ class FailuresView(QWidget):
 
     def _show(self, item: QTreeWidgetItem) -> None:
         data = item.data(0, FAILURE_ROLE)
+        self.log_button.setEnabled(bool(data))
         if not data:
             return
         failure, root = data
@@ -252,3 +268,10 @@ class FailuresView(QWidget):
         if data:
             failure = data[0]
             self.failure_selected.emit(failure.vertex_id, failure.subtask)
+
+    def _want_logs(self) -> None:
+        item = self.tree.currentItem()
+        data = item.data(0, FAILURE_ROLE) if item is not None else None
+        if data:
+            failure = data[0]
+            self.logs_wanted.emit(failure.attempt_id, failure.taskmanager_id or "")

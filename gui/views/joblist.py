@@ -244,7 +244,7 @@ class JobListView(QWidget):
     job_chosen = Signal(str)
     """The user selected a job in the table."""
 
-    def __init__(self, model: JobListModel, submit: Any, cancel: Any,
+    def __init__(self, model: JobListModel, submit: Any, cancel: Any, compare: Any = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = model
@@ -252,7 +252,8 @@ class JobListView(QWidget):
         self.table.setModel(model)
         self.table.setItemDelegateForColumn(COLUMNS.index("Progress"), ProgressDelegate(self))
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        # Two rows at once (Ctrl+click) for Compare Jobs.
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.verticalHeader().setVisible(False)
         self.table.setAlternatingRowColors(True)
         header = self.table.horizontalHeader()
@@ -269,7 +270,9 @@ class JobListView(QWidget):
         self.hint.setStyleSheet("QLabel { border: 2px dashed #9aa4b2; border-radius: 8px; "
                                 "color: #5b6470; padding: 16px; font-size: 13px; }")
         buttons = QHBoxLayout()
-        for action in (submit, cancel):
+        for action in (submit, cancel, compare):
+            if action is None:
+                continue
             button = QToolButton()
             button.setDefaultAction(action)
             button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
@@ -294,6 +297,12 @@ class JobListView(QWidget):
     def selected_job(self) -> str | None:
         index = self.table.currentIndex()
         return str(index.data(JOB_ID_ROLE)) if index.isValid() else None
+
+    @property
+    def selected_jobs(self) -> list[str]:
+        """The selected jobs, top to bottom."""
+        indexes = sorted(self.table.selectionModel().selectedRows(), key=lambda i: i.row())
+        return [str(index.data(JOB_ID_ROLE)) for index in indexes]
 
     def select(self, job_id: str) -> None:
         """Make ``job_id`` the current row (no signal when it already is)."""

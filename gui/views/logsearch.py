@@ -5,12 +5,13 @@ otherwise."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -37,7 +38,20 @@ Runner = Callable[[Callable[[], Any], Callable[[Any], None], Callable[[BaseExcep
                   None]
 
 
+# An attempt id in a log line: <job-id>/<vertex-id>#<subtask>/[e<epoch>]a<attempt>
+ATTEMPT_IN_LINE = re.compile(r"\b([0-9a-f]{8,32})/([\w.-]+)#(\d+)/(?:e\d+)?a\d+\b")
+
+
+def subtask_in(line: str) -> tuple[str, str, int] | None:
+    """(job id, vertex id, subtask) of the first attempt a log line names."""
+    match = ATTEMPT_IN_LINE.search(line)
+    return (match.group(1), match.group(2), int(match.group(3))) if match else None
+
+
 class LogSearchView(QWidget):
+    subtask_named = Signal(str, str, int)
+    """``(job_id, vertex_id, subtask)`` of the attempt named in a double-clicked line."""
+
     def __init__(self, run: Runner, parent: QWidget | None = None) -> None:
         """``run(work, done, failed)``: ``work`` on a worker thread, the outcome on the GUI
         thread (the window's JobWorker)."""
@@ -77,6 +91,28 @@ class LogSearchView(QWidget):
         self.level.currentIndexChanged.connect(lambda _: self.search())
         self._timer = QTimer(self)
         self._timer.timeout.connect(self._refresh)
+        self.output.viewport().installEventFilter(self)
+        self.output.setToolTip("Double-click a line that names an attempt to find its "
+                               "subtask in the ExecutionGraph")
+
+    def show_lines_of(self, text: str) -> None:
+        """Every process's lines that name ``text`` (an attempt id): the TaskManager's where
+        it ran, the JobManager's that scheduled and failed it."""
+        self.follow.setChecked(False)
+        self.process.setCurrentIndex(0)
+        self.level.setCurrentIndex(0)
+        self.text.setText(text)
+        self.search()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.output.viewport() and \
+                event.type() == QEvent.Type.MouseButtonDblClick:
+            cursor = self.output.cursorForPosition(event.position().toPoint())
+            found = subtask_in(cursor.block().text())
+            if found is not None:
+                self.subtask_named.emit(*found)
+                return True
+        return super().eventFilter(watched, event)
 
     def show_recording(self, path: Path | None, live: bool) -> None:
         """Search ``path`` (None: nothing to search); ``live``: it is still being written."""

@@ -29,12 +29,14 @@ from PySide6.QtWidgets import (
 )
 
 from clusterdeck.core import __version__
+from clusterdeck.core.client.comparison import RunSummary
 from clusterdeck.core.config import paths
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.recorder.store import FILE_NAME
 from clusterdeck.gui.bridge import ClusterBridge
 from clusterdeck.gui.inspection import ProcessInspector
 from clusterdeck.gui.jobcalls import JobCommands, JobWorker
+from clusterdeck.gui.models.health import cluster_health
 from clusterdeck.gui.models.metrics import MetricsStore
 from clusterdeck.gui.models.processmodel import ProcessTableModel
 from clusterdeck.gui.models.profiles import ProfileError, ProfileStore
@@ -48,8 +50,10 @@ from clusterdeck.gui.session import (
     known_clusters,
 )
 from clusterdeck.gui.submission import SubmissionFlow
+from clusterdeck.gui.tray import DesktopNotifier
 from clusterdeck.gui.views.actions import create_actions
 from clusterdeck.gui.views.clusterpanel import ClusterPanel
+from clusterdeck.gui.views.comparison import ComparisonWindow
 from clusterdeck.gui.views.failuresview import FailuresView
 from clusterdeck.gui.views.joblist import JobListModel, JobListView
 from clusterdeck.gui.views.jobsview import JobsView
@@ -115,6 +119,11 @@ class MainWindow(QMainWindow):
         self.commands = JobCommands(self.bridge, self.worker, self)
         self.submission = SubmissionFlow(self.bridge, self.worker, self)
         self.inspector = ProcessInspector(self.bridge, self)
+        self.notifier = DesktopNotifier(
+            self, lambda message: self.statusBar().showMessage(message, 10000),
+            self.bridge.call_on_gui_thread)
+        self._overview: p.ClusterOverview | None = None
+        self._broker_state = "none"
         self.current_job: str | None = None
         self._focus_next: str | None = None
         self.model = ProcessTableModel(self)
@@ -124,7 +133,9 @@ class MainWindow(QMainWindow):
         self.cluster_panel = ClusterPanel(self.model, self.actions, store or ProfileStore())
         self.slots = SlotsView()
         self.job_model = JobListModel(self)
-        self.job_list = JobListView(self.job_model, self.actions.submit, self.actions.cancel_job)
+        self.job_list = JobListView(self.job_model, self.actions.submit, self.actions.cancel_job,
+                                    self.actions.compare_jobs)
+        self.comparisons: list[ComparisonWindow] = []
         self.result = ResultView()
         self.failures = FailuresView(self.submission.job_files)
         self.messages = MessagesView()
@@ -185,7 +196,7 @@ class MainWindow(QMainWindow):
     def _menus_and_toolbar(self) -> None:
         a = self.actions
         file = self.menuBar().addMenu("&File")
-        file.addActions([a.submit, a.cancel_job])
+        file.addActions([a.submit, a.cancel_job, a.compare_jobs])
         file.addSeparator()
         file.addAction(a.open_recording)
         self.recent_menu = file.addMenu("Recent Recordings")
@@ -236,6 +247,11 @@ class MainWindow(QMainWindow):
         bridge.job_changed.connect(self.failures.set_snapshot)
         bridge.job_changed.connect(self.result.set_snapshot)
         bridge.job_changed.connect(self._on_job_seen)
+        bridge.job_changed.connect(self.notifier.job_seen)
+        bridge.job_result_changed.connect(self.notifier.job_ended)
+        for health_changed in (bridge.overview_changed, bridge.processes_changed,
+                               bridge.job_changed, self.session.state_changed):
+            health_changed.connect(lambda *_: self._update_health())
         bridge.job_list_changed.connect(self.job_model.set_job_list)
         bridge.job_result_changed.connect(self.job_model.set_result)
         bridge.job_result_changed.connect(self.result.set_result)
@@ -260,6 +276,8 @@ class MainWindow(QMainWindow):
         self.job_model.dataChanged.connect(self._update_actions)
         self.job_model.rowsInserted.connect(self._update_actions)
         self.failures.failure_selected.connect(self.jobs.graph.focus)
+        self.failures.logs_wanted.connect(self._show_attempt_logs)
+        self.logs.subtask_named.connect(self._find_subtask)
         self.failures_dock.visibilityChanged.connect(self.failures.set_on_screen)
         self.messages_dock.visibilityChanged.connect(self.messages.set_on_screen)
         self.result.rows_wanted.connect(self.commands.load_rows)
@@ -281,6 +299,9 @@ class MainWindow(QMainWindow):
         a.restart_process.triggered.connect(
             lambda: self._with_selected(self.session.restart_process))
         a.kill_process.triggered.connect(self.kill_selected)
+        a.compare_jobs.triggered.connect(self.compare_selected_jobs)
+        self.job_list.table.selectionModel().selectionChanged.connect(
+            lambda *_: self._update_actions())
         a.thread_dump.triggered.connect(lambda: self._with_row(self.inspector.thread_dump))
         a.flame_graph.triggered.connect(lambda: self._with_row(self.inspector.flame_graph))
         a.spark_ui.triggered.connect(lambda: self._with_row(lambda row: (
@@ -368,6 +389,36 @@ class MainWindow(QMainWindow):
             dock.show()
         self.jobs_dock.raise_()
 
+    def compare_selected_jobs(self) -> ComparisonWindow | None:
+        """The two jobs selected in the Jobs list side by side, in a window of their own."""
+        jobs = self.job_list.selected_jobs
+        if len(jobs) != 2:
+            self._on_notice("select two jobs in the Jobs list to compare them (Ctrl+click)")
+            return None
+        missing = [job for job in jobs if job not in self.jobs.snapshots]
+        if missing:
+            self._on_notice(f"no ExecutionGraph of {', '.join(missing)} is known here")
+            return None
+        first, second = (RunSummary.of(self.jobs.snapshots[job], self.result.results.get(job))
+                         for job in jobs)
+        window = ComparisonWindow(first, second)
+        self.comparisons = [*self.comparisons[-7:], window]
+        window.show()
+        return window
+
+    def _show_attempt_logs(self, attempt_id: str, _taskmanager: str) -> None:
+        self.logs_dock.show()
+        self.logs_dock.raise_()
+        self.logs.show_lines_of(attempt_id)
+
+    def _find_subtask(self, job_id: str, vertex_id: str, subtask: int) -> None:
+        """A log line's attempt: its job on screen, its subtask selected and centred."""
+        if job_id not in self.jobs.snapshots:
+            self._on_notice(f"job {job_id} is not known here")
+            return
+        self.choose_job(job_id)
+        self.jobs.graph.focus(vertex_id, subtask)
+
     def _with_row(self, command: Any) -> None:
         row = self.cluster_panel.selected_row()
         if row is not None:
@@ -385,7 +436,15 @@ class MainWindow(QMainWindow):
 
     # -- what the bridge and the session say --------------------------------------------------
 
+    def _update_health(self) -> None:
+        state = self.session.state
+        self.notifier.set_health(cluster_health(
+            state.cluster_id if state.active else "", self._overview, self._broker_state,
+            {row.name: row.state for row in self.model.rows() if row.supervised},
+            sum(not row.ended for row in self.job_model.rows())))
+
     def _on_overview(self, overview: p.ClusterOverview | None) -> None:
+        self._overview = overview
         self.model.set_overview(overview)
         self.slots.set_overview(overview)
         if overview is None:
@@ -408,12 +467,14 @@ class MainWindow(QMainWindow):
                                              f"({event.info.slots_total} slots)", 5000)
 
     def _on_broker(self, state: str) -> None:
+        self._broker_state = state
         kind = self.session.state.broker_kind
         text = {"none": "broker: \u2013", "connected": f"broker: connected ({kind})",
                 "disconnected": f"broker: DISCONNECTED ({kind})"}[state]
         self.broker_label.setText(text)
         self.broker_label.setStyleSheet("color: #b03a36; font-weight: bold;"
                                         if state == "disconnected" else "")
+        self._update_health()
 
     def _on_submitted(self, job_id: str, _path: str) -> None:
         """Show a job submitted here as soon as it is seen (it may be already)."""
@@ -503,6 +564,7 @@ class MainWindow(QMainWindow):
         a.submit.setEnabled(connected)
         job = self.job_model.row(self.current_job or "")
         a.cancel_job.setEnabled(connected and job is not None and not job.ended)
+        a.compare_jobs.setEnabled(len(self.job_list.selected_jobs) == 2)
 
     # -- layout and closing -------------------------------------------------------------------
 
@@ -546,6 +608,8 @@ class MainWindow(QMainWindow):
             return
         self.save_layout()
         self.worker.shutdown()
+        self.inspector.shutdown()
+        self.notifier.shutdown()
         if choice == STOP:
             self.session.shutdown()
         event.accept()

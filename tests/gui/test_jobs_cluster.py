@@ -195,3 +195,27 @@ def test_a_flame_graph_and_a_thread_dump_of_a_running_taskmanager_are_drawn(
         window.actions.thread_dump.trigger()
     threads = opened.args[0].threads.toPlainText()
     assert "Thread MainThread" in threads and "taskexecutor" in threads.lower()
+
+
+def test_two_runs_of_a_job_compare_side_by_side(qtbot, window, tmp_path):
+    job = tmp_path / "tiny_job.py"
+    job.write_text(TINY)
+    runs = [submit_dropped(qtbot, window, job) for _ in range(2)]
+    for job_id in runs:
+        qtbot.waitUntil(lambda job_id=job_id: job_status(window, job_id) == JobStatus.FINISHED
+                        and job_id in window.result.results, timeout=150_000)
+    table = window.job_list.table
+    table.clearSelection()
+    for job_id in runs:
+        index = window.job_model.index(window.job_model.row_of(job_id), 0)
+        table.selectionModel().select(index, table.selectionModel().SelectionFlag.Select
+                                      | table.selectionModel().SelectionFlag.Rows)
+    assert window.actions.compare_jobs.isEnabled()
+    window.actions.compare_jobs.trigger()
+    compared = window.comparisons[-1]
+    rows = {(row.what, row.measure): row for row in compared.rows}
+    assert {rows[("job", "id")].first, rows[("job", "id")].second} == set(runs)
+    assert rows[("job", "status")].first == rows[("job", "status")].second == "FINISHED"
+    source = compared.rows[4].what  # the first vertex's rows follow the job's four
+    assert rows[(source, "records out")].first == rows[(source, "records out")].second == "10"
+    assert compared.table.rowCount() == len(compared.rows)

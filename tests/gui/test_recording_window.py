@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
 
+from clusterdeck.core.cli.main import main as cli_main
 from clusterdeck.core.client.jobclient import JobClient
 from clusterdeck.core.config import paths
 from clusterdeck.core.protocol import messages as p
@@ -14,6 +16,7 @@ from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.recorder.export import describe, export
 from clusterdeck.core.recorder.store import FILE_NAME
 from clusterdeck.gui.session import SessionMode, SessionState
+from clusterdeck.gui.views.failuresview import FAILURE_ROLE
 from clusterdeck.gui.views.jobsview import job_span
 from clusterdeck.gui.views.mainwindow import MainWindow, recent_recordings, remember_recording
 from tests.integration.clusters import running_cluster, wait_result
@@ -69,11 +72,31 @@ def test_a_recording_opens_offline_and_every_view_shows_the_failed_run(qtbot, fa
         "record 777" in x.line.lower() for x in window.logs.lines), timeout=5000)
     assert any(x.process.startswith("taskmanager") for x in window.logs.lines)
 
+    # from the failure to its log lines, and from a line back to its subtask
+    window.failures_dock.raise_()
+    window.failures.tree.setCurrentItem(window.failures.failure_items()[0])
+    attempt_id = window.failures.failure_items()[0].data(0, FAILURE_ROLE)[0].attempt_id
+    assert window.failures.log_button.isEnabled()
+    window.failures.log_button.click()
+    assert window.logs.text.text() == attempt_id
+    qtbot.waitUntil(lambda: bool(window.logs.lines) and all(
+        attempt_id in x.line for x in window.logs.lines), timeout=5000)
+    window.jobs.graph.selected = None
+    output = window.logs.output
+    output.moveCursor(output.textCursor().MoveOperation.Start)
+    spot = output.cursorRect().center()
+    qtbot.mouseDClick(output.viewport(), Qt.MouseButton.LeftButton, pos=spot)
+    vertex_id, subtask = attempt_id.split("/")[1].split("#")
+    assert window.jobs.graph.selected == (vertex_id, int(subtask))
+
     qtbot.waitUntil(lambda: bool(window.jobs.graph.numbers), timeout=5000)
-    assert sum(n.records_in for n in window.jobs.graph.numbers.values()) > 0  # as recorded
-    recorded = window.metrics.processes
-    assert any(series.cpu for series in recorded.values()), "the recorded CPU samples"
-    assert any(series.heap for series in recorded.values()), "the recorded JVM heap"
+    # as recorded: the failed attempt's last numbers (it may fail before a batch ends, so
+    # with no records counted yet) and its time
+    recorded = window.jobs.graph.numbers.get(vertex_id)
+    assert recorded is not None and recorded.subtasks >= 1 and recorded.busy > 0
+    processes = window.metrics.processes
+    assert any(series.cpu for series in processes.values()), "the recorded CPU samples"
+    assert any(series.heap for series in processes.values()), "the recorded JVM heap"
 
     history = window.jobs.history()
     assert history is not None
@@ -114,3 +137,17 @@ def test_the_file_menu_offers_the_recent_recordings(qtbot, failed_run):
     window._fill_recent_menu()
     assert window.recent_menu.actions()[0].text() == str(path.resolve())
     assert window.actions.open_recording.isEnabled()
+
+
+def test_compare_reads_runs_from_recordings_and_refuses_what_is_not_one(failed_run, capsys,
+                                                                         tmp_path):
+    path, job_id = failed_run
+    assert cli_main(["compare", str(path), f"{path}:{job_id}"]) == 0
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "failed attempts" in out and "root cause" in out
+    not_one = tmp_path / "notes.txt"
+    not_one.write_text("not a recording")
+    assert cli_main(["compare", str(not_one), str(path)]) == 1
+    assert "not a readable recording" in capsys.readouterr().err
+    assert cli_main(["compare", f"{path}:nosuchjob", str(path)]) == 1
+    assert "job nosuchjob is not in" in capsys.readouterr().err
