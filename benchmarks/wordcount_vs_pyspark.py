@@ -289,14 +289,14 @@ class ClusterResult:
     load: str = ""
 
 
-def run_cluster(data: Dataset, warm_runs: int) -> ClusterResult:
+def run_cluster(data: Dataset, warm_runs: int, recorder: bool = True) -> ClusterResult:
     from benchmarks.submit_latency import bench_cluster, write_job
     from clusterdeck.core.client.jobclient import collected_rows
     from clusterdeck.core.protocol.states import JobStatus
     meter = LoadMeter()
     begin = time.monotonic()
-    with bench_cluster("wordcount", **{"taskmanager.count": 2,
-                                       "taskmanager.slots": 1}) as bench:
+    with bench_cluster("wordcount", **{"taskmanager.count": 2, "taskmanager.slots": 1,
+                                       "recorder.enabled": recorder}) as bench:
         outcome = ClusterResult(bench.started_s)
         job = write_job(bench.jobs_dir, "wordcount_bench", WORDCOUNT_JOB)
         for index in range(1 + warm_runs):
@@ -559,6 +559,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="one more plain run without map-side combining")
     parser.add_argument("--skip-plain", action="store_true")
     parser.add_argument("--skip-cluster", action="store_true")
+    parser.add_argument("--no-recorder", action="store_true", help="run the cluster "
+                        "without its flight recorder (recorder.enabled = false)")
     parser.add_argument("--profile", action="store_true",
                         help="also profile Spark's Python workers (plain vs runtime)")
     args = parser.parse_args(argv)
@@ -577,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  plain: cold {plain.cold_s:.1f} s, runs "
                       f"{', '.join(f'{s:.1f}' for s in plain.runs_s)} s", file=sys.stderr)
             if not args.skip_cluster:
-                cluster = run_cluster(data, args.warm_runs)
+                cluster = run_cluster(data, args.warm_runs, not args.no_recorder)
             costs = record_costs(data)
             if args.profile:
                 profile = run_profile(children, data, scratch)
