@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -144,9 +145,25 @@ def parse_collapsed(text: str) -> tuple[FlameNode, int, bool]:
             continue
         if stacks == MAX_STACKS:
             return root, stacks, True
-        root.add(stack.split(";"), int(count))
+        root.add([_process_frame(frame) for frame in stack.split(";")], int(count))
         stacks += 1
     return root, stacks, False
+
+
+_PROCESS_FRAME = re.compile(r'^process (\d+):"(.*)"$')
+
+
+def _process_frame(frame: str) -> str:
+    """``--subprocesses`` roots each stack at ``process <pid>:"<command line>"``: named
+    by its program instead (the module it runs), not by paths and arguments."""
+    match = _PROCESS_FRAME.match(frame)
+    if match is None:
+        return frame
+    words = match.group(2).split()
+    program = os.path.basename(words[0]) if words else "?"
+    if "-m" in words[:-1]:
+        program = " ".join(words[words.index("-m") + 1:words.index("-m") + 3])
+    return f"process {match.group(1)} ({program})"
 
 
 def parse_dump(output: str, pid: int = 0) -> list[ThreadStack]:

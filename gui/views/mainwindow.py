@@ -56,7 +56,7 @@ from clusterdeck.gui.views.clusterpanel import ClusterPanel
 from clusterdeck.gui.views.comparison import ComparisonWindow
 from clusterdeck.gui.views.failuresview import FailuresView
 from clusterdeck.gui.views.joblist import JobListModel, JobListView
-from clusterdeck.gui.views.jobsview import JobsView
+from clusterdeck.gui.views.jobsview import JobsView, job_span
 from clusterdeck.gui.views.logsearch import LogSearchView
 from clusterdeck.gui.views.logview import LogTail
 from clusterdeck.gui.views.messagesview import MessagesView
@@ -399,6 +399,7 @@ class MainWindow(QMainWindow):
         if missing:
             self._on_notice(f"no ExecutionGraph of {', '.join(missing)} is known here")
             return None
+        jobs.sort(key=lambda job: job_span(self.jobs.snapshots[job])[0])  # the older first
         first, second = (RunSummary.of(self.jobs.snapshots[job], self.result.results.get(job))
                          for job in jobs)
         window = ComparisonWindow(first, second)

@@ -2,7 +2,8 @@
 process's CPU, memory and Spark JVM heap (gui/models/metrics.py holds the series).
 
 Each plot makes its curves once and feeds them arrays (pyqtgraph's way to redraw
-cheaply); the x axis is wall-clock time. GUI thread only.
+cheaply). A process's x axis is wall-clock time (its life is long); a vertex's is seconds
+from its first point (a job lasts seconds). GUI thread only.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from clusterdeck.gui.models.metrics import ProcessSeries
 _MB = 1024 * 1024
 
 
-def _plot(left: str) -> pg.PlotWidget:
-    plot = pg.PlotWidget(axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+def _plot(left: str, clock: bool = True) -> pg.PlotWidget:
+    """``clock``: wall-clock times on the x axis; else seconds (from the first point)."""
+    axes = {"bottom": pg.DateAxisItem(orientation="bottom")} if clock else {}
+    plot = pg.PlotWidget(axisItems=axes)
     plot.setBackground("#ffffff")
     plot.showGrid(x=True, y=True, alpha=0.25)
     plot.setLabel("left", left)
@@ -41,10 +44,11 @@ class VertexPlot(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.title = QLabel("Click a subtask to plot its vertex's numbers.")
-        self.rates = _plot("records/s")
+        self.rates = _plot("records/s", clock=False)
+        self.rates.setLabel("bottom", "seconds")
         self.rate_in = _curve(self.rates, "in", "#2e86c1")
         self.rate_out = _curve(self.rates, "out", "#27ae60")
-        self.busy = _plot("busy %")
+        self.busy = _plot("busy %", clock=False)
         self.busy.setYRange(0, 100)
         self.busy_share = _curve(self.busy, "busy", "#e67e22")
         self.busy.setXLink(self.rates)
@@ -57,7 +61,8 @@ class VertexPlot(QWidget):
     def show_rates(self, title: str,
                    points: Sequence[tuple[float, float, float, float]]) -> None:
         self.title.setText(title)
-        times = [point[0] for point in points]
+        start = points[0][0] if points else 0.0  # a job lasts seconds: time from its start
+        times = [point[0] - start for point in points]
         self.rate_in.setData(times, [point[1] for point in points])
         self.rate_out.setData(times, [point[2] for point in points])
         self.busy_share.setData(times, [100 * point[3] for point in points])

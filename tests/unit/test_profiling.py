@@ -34,6 +34,15 @@ def test_collapsed_stacks_make_a_tree_whose_counts_add_up():
     assert root.hottest(2) == [("sleep (b.py:2)", 60), ("spin (a.py:9)", 30)]
 
 
+def test_a_process_root_is_named_by_its_program_not_its_command_line():
+    root, _, _ = parse_collapsed(
+        'process 12:"/home/u/.venv/bin/python -m clusterdeck.core.cli taskmanager --id t-1 '
+        '--config /home/u/config.toml";main (a.py:1) 3\n'
+        'process 13:"/usr/lib/jvm/bin/java -cp /x Main";run (b.py:1) 1\n')
+    assert sorted(root.children) == ["process 12 (clusterdeck.core.cli taskmanager)",
+                                     "process 13 (java)"]
+
+
 def test_an_endless_profile_is_cut_and_says_so(monkeypatch):
     monkeypatch.setattr(pyspy, "MAX_STACKS", 5)
     deep = ";".join(f"f{i}" for i in range(MAX_DEPTH + 50))
