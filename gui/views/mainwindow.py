@@ -306,7 +306,7 @@ class MainWindow(QMainWindow):
         a.flame_graph.triggered.connect(lambda: self._with_row(self.inspector.flame_graph))
         a.spark_ui.triggered.connect(lambda: self._with_row(lambda row: (
             self.inspector.open_spark_ui(row.name, self.metrics.spark_ui.get(row.name, "")))))
-        self.inspector.notice.connect(self._on_notice)
+        self.inspector.notice.connect(lambda text: self.statusBar().showMessage(text, 10000))
         a.zoom_in.triggered.connect(lambda: self.jobs.graph.zoom_by(1.25))
         a.zoom_out.triggered.connect(lambda: self.jobs.graph.zoom_by(0.8))
         a.fit_graph.triggered.connect(self.jobs.graph.fit)
