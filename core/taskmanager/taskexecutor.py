@@ -120,6 +120,8 @@ class TaskExecutor(RpcEndpoint):
         self._claims = Claims()
         self.metrics = TaskMetrics(resource_id)
         self._reading_heap = False
+        self._metrics_generation = 0
+        self._metrics_idle = False
         # One thread for every heap reading: one Py4J connection, not one per second.
         self._heap_reader = ThreadPoolExecutor(1, thread_name_prefix="jvm-heap")
         self.attempt_logs = AttemptLogHandler.from_config(
@@ -399,6 +401,8 @@ class TaskExecutor(RpcEndpoint):
         if not task.handed:  # one deployed ahead was handed to the slot's thread already
             task.start(self._worker(deployment.slot_index))
         self.metrics.began(task)
+        if self._metrics_idle:  # the idle tick is seconds away: the first numbers go sooner
+            self._metrics_tick()
         self._tick_output()
         if deployment.task_timeout > 0:
             self.schedule(deployment.task_timeout, self._task_overdue, task)
@@ -446,9 +450,15 @@ class TaskExecutor(RpcEndpoint):
                 printed_path(deployment.work_dir, task.attempt_id, piece.stream),
                 piece.offset, piece.text))
 
-    def _metrics_tick(self) -> None:
+    def _metrics_tick(self, generation: int | None = None) -> None:
         """Main thread, every INTERVAL while attempts run (IDLE_INTERVAL else): the live
-        numbers out (core/taskmanager/metrics.py), and the heap read again on a worker."""
+        numbers out (core/taskmanager/metrics.py), and the heap read again on a worker.
+        Called without ``generation`` it starts a new chain of ticks; the older chain's
+        next tick then does nothing."""
+        if generation is None:
+            self._metrics_generation += 1
+        elif generation != self._metrics_generation:
+            return
         for message in self.metrics.messages(self.tasks.values()):
             self.rpc_service.publish(topics.metrics(self.resource_id), message, qos=0)
         spark = self._spark
@@ -457,7 +467,9 @@ class TaskExecutor(RpcEndpoint):
             self._reading_heap = True
             reading = self._heap_reader.submit(jvm_numbers, spark.result())
             self.on_main_thread(reading, self._heap_read)
-        self.schedule(INTERVAL if self.metrics.busy else IDLE_INTERVAL, self._metrics_tick)
+        self._metrics_idle = not self.metrics.busy
+        self.schedule(IDLE_INTERVAL if self._metrics_idle else INTERVAL, self._metrics_tick,
+                      self._metrics_generation)
 
     def _heap_read(self, numbers: tuple[int, int, str] | None,
                    error: BaseException | None) -> None:

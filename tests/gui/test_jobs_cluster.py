@@ -5,12 +5,14 @@ TaskManager."""
 
 from __future__ import annotations
 
+import urllib.request
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.gui import inspection
 from clusterdeck.gui.session import SessionMode
 from clusterdeck.gui.views.failuretext import user_frames
 from clusterdeck.gui.views.mainwindow import MainWindow
@@ -195,6 +197,23 @@ def test_a_flame_graph_and_a_thread_dump_of_a_running_taskmanager_are_drawn(
         window.actions.thread_dump.trigger()
     threads = opened.args[0].threads.toPlainText()
     assert "Thread MainThread" in threads and "taskexecutor" in threads.lower()
+
+
+def test_a_taskmanagers_spark_ui_is_one_click_away(qtbot, window, monkeypatch):
+    """Its address comes with the TaskManager's live numbers; it answers; Open Spark UI
+    hands it to the desktop's browser."""
+    qtbot.waitUntil(lambda: bool(window.metrics.spark_ui.get("taskmanager-1")),
+                    timeout=30_000)
+    url = window.metrics.spark_ui["taskmanager-1"]
+    with urllib.request.urlopen(url + "/jobs/", timeout=10) as page:
+        assert page.status == 200 and b"Spark" in page.read()
+    opened: list[str] = []
+    monkeypatch.setattr(inspection.QDesktopServices, "openUrl",
+                        lambda address: opened.append(address.toString()) or True)
+    window.cluster_panel.select_process("taskmanager-1")
+    assert window.actions.spark_ui.isEnabled()
+    window.actions.spark_ui.trigger()
+    assert opened == [url]
 
 
 def test_two_runs_of_a_job_compare_side_by_side(qtbot, window, tmp_path):

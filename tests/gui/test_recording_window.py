@@ -26,20 +26,75 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
+FLAKY = """
+import os
+
+MARKER = {marker!r}
+
+
+def check(number):
+    if number == 777 and not os.path.exists(MARKER):
+        open(MARKER, "w").close()
+        raise ValueError("record 777 fails the first time")
+    return number * 2
+
+
+def build(env):
+    env.set_job_name("flaky_job")
+    env.set_parallelism(4)
+    env.from_range(0, 1000).map(check).collect()
+"""
+
+
 @pytest.fixture(scope="module")
-def failed_run(tmp_path_factory) -> tuple[Path, str]:
-    """A real cluster runs the failing example, its recording is exported, the cluster
-    stops: (the exported file, the job id)."""
-    target = tmp_path_factory.mktemp("handed-over") / "failed-run.cdrec"
+def runs(tmp_path_factory) -> tuple[Path, str, str]:
+    """A real cluster runs a job that fails once and then succeeds and one that fails for
+    good; the recording of both is exported, the cluster stops: (the exported file, the
+    failed job's id, the flaky job's id)."""
+    folder = tmp_path_factory.mktemp("handed-over")
+    target = folder / "failed-run.cdrec"
+    flaky = folder / "flaky_job.py"
+    flaky.write_text(FLAKY.format(marker=str(folder / "failed-once")))
     with running_cluster("auto", **{"restart-strategy.type": "none"}) as (cluster, _):
         with JobClient(cluster.config, connect_timeout=30) as client:
+            flaky_id = client.submit(flaky, restart_strategy={
+                "restart-strategy.type": "fixed-delay",
+                "restart-strategy.fixed-delay.attempts": 2,
+                "restart-strategy.fixed-delay.delay": 0.2})
+            assert wait_result(client, flaky_id, 180).status is p.JobStatus.FINISHED
             job_id = client.submit(EXAMPLES / "failing_job.py")
             assert wait_result(client, job_id, 180).status is p.JobStatus.FAILED
         recording = paths.cluster_dir(cluster.cluster_id) / FILE_NAME
-        wait_for(lambda: any(j.job_id == job_id for j in describe(recording).jobs), 30,
-                 "the result in the recording")
-        export(recording, target, [job_id])
-    return target, job_id
+        wait_for(lambda: {job_id, flaky_id} <= {j.job_id for j in describe(recording).jobs},
+                 30, "both results in the recording")
+        export(recording, target, [flaky_id, job_id])
+    return target, job_id, flaky_id
+
+
+@pytest.fixture(scope="module")
+def failed_run(runs) -> tuple[Path, str]:
+    return runs[0], runs[1]
+
+
+def test_a_job_that_failed_once_then_finished_shows_its_failure_offline(qtbot, runs):
+    path, _, flaky_id = runs
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.open_recording(path)
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage().startswith(
+        f"Recording {path.name}"), timeout=30_000)
+    window.choose_job(flaky_id)
+    assert window.jobs.snapshots[flaky_id].status is JobStatus.FINISHED
+    window.failures_dock.raise_()
+    qtbot.waitUntil(lambda: bool(window.failures.failure_items()), timeout=5000)
+    failure = window.failures.failure_items()[0].data(0, FAILURE_ROLE)[0]
+    assert failure.exception_type == "ValueError"
+    assert "record 777 fails the first time" in window.failures.detail.toPlainText()
+    # the failed attempt's deployment is among the recorded messages
+    window.messages_dock.raise_()
+    qtbot.waitUntil(lambda: window.messages.model.row_count() > 0, timeout=5000)
+    assert any(record.type_name == "SubmitTasks" and failure.attempt_id in repr(record.message)
+               for record in window.messages.model.records())
 
 
 def test_a_recording_opens_offline_and_every_view_shows_the_failed_run(qtbot, failed_run):
@@ -139,15 +194,18 @@ def test_the_file_menu_offers_the_recent_recordings(qtbot, failed_run):
     assert window.actions.open_recording.isEnabled()
 
 
-def test_compare_reads_runs_from_recordings_and_refuses_what_is_not_one(failed_run, capsys,
+def test_compare_reads_runs_from_recordings_and_refuses_what_is_not_one(runs, capsys,
                                                                          tmp_path):
-    path, job_id = failed_run
-    assert cli_main(["compare", str(path), f"{path}:{job_id}"]) == 0
+    path, job_id, flaky_id = runs
+    assert cli_main(["compare", f"{path}:{flaky_id}", f"{path}:{job_id}"]) == 0
     out = capsys.readouterr().out
-    assert "FAILED" in out and "failed attempts" in out and "root cause" in out
+    assert "FINISHED" in out and "FAILED" in out and "root cause" in out
+    assert "failed attempts" in out
+    assert cli_main(["compare", str(path), str(path)]) == 1
+    assert "holds 2 jobs: name one" in capsys.readouterr().err
     not_one = tmp_path / "notes.txt"
     not_one.write_text("not a recording")
-    assert cli_main(["compare", str(not_one), str(path)]) == 1
+    assert cli_main(["compare", str(not_one), f"{path}:{job_id}"]) == 1
     assert "not a readable recording" in capsys.readouterr().err
-    assert cli_main(["compare", f"{path}:nosuchjob", str(path)]) == 1
+    assert cli_main(["compare", f"{path}:nosuchjob", f"{path}:{job_id}"]) == 1
     assert "job nosuchjob is not in" in capsys.readouterr().err
