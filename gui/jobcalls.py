@@ -92,5 +92,11 @@ class JobCommands(QObject):
             return rows[:ROWS_SHOWN], len(rows)
 
         self.worker.run(read, lambda found: self.rows_loaded.emit(result.job_id, *found),
-                        lambda error: self.notice.emit(
-                            f"cannot read the rows of {result.job_id}: {error}"))
+                        lambda error: self.notice.emit(_unreadable(result.job_id, error)))
+
+
+def _unreadable(job_id: str, error: BaseException) -> str:
+    if isinstance(error, FileNotFoundError):
+        return (f"the collected rows of {job_id} are gone: they were files in its cluster's "
+                f"work dir, which no longer has them (a recording does not carry them)")
+    return f"cannot read the rows of {job_id}: {error}"

@@ -2,7 +2,8 @@
 
 Which processes: those whose presence (``presence/<service>``, with pid and host) the
 recorder saw online on this host, and the recorder itself. A process that is gone is
-dropped; a restarted one announces its new pid.
+dropped; a restarted one announces its new pid. Each counts with its children (a
+TaskManager's Spark JVM and its Python workers), as the window's own sampler counts it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ class ProcessSampler:
     def __init__(self, host: str | None = None) -> None:
         self.host = host or socket.gethostname()
         self._watched: dict[str, psutil.Process] = {}
+        # Children by pid, kept between samples: cpu_percent measures since the last call
+        # on the same object.
+        self._children: dict[int, psutil.Process] = {}
         self._watch("recorder", os.getpid())
 
     def saw(self, message: Message) -> None:
@@ -52,12 +56,24 @@ class ProcessSampler:
         self._watched[name] = process
 
     def sample(self, now: float) -> list[Sample]:
-        samples = []
+        samples, seen = [], set()
         for name, process in list(self._watched.items()):
             try:
-                with process.oneshot():
-                    samples.append(Sample(now, name, process.cpu_percent(None),
-                                          process.memory_info().rss, process.num_threads()))
+                tree = [process, *(self._children.setdefault(child.pid, child)
+                                   for child in process.children(recursive=True))]
             except psutil.Error:
                 del self._watched[name]
+                continue
+            cpu, rss, threads = 0.0, 0, 0
+            for member in tree:
+                try:
+                    with member.oneshot():
+                        cpu += member.cpu_percent(None)
+                        rss += member.memory_info().rss
+                        threads += member.num_threads()
+                    seen.add(member.pid)
+                except psutil.Error:
+                    continue
+            samples.append(Sample(now, name, cpu, rss, threads))
+        self._children = {pid: c for pid, c in self._children.items() if pid in seen}
         return samples

@@ -10,6 +10,7 @@ import sys
 from contextlib import closing
 from pathlib import Path
 
+import psutil
 import pytest
 
 from clusterdeck.core.cli.main import main as cli_main
@@ -35,6 +36,7 @@ from clusterdeck.core.recorder.store import (
     samples,
 )
 from clusterdeck.core.rpc import Envelope, encode
+from tests.waiting import wait_for
 
 MiB = 1024 * 1024
 
@@ -191,6 +193,27 @@ def test_the_sampler_follows_the_processes_that_announce_themselves_on_this_host
     assert taskmanager.rss > 0 and taskmanager.threads >= 1 and taskmanager.cpu_percent >= 0
     sampler.saw(presence(p.PresenceStatus.OFFLINE, os.getpid(), "here"))
     assert [x.process for x in sampler.sample(7.0)] == ["recorder"]
+
+
+def test_a_process_counts_with_its_children_like_a_taskmanager_with_its_jvm():
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import subprocess, sys; subprocess.run([sys.executable, '-c', "
+        "'x = bytearray(80_000_000); import time; time.sleep(60)'])")])
+    try:
+        child = wait_for(lambda: next(iter(psutil.Process(parent.pid).children()), None), 10,
+                         "the grandchild")
+        wait_for(lambda: child.memory_info().rss > 70_000_000, 10, "its 80 MB")
+        sampler = ProcessSampler(host="here")
+        sampler.saw(presence(p.PresenceStatus.ONLINE, parent.pid, "here"))
+        (_, taskmanager) = sampler.sample(1.0)
+        alone = psutil.Process(parent.pid).memory_info().rss
+        assert taskmanager.rss >= alone + 70_000_000
+        assert taskmanager.threads >= 2
+    finally:
+        for process in psutil.Process(parent.pid).children(recursive=True):
+            process.kill()
+        parent.kill()
+        parent.wait(10)
 
 
 def test_a_process_that_is_gone_is_no_longer_sampled():
