@@ -9,7 +9,9 @@ parallelism). Per process: CPU, memory and, for TaskManagers, the Spark JVM's he
 time. Plain Python: the GUI thread feeds it from the bridge's ticks.
 
 Everything here is bounded: MAX_JOBS jobs (the oldest seen forgotten first) and HISTORY
-points per series.
+points per series. A series spans its whole life all the same: when it is full, its older
+half keeps every other point (an hour at one a second, the two before at one in two, and
+so on), so a cluster's first minutes stay on the plot at a coarser grain.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import statistics
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from clusterdeck.core.executiongraph.execution import epoch_of
 from clusterdeck.core.protocol import messages as p
@@ -25,6 +28,20 @@ MAX_JOBS = 50
 HISTORY = 3600            # points per series: an hour at one a second
 RATE_WINDOW = 3.0         # seconds a rate is taken over
 MAX_PROCESSES = 256
+
+
+class Series(list[tuple[Any, ...]]):
+    """Points oldest first, at most ``most``: past that the older half is thinned."""
+
+    def __init__(self, most: int = HISTORY) -> None:
+        super().__init__()
+        self.most = most
+
+    def add(self, point: tuple[Any, ...]) -> None:
+        self.append(point)
+        if len(self) > self.most:
+            half = len(self) // 2
+            self[:half] = self[:half:2]
 
 
 @dataclass(frozen=True)
@@ -56,9 +73,8 @@ class _Point:
 class _Vertex:
     parallelism: int = 1
     subtasks: dict[int, p.AttemptMetrics] = field(default_factory=dict)
-    history: deque[_Point] = field(default_factory=lambda: deque(maxlen=HISTORY))
-    rates: deque[tuple[float, float, float, float]] = field(
-        default_factory=lambda: deque(maxlen=HISTORY))  # time, in/s, out/s, busy share
+    history: deque[_Point] = field(default_factory=lambda: deque(maxlen=HISTORY))  # recent
+    rates: Series = field(default_factory=Series)  # time, in/s, out/s, busy share
 
     def take(self, numbers: p.AttemptMetrics) -> bool:
         """Keep ``numbers`` if they are of the subtask's current attempt (the latest run
@@ -82,7 +98,9 @@ class _Vertex:
         if self.history and now < self.history[-1].time:
             now = self.history[-1].time  # another machine's clock behind: keep time going
         self.history.append(_Point(now, records_in, records_out, busy))
-        self.rates.append((now, *self._rates(now)))
+        while len(self.history) > 2 and self.history[0].time < now - 2 * RATE_WINDOW:
+            self.history.popleft()  # only the last seconds make a rate
+        self.rates.add((now, *self._rates(now)))
 
     def _rates(self, now: float) -> tuple[float, float, float]:
         start = next((point for point in self.history if point.time >= now - RATE_WINDOW),
@@ -116,9 +134,9 @@ def _order(numbers: p.AttemptMetrics) -> tuple[int, int]:
 class ProcessSeries:
     """One process over time: CPU % of a core, resident bytes, Spark JVM heap bytes."""
 
-    cpu: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=HISTORY))
-    memory: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=HISTORY))
-    heap: deque[tuple[float, int, int]] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    cpu: Series = field(default_factory=Series)      # (time, CPU %)
+    memory: Series = field(default_factory=Series)   # (time, bytes)
+    heap: Series = field(default_factory=Series)     # (time, used, most)
 
 
 class MetricsStore:
@@ -147,7 +165,7 @@ class MetricsStore:
             if message.spark_ui and len(self.spark_ui) < MAX_PROCESSES:
                 self.spark_ui[message.taskmanager_id] = message.spark_ui
             if message.heap_used >= 0:
-                self._process(message.taskmanager_id).heap.append(
+                self._process(message.taskmanager_id).heap.add(
                     (message.time, message.heap_used, message.heap_max))
             touched = {numbers.job_id for numbers in message.attempts
                        if self._vertex(numbers.job_id, numbers.vertex_id).take(numbers)}
@@ -161,15 +179,15 @@ class MetricsStore:
         """One sample per process name: (CPU %, resident bytes)."""
         for name, (cpu, memory) in named.items():
             series = self._process(name)
-            series.cpu.append((now, cpu))
-            series.memory.append((now, memory))
+            series.cpu.add((now, cpu))
+            series.memory.add((now, memory))
 
     def add_samples(self, samples: list[tuple[float, str, float, int]]) -> None:
         """Recorded samples: (time, process name, CPU %, resident bytes)."""
         for at, name, cpu, memory in samples:
             series = self._process(name)
-            series.cpu.append((at, cpu))
-            series.memory.append((at, memory))
+            series.cpu.add((at, cpu))
+            series.memory.add((at, memory))
 
     def vertices(self, job_id: str, now: float | None = None) -> dict[str, VertexNumbers]:
         """Each vertex's numbers as of ``now`` (wall clock; None: as last heard)."""
