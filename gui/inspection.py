@@ -56,6 +56,8 @@ class ProcessInspector(QObject):
         if not url:
             self.notice.emit(f"{name} has no Spark UI (spark.ui.enabled is false, or its "
                              "Spark has not started)")
+        elif QUrl(url).scheme() not in ("http", "https"):  # a message is data: no file:, no
+            self.notice.emit(f"{name} gave {url[:80]!r} as its Spark UI: not a web address")
         elif not QDesktopServices.openUrl(QUrl(url)):
             self.notice.emit(f"no browser could open {url}; open it by hand")
         else:

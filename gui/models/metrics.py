@@ -28,6 +28,8 @@ MAX_JOBS = 50
 HISTORY = 3600            # points per series: an hour at one a second
 RATE_WINDOW = 3.0         # seconds a rate is taken over
 MAX_PROCESSES = 256
+MAX_VERTICES = 1000       # per job: numbers of vertices past it are dropped
+MAX_SUBTASKS = 100_000    # per vertex (jobmanager.max-parallelism is 10,000 by default)
 
 
 class Series(list[tuple[Any, ...]]):
@@ -168,7 +170,8 @@ class MetricsStore:
                 self._process(message.taskmanager_id).heap.add(
                     (message.time, message.heap_used, message.heap_max))
             touched = {numbers.job_id for numbers in message.attempts
-                       if self._vertex(numbers.job_id, numbers.vertex_id).take(numbers)}
+                       if self._fits(numbers)
+                       and self._vertex(numbers.job_id, numbers.vertex_id).take(numbers)}
             for job_id in touched:
                 for vertex in self._jobs.get(job_id, {}).values():
                     vertex.sample(message.time)
@@ -199,6 +202,17 @@ class MetricsStore:
         """(time, records/s in, records/s out, busy share) of one vertex over time."""
         vertex = self._jobs.get(job_id, {}).get(vertex_id)
         return list(vertex.rates) if vertex is not None else []
+
+    def _fits(self, numbers: p.AttemptMetrics) -> bool:
+        """Numbers a TaskManager could have sent: a message is data, and a TaskManager's
+        login must not make the window hold without bound."""
+        job = self._jobs.get(numbers.job_id, {})
+        vertex = job.get(numbers.vertex_id)
+        if vertex is None and len(job) >= MAX_VERTICES:
+            return False
+        return 0 <= numbers.subtask < MAX_SUBTASKS and (
+            vertex is None or numbers.subtask in vertex.subtasks
+            or len(vertex.subtasks) < MAX_SUBTASKS)
 
     def _vertex(self, job_id: str, vertex_id: str) -> _Vertex:
         job = self._jobs.get(job_id)

@@ -61,3 +61,28 @@ def test_history_and_jobs_are_bounded_and_the_heap_is_kept_per_taskmanager():
         store.add([at(1.0, numbers(0, 1, 1, job=f"job-{index + 2}"))])
     assert store.vertices("job-1") == {}  # the oldest forgotten first
     assert store.vertices(f"job-{MAX_JOBS + 6}") != {}
+
+
+def test_a_taskmanager_cannot_make_the_window_hold_without_bound(monkeypatch):
+    from clusterdeck.gui.models import metrics
+    monkeypatch.setattr(metrics, "MAX_VERTICES", 5)
+    store = MetricsStore()
+    store.add([at(1.0, *(numbers(0, 1, 1, vertex=f"v{i}") for i in range(50)))])
+    store.add([at(2.0, numbers(-3, 1, 1), numbers(10**9, 1, 1))])
+    vertices = store.vertices("job-1")
+    assert len(vertices) == 5
+    assert all(n.subtasks == 1 for n in vertices.values())
+
+
+def test_only_a_web_address_opens_as_a_spark_ui(qtbot, monkeypatch):
+    from clusterdeck.gui import inspection
+    from clusterdeck.gui.bridge import ClusterBridge
+    opened, notices = [], []
+    monkeypatch.setattr(inspection.QDesktopServices, "openUrl",
+                        lambda url: opened.append(url.toString()) or True)
+    inspector = inspection.ProcessInspector(ClusterBridge())
+    inspector.notice.connect(notices.append)
+    for url in ("file:///etc/passwd", "javascript:alert(1)", "http://127.0.0.1:4040"):
+        inspector.open_spark_ui("taskmanager-1", url)
+    assert opened == ["http://127.0.0.1:4040"]
+    assert sum("not a web address" in n for n in notices) == 2
