@@ -147,8 +147,10 @@ import time
 def build(env):
     env.set_parallelism(4)
     env.set_job_name("live wordcount")
+    lines = env.counter("lines")
 
     def tokenize(line):
+        lines.add(1)
         time.sleep(0.00005)
         return line.split()
 
@@ -164,12 +166,14 @@ def build(env):
     qtbot.waitUntil(lambda: job_status(window, job_id) == JobStatus.FINISHED, timeout=150_000)
     result = window.bridge.client.result(job_id)
     expected = {vertex: (counts["in"], counts["out"]) for vertex, counts in result.records.items()}
-    assert expected[next(iter(expected))][0] == 8 * 30_000  # the source read every line
+    source = next(iter(expected))
+    assert expected[source][0] == 8 * 30_000 == result.accumulators["lines"]
 
     def totals() -> dict[str, tuple[int, int]]:
         return {vertex: (n.records_in, n.records_out) for vertex, n in graph.numbers.items()}
     qtbot.waitUntil(lambda: totals() == expected, timeout=10_000)
-    box = graph.boxes[next(iter(expected))]
+    assert graph.numbers[source].records_in == result.accumulators["lines"]
+    box = graph.boxes[source]
     assert "in 240.0k" in box._numbers.text()
 
 
