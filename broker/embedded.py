@@ -83,11 +83,27 @@ def _listener(bind: str, tls: TlsFiles | None) -> dict[str, Any]:
     return listener
 
 
+class _Subscriptions(dict[str, list[tuple[Session, int]]]):
+    """amqtt 0.12.1 broadcasts a message by iterating its subscriptions while it awaits
+    the topic plugins (our ACL) for each subscriber; a client subscribing meanwhile
+    changes the dict, the iteration raises "dictionary changed size during iteration"
+    and the message is lost for every subscriber not reached yet. Seen as a job stuck
+    RUNNING for good. ``items()`` (its only iteration across an await) gives a snapshot."""
+
+    def items(self) -> list[tuple[str, list[tuple[Session, int]]]]:  # type: ignore[override]
+        return [(topic, list(subscribers)) for topic, subscribers in super().items()]
+
+
 class ClusterBroker(Broker):
     """amqtt's broker, but a retained message goes to a new subscriber only if its login
     may receive it: 0.12.1 sends the retained messages matching a subscription without
     asking the topic plugins (its live messages it does ask, as RECEIVE). This is that
-    method of amqtt 0.12.1 (pinned in pyproject.toml) with the check added."""
+    method of amqtt 0.12.1 (pinned in pyproject.toml) with the check added. And its
+    broadcasts survive subscriptions made while they run (``_Subscriptions``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._subscriptions = _Subscriptions(self._subscriptions)
 
     async def _publish_retained_messages_for_subscription(
             self, subscription: tuple[str, int], session: Session) -> None:
