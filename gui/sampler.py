@@ -7,12 +7,11 @@ the result to a callback (the bridge), never touching Qt itself.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-import psutil
+from clusterdeck.core.node.processtree import ProcessTrees
 
 
 @dataclass(frozen=True)
@@ -31,8 +30,7 @@ class ResourceSampler:
     """Samples the process trees of the watched pids on its own thread.
 
     ``watch`` may be called from any thread; ``sink`` is called on the sampler's thread.
-    psutil's ``cpu_percent`` measures since its previous call on the same Process object,
-    so the objects are kept between samples (the first sample of a pid reads 0 %).
+    Each tree is summed by core/node/processtree.py (the first sample of a pid reads 0 %).
     """
 
     def __init__(self, sink: SampleSink, interval: float = 1.0) -> None:
@@ -40,7 +38,7 @@ class ResourceSampler:
         self._interval = interval
         self._lock = threading.Lock()
         self._pids: frozenset[int] = frozenset()
-        self._processes: dict[int, psutil.Process] = {}
+        self._trees = ProcessTrees()  # the sampler thread's
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -65,29 +63,5 @@ class ResourceSampler:
         while not self._stop.wait(self._interval):
             with self._lock:
                 pids = self._pids
-            seen: set[int] = set()
-            samples = {pid: sample for pid in pids if (sample := self._sample(pid, seen))}
-            self._processes = {pid: self._processes[pid] for pid in seen}
-            self._sink(samples)
-
-    def _sample(self, pid: int, seen: set[int]) -> ResourceSample | None:
-        """The tree of ``pid``; adds every pid it read to ``seen``."""
-        try:
-            root = self._process(pid)
-            tree = [root, *root.children(recursive=True)]
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            return None
-        cpu, memory = 0.0, 0
-        for process in tree:
-            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-                process = self._processes.setdefault(process.pid, process)
-                seen.add(process.pid)
-                cpu += process.cpu_percent(None)
-                memory += process.memory_info().rss
-        return ResourceSample(pid, cpu, memory)
-
-    def _process(self, pid: int) -> psutil.Process:
-        process = self._processes.get(pid)
-        if process is None or not process.is_running():
-            process = self._processes[pid] = psutil.Process(pid)
-        return process
+            self._sink({pid: ResourceSample(pid, tree.cpu_percent, tree.rss)
+                        for pid, tree in self._trees.sample(pids).items()})

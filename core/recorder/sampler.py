@@ -13,6 +13,7 @@ import socket
 
 import psutil
 
+from clusterdeck.core.node.processtree import ProcessTrees
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.recorder.store import Message, Sample
 from clusterdeck.core.rpc import RpcError, decode
@@ -23,10 +24,8 @@ PRESENCE_LIMIT = 64 * 1024  # a presence is a few hundred bytes
 class ProcessSampler:
     def __init__(self, host: str | None = None) -> None:
         self.host = host or socket.gethostname()
-        self._watched: dict[str, psutil.Process] = {}
-        # Children by pid, kept between samples: cpu_percent measures since the last call
-        # on the same object.
-        self._children: dict[int, psutil.Process] = {}
+        self._watched: dict[str, int] = {}  # process name -> pid
+        self._trees = ProcessTrees()
         self._watch("recorder", os.getpid())
 
     def saw(self, message: Message) -> None:
@@ -45,35 +44,17 @@ class ProcessSampler:
             self._watched.pop(presence.service_id, None)
 
     def _watch(self, name: str, pid: int) -> None:
-        known = self._watched.get(name)
-        if known is not None and known.pid == pid:
+        if self._watched.get(name) == pid:
             return
         try:
-            process = psutil.Process(pid)
-            process.cpu_percent(None)  # the first reading only starts the interval
+            self._trees.watch(pid)  # the first reading only starts the interval
         except (psutil.Error, ValueError):
             return
-        self._watched[name] = process
+        self._watched[name] = pid
 
     def sample(self, now: float) -> list[Sample]:
-        samples, seen = [], set()
-        for name, process in list(self._watched.items()):
-            try:
-                tree = [process, *(self._children.setdefault(child.pid, child)
-                                   for child in process.children(recursive=True))]
-            except psutil.Error:
-                del self._watched[name]
-                continue
-            cpu, rss, threads = 0.0, 0, 0
-            for member in tree:
-                try:
-                    with member.oneshot():
-                        cpu += member.cpu_percent(None)
-                        rss += member.memory_info().rss
-                        threads += member.num_threads()
-                    seen.add(member.pid)
-                except psutil.Error:
-                    continue
-            samples.append(Sample(now, name, cpu, rss, threads))
-        self._children = {pid: c for pid, c in self._children.items() if pid in seen}
-        return samples
+        trees = self._trees.sample(self._watched.values())
+        for name in [name for name, pid in self._watched.items() if pid not in trees]:
+            del self._watched[name]  # gone
+        return [Sample(now, name, trees[pid].cpu_percent, trees[pid].rss, trees[pid].threads)
+                for name, pid in self._watched.items()]
