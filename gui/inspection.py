@@ -17,7 +17,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 
-from clusterdeck.core.profiling.pyspy import flame_graph, thread_dump
+from clusterdeck.core.profiling.pyspy import flame_graph, thread_dump, with_workers
 from clusterdeck.gui.bridge import ClusterBridge
 from clusterdeck.gui.models.processmodel import ProcessRow
 from clusterdeck.gui.views.flamegraph import ProfileWindow
@@ -39,17 +39,19 @@ class ProcessInspector(QObject):
 
     def thread_dump(self, row: ProcessRow) -> None:
         pid = self._local_pid(row)
+        workers = with_workers(row.name, row.role)
         if pid is not None:
             self._look(f"Threads of {row.name} (pid {pid})",
-                       lambda: thread_dump(pid, subprocesses=_with_workers(row)),
+                       lambda: thread_dump(pid, subprocesses=workers),
                        lambda window, threads: window.show_threads(threads))
 
     def flame_graph(self, row: ProcessRow, seconds: float = FLAME_SECONDS) -> None:
         pid = self._local_pid(row)
+        workers = with_workers(row.name, row.role)
         if pid is not None:
             self.notice.emit(f"sampling {row.name} for {seconds:g} s\u2026")
             self._look(f"Flame graph of {row.name} (pid {pid})",
-                       lambda: flame_graph(pid, seconds, subprocesses=_with_workers(row)),
+                       lambda: flame_graph(pid, seconds, subprocesses=workers),
                        lambda window, graph: window.show_flame_graph(graph))
 
     def open_spark_ui(self, name: str, url: str) -> None:
@@ -99,7 +101,3 @@ class ProcessInspector(QObject):
             self.bridge.call_on_gui_thread(lambda: done(outcome, error))
         self._executor.submit(task)
 
-
-def _with_workers(row: ProcessRow) -> bool:
-    """A TaskManager's user code runs in Spark's Python workers, its children."""
-    return row.role == "taskmanager" or row.name.startswith("taskmanager")

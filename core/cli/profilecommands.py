@@ -14,7 +14,10 @@ from clusterdeck.core.profiling.pyspy import (
     FlameNode,
     ProfilingError,
     flame_graph,
+    hottest_lines,
     thread_dump,
+    thread_lines,
+    with_workers,
 )
 
 
@@ -36,24 +39,20 @@ def add_profile_command(commands: argparse._SubParsersAction,
 def cmd_profile(config: Config, args: argparse.Namespace) -> int:
     try:
         pid, name = _pid_of(config, args.process)
-        workers = name.startswith("taskmanager")
+        workers = with_workers(name)
         if args.threads:
             for thread in thread_dump(pid, subprocesses=workers):
-                state = "active" if thread.active else "idle"
-                print(f"Thread {thread.name or thread.thread_id} (pid {thread.pid}, {state})")
-                for frame in thread.frames:
-                    print(f"    {frame.label}")
+                print("\n".join(thread_lines(thread)))
             return exitcodes.OK
         print(f"sampling {name} (pid {pid}) for {args.seconds:g} s\u2026", file=sys.stderr)
         graph = flame_graph(pid, args.seconds, args.rate, subprocesses=workers)
     except ProfilingError as error:
         print(f"clusterdeck: {error}", file=sys.stderr)
         return exitcodes.FAILED
-    total = max(1, graph.root.samples)
     print(f"{graph.root.samples:,} samples of {name} (pid {pid}) over {graph.seconds:g} s; "
           "where the time went (own samples):")
-    for frame, count in graph.root.hottest(25):
-        print(f"{count / total:7.1%} {count:8,}  {frame}")
+    for line in hottest_lines(graph.root, 25):
+        print(line)
     if args.output:
         args.output.write_text("".join(_collapsed(graph.root)), encoding="utf-8")
         print(f"collapsed stacks written to {args.output}")

@@ -98,6 +98,26 @@ class FlameGraph:
     cut: bool    # more stacks than MAX_STACKS: the rest are not in it
 
 
+def with_workers(name: str, role: str = "") -> bool:
+    """Whether a look at this process takes in its Python children: a TaskManager's user
+    code runs in Spark's Python workers."""
+    return role == "taskmanager" or name.startswith("taskmanager")
+
+
+def hottest_lines(root: FlameNode, limit: int) -> list[str]:
+    """The frames most samples ended in, one line each: share, samples, frame."""
+    total = max(1, root.samples)
+    return [f"{count / total:7.1%} {count:8,}  {name}" for name, count in root.hottest(limit)]
+
+
+def thread_lines(thread: ThreadStack) -> list[str]:
+    """A thread's header line, then its frames, innermost first."""
+    state = "active" if thread.active else "idle"
+    where = f"pid {thread.pid}, " if thread.pid else ""
+    return [f"Thread {thread.name or thread.thread_id} ({where}{state})",
+            *(f"    {frame.label}" for frame in thread.frames)]
+
+
 def pyspy_binary() -> str:
     """py-spy next to this interpreter (a virtualenv's bin) or on PATH."""
     beside = Path(sys.executable).with_name("py-spy")

@@ -25,7 +25,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from clusterdeck.core.profiling.pyspy import FlameGraph, FlameNode, ThreadStack
+from clusterdeck.core.profiling.pyspy import (
+    FlameGraph,
+    FlameNode,
+    ThreadStack,
+    hottest_lines,
+    thread_lines,
+)
 
 WIDTH = 1200.0
 ROW = 18.0
@@ -114,25 +120,14 @@ class ProfileWindow(QWidget):
         self.header.setText(f"{self.windowTitle()}: {graph.root.samples:,} samples over "
                             f"{graph.seconds:g} s at {graph.rate} Hz{cut}")
         self.flame.draw(graph.root)
-        total = max(1, graph.root.samples)
-        self.hottest.setPlainText("\n".join(
-            f"{count / total:6.1%}  {count:8,}  {name}"
-            for name, count in graph.root.hottest(40)) or "no samples")
+        self.hottest.setPlainText("\n".join(hottest_lines(graph.root, 40)) or "no samples")
         self.tabs.setCurrentWidget(self.flame)
 
     def show_threads(self, threads: list[ThreadStack]) -> None:
         self.header.setText(f"{self.windowTitle()}: {len(threads)} threads")
-        self.threads.setPlainText("\n\n".join(_thread_text(t) for t in threads))
+        self.threads.setPlainText("\n\n".join("\n".join(thread_lines(t)) for t in threads))
         self.tabs.setCurrentWidget(self.threads)
 
     def show_error(self, error: str) -> None:
         self.header.setText(f"{self.windowTitle()}: {error}")
         self.header.setStyleSheet("color: #b03a36;")
-
-
-def _thread_text(thread: ThreadStack) -> str:
-    state = "active" if thread.active else "idle"
-    where = f"process {thread.pid}, " if thread.pid else ""
-    lines = [f"Thread {thread.name or thread.thread_id} ({where}{state})"]
-    lines += [f"    {frame.label}" for frame in thread.frames]
-    return "\n".join(lines)
