@@ -168,7 +168,8 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
             work.release()
         totals = counters.values()
     return SubtaskResult(
-        vertex_id, subtask_index, attempt_id, run.records_in, run.records_out, totals,
+        vertex_id, subtask_index, attempt_id, run.counts.records_in, run.counts.records_out,
+        totals,
         tuple(run.partitions), run.collected, sink_files, tuple(run.splits),
         duration=time.monotonic() - started, used_spark=group.used)
 
@@ -181,7 +182,7 @@ class _Run:
                  fetch_missing: FetchMissing | None = None, first: bool = False,
                  counts: LiveCounts | None = None) -> None:
         self.job = job
-        self.counts = counts or LiveCounts()
+        self.counts = counts or LiveCounts()  # the attempt's records: its result's too
         self.vertex = vertex
         self.subtask_index = subtask_index
         self.output_dir = output_dir
@@ -194,8 +195,6 @@ class _Run:
         self.sink = last if vertex.is_sink else None
         self.writer = FileSinkWriter(last, subtask_index, attempt_id, first) \
             if last.kind in plan.FILE_SINKS else None
-        self.records_in = 0
-        self.records_out = 0
         self.splits: list[int] = []
         self.partitions: list[ResultPartition] = []
         self.fetch_missing = fetch_missing
@@ -230,8 +229,9 @@ class _Run:
                 break
             streams = [apply(work, op, self.code(op.id), streams)]
         self._emit(work, streams[0])
-        self.records_in += sum(records() for records in records_read)
-        self.counts.records_in, self.counts.reading = self.records_in, ()
+        counts = self.counts  # the records read join the total as the batch stops counting
+        counts.records_in, counts.reading = (
+            counts.records_in + sum(records() for records in records_read), ())
         self.counts.bytes_in += bytes_read
         work.release()
 
@@ -240,8 +240,7 @@ class _Run:
         if self.sink is not None and self.sink.kind == plan.SINK_COLLECT:
             rows = collect_rows(work, stream)
             self.collected[self.sink.id].extend(rows)
-            self.records_out += len(rows)
-            self.counts.records_out = self.records_out
+            self.counts.records_out += len(rows)
             return
         stream, records = counted(work, stream)
         self.counts.writing = (records,)
@@ -254,8 +253,7 @@ class _Run:
                 write_exchange(work, self._combined(stream, edge), self.output_dir, edge,
                                self.consumer_parallelism[edge.target], self.subtask_index,
                                self._hash_key(edge))
-        self.records_out += records()
-        self.counts.records_out, self.counts.writing = self.records_out, ()
+        self.counts.records_out, self.counts.writing = self.counts.records_out + records(), ()
 
     def _consumer_head(self, edge: JobEdge) -> OperatorSpec:
         return self.job.graph.vertex(edge.target).operators[0]
@@ -286,7 +284,7 @@ class _Run:
         for edge in self.outputs:
             self.partitions.extend(declare_partitions(
                 self.output_dir, edge, self.consumer_parallelism[edge.target],
-                self.records_out))
+                self.counts.records_out))
         if self.writer is None:
             self.counts.bytes_out = size_of([self.output_dir])
             return {}

@@ -36,8 +36,9 @@ def so_far(counts: Iterable[Callable[[], int]]) -> int:
 
 
 class LiveCounts:
-    """One attempt's records and bytes so far: written by its slot thread, read by the
-    TaskManager's main thread. Each field is one int (or one tuple) replaced whole, so a
+    """One attempt's records and bytes so far, where its run keeps them (its result takes
+    its records from here): written by its slot thread, read by the TaskManager's main
+    thread. Each field is one int (or one tuple) replaced whole, so a
     reader sees each whole; the four need not be from the same instant."""
 
     def __init__(self) -> None:
