@@ -9,16 +9,14 @@ backlog of control-plane messages between two ticks.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 from clusterdeck.core.recorder.replay import RecordedEvent, replay, samples
 from clusterdeck.core.recorder.store import FILE_NAME
 from clusterdeck.core.rpc.mqtt import Traffic
 from clusterdeck.gui.bridge import ClusterBridge
 
-T = TypeVar("T")
 SUFFIX = ".cdrec"  # what `clusterdeck record export` is told to write, by convention
 CHUNK = 5000  # messages posted between two flushes: well under the bridge's backlog
 FLUSH_WAIT = 30.0  # seconds a chunk may wait for the GUI thread
@@ -42,8 +40,8 @@ def open_in_bridge(bridge: ClusterBridge, path: Path,
                 count += 1
                 if count % CHUNK == 0:
                     _flush_and_wait(bridge)
-            for chunk in _chunks(samples(path), CHUNK):
-                bridge.post_samples(chunk)
+            for batch in samples(path):
+                bridge.post_samples(batch)
                 _flush_and_wait(bridge)
             _flush_and_wait(bridge)  # the views have it all before ``done`` runs
         except Exception as failure:  # shown in the window, not lost in a thread
@@ -60,17 +58,6 @@ def post(bridge: ClusterBridge, item: RecordedEvent | Traffic) -> None:
         bridge.post_traffic(item)
         return
     bridge.route(item.topic, item.message)
-
-
-def _chunks(items: Iterator[T], size: int) -> Iterator[list[T]]:
-    chunk: list[T] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 def _flush_and_wait(bridge: ClusterBridge) -> None:

@@ -58,9 +58,11 @@ def replay(path: Path) -> Iterator[RecordedEvent | Traffic]:
                     yield item
 
 
-def samples(path: Path, span: float = 3600.0) -> Iterator[tuple[float, str, float, int]]:
+def samples(path: Path, span: float = 3600.0
+            ) -> Iterator[list[tuple[float, str, float, int]]]:
     """The recorded CPU and memory samples of the last ``span`` seconds recorded, (time,
-    process, CPU %, resident bytes), oldest first (a week's would be millions)."""
+    process, CPU %, resident bytes), oldest first, in batches of at most BATCH (a week's
+    would be millions)."""
     with closing(connect(path, readonly=True)) as db:
         newest = db.execute("SELECT max(at) FROM metrics").fetchone()[0]
         if newest is None:
@@ -72,24 +74,32 @@ def samples(path: Path, span: float = 3600.0) -> Iterator[tuple[float, str, floa
                               (last, newest - span, BATCH)).fetchall()
             if not rows:
                 return
-            for row_id, at, process, cpu, rss in rows:
-                last = row_id
-                yield float(at), str(process), float(cpu), int(rss)
+            last = rows[-1][0]
+            yield [(float(at), str(process), float(cpu), int(rss))
+                   for _, at, process, cpu, rss in rows]
 
 
 def recorded_runs(path: Path) -> dict[str, tuple[Any, Any]]:
     """Every job of a recording: its last snapshot's graph (a JobGraphSnapshot) and its
-    JobResult (None when the recording holds none), by job id."""
-    runs: dict[str, tuple[Any, Any]] = {}
-    for item in replay(path):
-        if not isinstance(item, RecordedEvent):
-            continue
-        message = item.message
+    JobResult (None when the recording holds none), by job id. Only the last message of
+    each job's snapshot and result topics is read."""
+    snapshots: dict[str, Any] = {}
+    results: dict[str, Any] = {}
+    with closing(connect(path, readonly=True)) as db:
+        rows = db.execute(
+            "SELECT topic, payload FROM messages WHERE id IN (SELECT max(id) FROM messages "
+            "WHERE topic LIKE 'state/jobs/%' OR topic LIKE 'state/results/%' GROUP BY topic)"
+        ).fetchall()
+    for _, payload in rows:
+        try:
+            message = decode(bytes(payload), FRAME_LIMIT).message if payload else None
+        except RpcError:
+            continue  # unreadable: as replay skips it
         if isinstance(message, JobSnapshot):
-            runs[message.job_id] = (message.graph, runs.get(message.job_id, (None, None))[1])
+            snapshots[message.job_id] = message.graph
         elif isinstance(message, JobResult):
-            runs[message.job_id] = (runs.get(message.job_id, (None, None))[0], message)
-    return {job: run for job, run in runs.items() if run[0] is not None}
+            results[message.job_id] = message
+    return {job: (graph, results.get(job)) for job, graph in snapshots.items()}
 
 
 def _item(layout: TopicLayout, at: float, topic: str, payload: bytes

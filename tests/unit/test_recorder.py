@@ -339,7 +339,8 @@ def test_the_last_hour_of_samples_reads_back_for_the_load_plot(tmp_path):
     recording.add([], [], [Sample(at, "taskmanager-1", at / 100, int(at), 9)
                            for at in (10.0, 4000.0, 7000.0)])
     recording.close()
-    assert list(recorded_samples(tmp_path / "recording.sqlite")) == [
+    assert [sample for batch in recorded_samples(tmp_path / "recording.sqlite")
+            for sample in batch] == [
         (4000.0, "taskmanager-1", 40.0, 4000), (7000.0, "taskmanager-1", 70.0, 7000)]
 
 
