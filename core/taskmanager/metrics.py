@@ -56,8 +56,18 @@ class TaskMetrics:
         now = time.monotonic()
         attempts = [_numbers(task, *task.counts.now(), now - self._began[task.attempt_id])
                     for task in running if task.attempt_id in self._began]
-        attempts += self._ended
-        self._ended = []
+        return self._pieces(attempts + self._take_ended())
+
+    def ended_messages(self) -> list[p.TaskManagerMetrics]:
+        """The last numbers of the attempts that ended since, alone: sent with their ends."""
+        ended = self._take_ended()
+        return self._pieces(ended) if ended else []
+
+    def _take_ended(self) -> list[p.AttemptMetrics]:
+        ended, self._ended = self._ended, []
+        return ended
+
+    def _pieces(self, attempts: list[p.AttemptMetrics]) -> list[p.TaskManagerMetrics]:
         wall = time.time()
         used, most = self.heap
         pieces = [tuple(attempts[i:i + p.METRICS_ATTEMPTS])

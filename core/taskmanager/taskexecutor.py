@@ -459,8 +459,7 @@ class TaskExecutor(RpcEndpoint):
             self._metrics_generation += 1
         elif generation != self._metrics_generation:
             return
-        for message in self.metrics.messages(self.tasks.values()):
-            self.rpc_service.publish(topics.metrics(self.resource_id), message, qos=0)
+        self._publish_metrics(self.metrics.messages(self.tasks.values()))
         spark = self._spark
         if not self._reading_heap and spark is not None and spark.done() \
                 and spark.exception() is None:
@@ -470,6 +469,10 @@ class TaskExecutor(RpcEndpoint):
         self._metrics_idle = not self.metrics.busy
         self.schedule(IDLE_INTERVAL if self._metrics_idle else INTERVAL, self._metrics_tick,
                       self._metrics_generation)
+
+    def _publish_metrics(self, messages: list[p.TaskManagerMetrics]) -> None:
+        for message in messages:
+            self.rpc_service.publish(topics.metrics(self.resource_id), message, qos=0)
 
     def _heap_read(self, numbers: tuple[int, int, str] | None,
                    error: BaseException | None) -> None:
@@ -587,6 +590,9 @@ class TaskExecutor(RpcEndpoint):
 
     def _send_updates(self) -> None:
         self._updates_linger.flushed(time.monotonic())
+        # An ended attempt's last numbers go ahead of its end, not up to a second later:
+        # who reads them when the job ends (the window, an export) has them.
+        self._publish_metrics(self.metrics.ended_messages())
         for (jobmaster, token), reports in self._updates.take():
             gateway = self.rpc_service.gateway(JobMasterGateway, jobmaster, token)
             send_in_halves(reports, lambda batch, to=gateway: self._send_update_batch(

@@ -3,6 +3,8 @@ stopped: the views show the failed run as the live window did."""
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -67,8 +69,18 @@ def runs(tmp_path_factory) -> tuple[Path, str, str]:
         recording = paths.cluster_dir(cluster.cluster_id) / FILE_NAME
         wait_for(lambda: {job_id, flaky_id} <= {j.job_id for j in describe(recording).jobs},
                  30, "both results in the recording")
+        wait_for(lambda: _has_final_numbers(recording, job_id), 30,
+                 "the failed job's last numbers in the recording")
         export(recording, target, [flaky_id, job_id])
     return target, job_id, flaky_id
+
+
+def _has_final_numbers(recording: Path, job_id: str) -> bool:
+    """QoS 0 numbers travel apart from the job's end: the recorder may write them later."""
+    with closing(sqlite3.connect(recording)) as db:
+        return db.execute("SELECT count(*) FROM messages WHERE topic LIKE 'metrics/%' AND "
+                          "instr(payload, ?) AND instr(payload, '\"final\":true')",
+                          (f'"job_id":"{job_id}"'.encode(),)).fetchone()[0] > 0
 
 
 @pytest.fixture(scope="module")

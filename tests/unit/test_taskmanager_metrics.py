@@ -54,6 +54,21 @@ def test_an_ended_attempt_is_sent_once_with_its_results_records():
     assert (idle.attempts, idle.heap_used, idle.heap_max) == ((), 1 << 20, 1 << 30)
 
 
+def test_ended_attempts_go_alone_with_their_ends_and_only_once():
+    running, ended = task("a-1"), task("a-2", subtask=1)
+    metrics = TaskMetrics("taskmanager-1")
+    metrics.began(running)
+    metrics.began(ended)
+    assert metrics.ended_messages() == []  # nothing ended: the tick says the rest
+    metrics.ended(ended, TaskOutcome(ExecutionState.FAILED))
+
+    [last] = metrics.ended_messages()
+    assert [(a.attempt_id, a.final) for a in last.attempts] == [("a-2", True)]
+    assert last.attempts[0].busy >= 0
+    [tick] = metrics.messages([running])
+    assert [a.attempt_id for a in tick.attempts] == ["a-1"]
+
+
 def test_many_attempts_go_in_pieces_that_each_fit_a_frame():
     metrics = TaskMetrics("taskmanager-1")
     tasks = [task(f"attempt-{i:05d}-" + "x" * 40, subtask=i) for i in range(450)]
