@@ -7,16 +7,23 @@ answers the ask with a RemoteError. A handler may say whom it takes its message 
 broker binds each identity to a login), anyone else gets a SenderMismatchError.
 Everything else an endpoint does (timers, callbacks of futures, results of worker
 threads) comes back to the main thread through ``run_async``.
+
+"Main thread" is one at a time, as in Flink's actors: whichever thread holds the
+endpoint's mailbox runs it. That is the endpoint's own thread, except that a transport's
+thread (paho's network thread) which delivers a message to an idle endpoint runs it
+there and then, up to INLINE_ITEMS, instead of waking the endpoint's thread: the wake-up
+was most of what a round trip cost above bare paho (docs/benchmarks.md section 1).
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import logging
-import queue
 import threading
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -79,6 +86,21 @@ class Invocation:
 
 
 _STOP = object()
+INLINE_ITEMS = 64  # a transport's thread runs at most this many before handing over
+
+# Per thread: whether it is a transport's thread, which may run an idle endpoint's
+# mailbox itself, and whether it is running one now (never two nested).
+_here = threading.local()
+
+
+@contextlib.contextmanager
+def transport_thread() -> Iterator[None]:
+    """Mark the current thread as a transport's, for the time of one delivery."""
+    _here.transport = True
+    try:
+        yield
+    finally:
+        _here.transport = False
 
 
 class RpcEndpoint:
@@ -97,7 +119,11 @@ class RpcEndpoint:
 
     def __init__(self, endpoint_id: str) -> None:
         self.endpoint_id = endpoint_id
-        self._mailbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._mailbox: collections.deque[Any] = collections.deque()
+        self._wake = threading.Event()   # something is in the mailbox
+        self._claim = threading.Lock()   # held by the thread that runs the mailbox
+        self._owner: int | None = None   # that thread's ident, while it runs it
+        self._started = False            # on_start is in the mailbox: may run elsewhere
         self._thread = threading.Thread(target=self._run, name=f"endpoint-{endpoint_id}",
                                         daemon=True)
         self._service: RpcService | None = None
@@ -120,6 +146,7 @@ class RpcEndpoint:
         self._service = service
         self._thread.start()
         self.run_async(self.on_start)
+        self._started = True
 
     def on_start(self) -> None:
         """Runs on the main thread before any message."""
@@ -131,7 +158,7 @@ class RpcEndpoint:
         """Ask the endpoint to stop; messages still in the mailbox fail loudly."""
         if not self._stopping:
             self._stopping = True
-            self._mailbox.put(_STOP)
+            self._put(_STOP)
         return self._terminated
 
     @property
@@ -141,7 +168,7 @@ class RpcEndpoint:
     # -- main thread ---------------------------------------------------------------------
 
     def is_main_thread(self) -> bool:
-        return threading.current_thread() is self._thread
+        return self._owner == threading.get_ident()
 
     def validate_main_thread(self) -> None:
         if not self.is_main_thread():
@@ -151,12 +178,12 @@ class RpcEndpoint:
 
     def run_async(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` on the main thread, after what is already in the mailbox."""
-        self._mailbox.put((fn, args, None))
+        self._put((fn, args, None))
 
     def call_async(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         """Like run_async, with the result (or the exception) in a Future."""
         future: Future[T] = Future()
-        self._mailbox.put((fn, args, future))
+        self._put((fn, args, future))
         return future
 
     def schedule(self, delay: float, fn: Callable[..., Any], *args: Any) -> ScheduledCall:
@@ -187,21 +214,65 @@ class RpcEndpoint:
     # -- delivery ------------------------------------------------------------------------
 
     def _deliver(self, invocation: Invocation) -> None:
-        """Called from the transport's thread: only enqueues."""
-        self._mailbox.put(invocation)
+        """Called from the transport's thread."""
+        self._put(invocation)
+
+    def _put(self, item: Any) -> None:
+        """Into the mailbox, from any thread. A transport's thread runs an idle endpoint's
+        mailbox itself; the thread running it now finds the item in its own loop."""
+        self._mailbox.append(item)
+        if self._owner == threading.get_ident():
+            return
+        if self._started and not self._stopping and getattr(_here, "transport", False) \
+                and not getattr(_here, "running", False) \
+                and self._claim.acquire(blocking=False):
+            try:
+                self._drain(INLINE_ITEMS)
+            finally:
+                self._claim.release()
+            if not self._mailbox:
+                return
+        self._wake.set()
 
     def _run(self) -> None:
-        while True:
-            item = self._mailbox.get()
-            if item is _STOP:
-                break
-            try:
-                self._process(item)
-            except Exception:  # the mailbox loop must outlive any one message
-                log.exception("%s: failed to process a mailbox item", self.endpoint_id)
-        self._safely(self.on_stop)
-        self._fail_remaining()
+        stopped = False
+        while not stopped:
+            self._wake.wait()
+            self._wake.clear()
+            with self._claim:
+                stopped = self._drain(None)
+        with self._claim:
+            self._owner = threading.get_ident()
+            self._safely(self.on_stop)
+            self._fail_remaining()
+            self._owner = None
         self._terminated.set_result(None)
+
+    def _drain(self, most: int | None) -> bool:
+        """Run the mailbox (its claim held) until it is empty or ``most`` items ran; True
+        once the stop is reached, which only the endpoint's own thread acts on."""
+        own = threading.current_thread() is self._thread
+        self._owner, _here.running = threading.get_ident(), True
+        try:
+            ran = 0
+            while most is None or ran < most:
+                try:
+                    item = self._mailbox.popleft()
+                except IndexError:
+                    return False
+                if item is _STOP:
+                    if own:
+                        return True
+                    self._mailbox.appendleft(item)
+                    return False
+                try:
+                    self._process(item)
+                except Exception:  # the mailbox loop must outlive any one message
+                    log.exception("%s: failed to process a mailbox item", self.endpoint_id)
+                ran += 1
+            return False
+        finally:
+            self._owner, _here.running = None, False
 
     def _process(self, item: Any) -> None:
         if isinstance(item, Invocation):
@@ -280,8 +351,8 @@ class RpcEndpoint:
     def _fail_remaining(self) -> None:
         while True:
             try:
-                item = self._mailbox.get_nowait()
-            except queue.Empty:
+                item = self._mailbox.popleft()
+            except IndexError:
                 return
             error = EndpointStoppedError(f"endpoint {self.endpoint_id} stopped")
             if isinstance(item, Invocation) and item.reply is not None:

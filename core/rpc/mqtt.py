@@ -30,6 +30,7 @@ import paho.mqtt.client as mqtt
 from clusterdeck.broker.address import BrokerAddress
 from clusterdeck.broker.client import make_client
 from clusterdeck.core.rpc._codec import decode
+from clusterdeck.core.rpc._endpoint import transport_thread
 from clusterdeck.core.rpc._errors import RpcError
 from clusterdeck.core.rpc._service import EventCallback, RpcService
 from clusterdeck.core.rpc._topics import (
@@ -200,7 +201,8 @@ class MqttRpcService(RpcService):
         try:
             for callback in self._raw:
                 callback(self.topics.relative(msg.topic), msg.payload)
-            self._route(msg)
+            with transport_thread():  # an idle endpoint runs the message right here
+                self._route(msg)
         except Exception:
             log.exception("%s: a message on %s could not be handled; dropped",
                           self.service_id, msg.topic)
