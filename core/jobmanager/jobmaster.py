@@ -146,6 +146,9 @@ class JobMaster(FencedRpcEndpoint):
         self._failed_outside_graph = False
         self._offloaded_inputs: dict[str, tuple[EdgeInput, ...]] = {}
         self._confirmed: set[str] = set()  # deployments their TaskExecutor acknowledged
+        # Final updates acknowledged but applied once their files are fetched: the
+        # TaskExecutor no longer lists them, and reconciliation must not take them as lost.
+        self._fetching: set[str] = set()
         self._reconciler = DeploymentReconciler()
         self._reports_pending: set[str] = set()  # TaskManagers asked, not yet answered
         self._deployments: Outbox[str, p.SubmitTask] = Outbox(DEPLOYMENTS_PER_MESSAGE)
@@ -282,13 +285,19 @@ class JobMaster(FencedRpcEndpoint):
         if unseen:  # applied once they are here: a finished task's rows are never lost
             execution = self.graph.execution(update.attempt_id)
             host = execution.taskmanager_id if execution is not None else None
+            self._fetching.add(update.attempt_id)
             self.on_main_thread(
                 self.run_in_worker(fetch_unseen, unseen, self._data_peers.endpoint(host),
                                    str(self.work_dir), name="fetch"),
-                lambda _none, error: self._apply_update(update, error))
+                lambda _none, error: self._fetched(update, error))
             return p.UpdateAcknowledged(update.attempt_id, True, "")
         rejected = self._apply_update(update)
         return p.UpdateAcknowledged(update.attempt_id, not rejected, "; ".join(rejected))
+
+    def _fetched(self, update: p.UpdateTaskExecutionState,
+                 error: BaseException | None) -> None:
+        self._fetching.discard(update.attempt_id)
+        self._apply_update(update, error)
 
     def _apply_update(self, update: p.UpdateTaskExecutionState,
                       fetch_error: BaseException | None = None) -> list[str]:
@@ -598,8 +607,8 @@ class JobMaster(FencedRpcEndpoint):
         if not isinstance(report, p.ExecutionReport) or self._ended or self.scheduler is None:
             return
         there = [e for e in self._live_executions() if e.taskmanager_id == taskmanager_id]
-        expected = {e.attempt_id for e in there if e.state is not ExecutionState.DEPLOYING
-                    or e.attempt_id in self._confirmed}
+        expected = {e.attempt_id for e in there if (e.state is not ExecutionState.DEPLOYING
+                    or e.attempt_id in self._confirmed) and e.attempt_id not in self._fetching}
         outcome = self._reconciler.reconcile(report, expected, {e.attempt_id for e in there})
         for attempt_id in outcome.lost:
             self._update_lost(attempt_id, taskmanager_id)

@@ -4,6 +4,7 @@ own errors all end the job with a cause instead of leaving it waiting for ever."
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from clusterdeck.core.config.settings import Config
 from clusterdeck.core.jobapi.builder import build_graph
 from clusterdeck.core.jobapi.environment import ExecutionEnvironment
 from clusterdeck.core.jobapi.loader import script_graph
+from clusterdeck.core.jobmanager import jobmaster as jobmaster_module
 from clusterdeck.core.jobmanager.jobmaster import JobMaster
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
 from clusterdeck.core.protocol import messages as p
@@ -59,6 +61,7 @@ class ScriptedTaskExecutor(RpcEndpoint):
         self.cancelled: list[str] = []
         self.answer_cancels = answer_cancels
         self.batches: list[int] = []
+        self.reports: list[int] = []  # one entry per execution report asked for
 
     @handler(p.SubmitTasks)
     def submit_tasks(self, batch: p.SubmitTasks) -> p.TaskOperationResults:
@@ -75,6 +78,7 @@ class ScriptedTaskExecutor(RpcEndpoint):
     @handler(p.RequestExecutionReport)
     def request_execution_report(self, _request: p.RequestExecutionReport
                                  ) -> p.ExecutionReport:
+        self.reports.append(len(self.running))
         return p.ExecutionReport(TM, tuple(self.running))
 
     @handler(p.CancelTask)
@@ -208,3 +212,27 @@ def test_one_acknowledgement_covers_a_batch_of_updates_in_order(service, tmp_pat
     assert [a.accepted for a in answer.acknowledgements] == [True, True, True, False]
     result = wait_for(lambda: outcome.result, 10, "the job to end")
     assert result.status is JobStatus.FINISHED
+
+
+def test_a_final_update_whose_files_are_still_fetched_is_not_taken_for_lost(
+        service, tmp_path, monkeypatch) -> None:
+    """Acknowledged at once, applied once its files are here (a TaskManager on another
+    machine): meanwhile its TaskExecutor lists it no more, and several reconciliation
+    rounds must not fail it as lost."""
+    fetched = threading.Event()
+    monkeypatch.setattr(jobmaster_module, "fetch_unseen", lambda *_: fetched.wait(10))
+    taskexecutor = ScriptedTaskExecutor()
+    jobmaster, outcome = start_job(service, tmp_path, taskexecutor)
+    attempt = taskexecutor.running[0]
+    update = p.UpdateTaskExecutionState("job-1", attempt, ExecutionState.FINISHED, result=(
+        p.TaskResult(collected_path=str(tmp_path / "elsewhere" / "rows.parquet"))))
+    gateway = service.gateway(JobMasterGateway, jobmaster.endpoint_id, TOKEN)
+    answer = gateway.update_task_execution_states(p.UpdateTaskExecutionStates((update,)))
+    assert answer.result(5).acknowledgements[0].accepted
+    taskexecutor.running.clear()  # acknowledged: it no longer reports it
+    reports = len(taskexecutor.reports)
+    wait_for(lambda: len(taskexecutor.reports) >= reports + 5, 10, "reconciliation rounds")
+    assert outcome.result is None
+    fetched.set()
+    result = wait_for(lambda: outcome.result, 10, "the job to end")
+    assert result.status is JobStatus.FINISHED, result.root_cause
