@@ -120,9 +120,12 @@ def test_a_crashed_child_is_restarted_with_doubling_backoff_and_counted(supervis
         ProcessStatus.RESTARTING, ProcessStatus.STARTING, ProcessStatus.RUNNING] * 2
     pauses = [changes[i + 1][0] - changes[i][0] for i, (_, state) in enumerate(changes)
               if state is ProcessStatus.RESTARTING]
-    assert pauses[0] >= 0.05
-    assert pauses[1] >= 0.1
-    assert log_text(supervisor, "worker").count("exited with code 3") == 2
+    # The listener hears RESTARTING a little after the pause began: a few ms of slack.
+    assert pauses[0] >= 0.045
+    assert pauses[1] >= 0.095
+    text = log_text(supervisor, "worker")
+    assert text.count("exited with code 3") == 2
+    assert "restarting in 0.05 s" in text and "restarting in 0.10 s" in text
 
 
 def test_a_child_crashing_in_a_loop_ends_failed_after_max_restarts(supervisor):
