@@ -15,9 +15,10 @@ import stat
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import psutil
 import pytest
@@ -34,6 +35,7 @@ from tests.integration.clusters import broker_kinds, running_cluster, wait_resul
 from tests.integration.test_broker import CLUSTER, KINDS, RunningBroker, start_broker, stop
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+T = TypeVar("T")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 LAYOUT = topics.layout(CLUSTER)
@@ -160,15 +162,18 @@ class Case:
 
 
 def params(cases: list[Case]) -> list:
-    found = []
-    for kind in KINDS:
-        name = kind if isinstance(kind, str) else kind.values[0]
-        marks = list(() if isinstance(kind, str) else kind.marks)
-        for case in cases:
-            case_marks = [*marks, pytest.mark.xfail(reason=case.leaks, strict=True)] \
-                if case.leaks else marks
-            found.append(pytest.param(name, case, marks=case_marks, id=f"{name}-{case.id()}"))
-    return found
+    """The cases as parameters; the broker is a parameter of its own, so that pytest runs
+    every case of one broker kind against one module-wide broker (a parameter set naming
+    both would start a broker per case)."""
+    return [pytest.param(case, id=case.id(), marks=[pytest.mark.xfail(
+        reason=case.leaks, strict=True)] if case.leaks else []) for case in cases]
+
+
+def per_broker(cases: list[Case]) -> Callable[[T], T]:
+    def both(test: T) -> T:
+        test = pytest.mark.parametrize("broker", KINDS, indirect=True)(test)
+        return pytest.mark.parametrize("case", params(cases))(test)
+    return both
 
 
 TM, JM = TASKMANAGER, "jobmanager"
@@ -294,22 +299,22 @@ def check_read(broker: RunningBroker, case: Case) -> bool:
         return bool(reader.got(payload))
 
 
-@pytest.mark.parametrize(("broker", "case"), params(FORBIDDEN_PUBLISHES), indirect=["broker"])
+@per_broker(FORBIDDEN_PUBLISHES)
 def test_a_forbidden_publish_reaches_no_subscriber(broker, case):
     assert not check_publish(broker, case)
 
 
-@pytest.mark.parametrize(("broker", "case"), params(FORBIDDEN_READS), indirect=["broker"])
+@per_broker(FORBIDDEN_READS)
 def test_a_forbidden_subscription_delivers_nothing(broker, case):
     assert not check_read(broker, case)
 
 
-@pytest.mark.parametrize(("broker", "case"), params(ALLOWED_PUBLISHES), indirect=["broker"])
+@per_broker(ALLOWED_PUBLISHES)
 def test_an_allowed_publish_is_delivered(broker, case):
     assert check_publish(broker, case)
 
 
-@pytest.mark.parametrize(("broker", "case"), params(ALLOWED_READS), indirect=["broker"])
+@per_broker(ALLOWED_READS)
 def test_an_allowed_subscription_is_delivered(broker, case):
     assert check_read(broker, case)
 
@@ -323,7 +328,7 @@ def current_leader(broker: RunningBroker) -> bytes:
         return reader.wait_for(rel(topics.LEADER))
 
 
-@pytest.mark.parametrize(("broker", "case"), params(FORGERS), indirect=["broker"])
+@per_broker(FORGERS)
 def test_a_forged_retained_leader_is_not_kept(broker, case):
     original = f"leader-{uuid.uuid4().hex}".encode()
     with probe(broker, JM, JM) as jobmanager:
@@ -333,7 +338,7 @@ def test_a_forged_retained_leader_is_not_kept(broker, case):
         assert current_leader(broker) == original
 
 
-@pytest.mark.parametrize(("broker", "case"), params(FORGERS), indirect=["broker"])
+@per_broker(FORGERS)
 def test_a_forged_leader_as_a_last_will_is_not_kept(broker, case):
     """Mosquitto drops the will; our amqtt plugin refuses the login that carries it."""
     original = f"leader-{uuid.uuid4().hex}".encode()
@@ -371,9 +376,7 @@ AMQTT_RETAINED = ("amqtt 0.12.1 sends every new client the retained messages mat
                   "anyone's subscription, without an ACL check")
 
 
-@pytest.mark.parametrize(("broker", "case"), params(
-    [Case(TM, rel(topics.job_state("j"))), Case("observer", LAYOUT.presence("x"))]),
-    indirect=["broker"])
+@per_broker([Case(TM, rel(topics.job_state("j"))), Case("observer", LAYOUT.presence("x"))])
 def test_retained_messages_reach_no_login_that_may_not_read_them(broker, case):
     """The observer may read presence: its case shows the test sees retained messages."""
     payload = uuid.uuid4().hex.encode()
