@@ -161,6 +161,12 @@ class Case:
             f"<-{LAYOUT.relative(self.subscription)}" if self.subscription else "")
 
 
+def own(name: str) -> str:
+    """A client name no earlier test used: the broker is shared by the module's tests, and
+    amqtt 0.12 may end a new connection under a name whose old one it is still closing."""
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
 def params(cases: list[Case]) -> list:
     """The cases as parameters; the broker is a parameter of its own, so that pytest runs
     every case of one broker kind against one module-wide broker (a parameter set naming
@@ -278,8 +284,8 @@ def check_publish(broker: RunningBroker, case: Case) -> bool:
     """Whether ``case.identity`` publishing on ``case.topic`` reaches a subscriber."""
     payload = uuid.uuid4().hex.encode()
     control = rel("events/acl-control/watcher")
-    with probe(broker, JM, "watcher", [case.topic, control]) as watcher, \
-            probe(broker, JM, "jobmanager-control") as jobmanager, \
+    with probe(broker, JM, own("watcher"), [case.topic, control]) as watcher, \
+            probe(broker, JM, own("jobmanager-control")) as jobmanager, \
             probe(broker, case.identity, case.client_name) as sender:
         sender.publish(case.topic, payload)
         settle(jobmanager, watcher, control)
@@ -293,7 +299,7 @@ def check_read(broker: RunningBroker, case: Case) -> bool:
     control = control_topic(case.identity)
     with probe(broker, case.identity, case.client_name,
                [case.subscription or case.topic, control]) as reader, \
-            probe(broker, JM, "jobmanager-control") as jobmanager:
+            probe(broker, JM, own("jobmanager-control")) as jobmanager:
         jobmanager.publish(case.topic, payload)
         settle(jobmanager, reader, control)
         return bool(reader.got(payload))
@@ -324,14 +330,14 @@ FORGERS = [Case(identity, rel(topics.LEADER), client=f"{identity}-forger")
 
 
 def current_leader(broker: RunningBroker) -> bytes:
-    with probe(broker, JM, f"reader-{uuid.uuid4().hex[:6]}", [rel(topics.LEADER)]) as reader:
+    with probe(broker, JM, own("reader"), [rel(topics.LEADER)]) as reader:
         return reader.wait_for(rel(topics.LEADER))
 
 
 @per_broker(FORGERS)
 def test_a_forged_retained_leader_is_not_kept(broker, case):
     original = f"leader-{uuid.uuid4().hex}".encode()
-    with probe(broker, JM, JM) as jobmanager:
+    with probe(broker, JM, own(JM)) as jobmanager:
         jobmanager.publish(rel(topics.LEADER), original, retain=True)
         with probe(broker, case.identity, case.client_name) as forger:
             forger.publish(rel(topics.LEADER), b"forged", retain=True)
@@ -343,8 +349,8 @@ def test_a_forged_leader_as_a_last_will_is_not_kept(broker, case):
     """Mosquitto drops the will; our amqtt plugin refuses the login that carries it."""
     original = f"leader-{uuid.uuid4().hex}".encode()
     control = rel("events/acl-control/will")
-    with probe(broker, JM, JM) as jobmanager, \
-            probe(broker, JM, "will-watcher", [control, rel(topics.LEADER)]) as watcher:
+    with probe(broker, JM, own(JM)) as jobmanager, \
+            probe(broker, JM, own("will-watcher"), [control, rel(topics.LEADER)]) as watcher:
         jobmanager.publish(rel(topics.LEADER), original, retain=True)
         watcher.wait_for(rel(topics.LEADER), original)
         with contextlib.suppress(BrokerConnectError):
@@ -364,8 +370,8 @@ def test_a_taskmanagers_own_will_is_accepted(broker):
     """The check on wills refuses only what the login could not publish."""
     control = rel("events/acl-control/own-will")
     offline = uuid.uuid4().hex.encode()
-    with probe(broker, JM, JM) as jobmanager, \
-            probe(broker, JM, "will-watcher", [control, LAYOUT.presence(TM)]) as watcher:
+    with probe(broker, JM, own(JM)) as jobmanager, \
+            probe(broker, JM, own("will-watcher"), [control, LAYOUT.presence(TM)]) as watcher:
         Probe(broker, TM, TM, will=(LAYOUT.presence(TM), offline, 1, True)).drop()
         watcher.wait_for(LAYOUT.presence(TM), offline)
         settle(jobmanager, watcher, control)
@@ -381,7 +387,7 @@ def test_retained_messages_reach_no_login_that_may_not_read_them(broker, case):
     """The observer may read presence: its case shows the test sees retained messages."""
     payload = uuid.uuid4().hex.encode()
     filters = [rel(topics.JOB_STATES_ALL), rel(topics.PRESENCE_ALL)]
-    with probe(broker, JM, JM, filters) as jobmanager:
+    with probe(broker, JM, own(JM), filters) as jobmanager:
         jobmanager.publish(case.topic, payload, retain=True)
         jobmanager.wait_for(case.topic, payload)
         control = control_topic(case.identity)
