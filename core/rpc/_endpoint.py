@@ -110,6 +110,10 @@ class RpcEndpoint:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        clashes = sorted(set(vars(cls)) & _MACHINERY)
+        if clashes:  # an override would silently stop the mailbox (it happened once)
+            raise TypeError(f"{cls.__name__} redefines {', '.join(clashes)} of RpcEndpoint's "
+                            "mailbox machinery: name it otherwise")
         handlers = dict(cls._rpc_handlers)
         for member in vars(cls).values():
             marked = getattr(member, "__rpc_handles__", None)
@@ -123,7 +127,7 @@ class RpcEndpoint:
         self._wake = threading.Event()   # something is in the mailbox
         self._claim = threading.Lock()   # held by the thread that runs the mailbox
         self._owner: int | None = None   # that thread's ident, while it runs it
-        self._started = False            # on_start is in the mailbox: may run elsewhere
+        self._started = False            # on_start ran: a transport's thread may run it
         self._thread = threading.Thread(target=self._run, name=f"endpoint-{endpoint_id}",
                                         daemon=True)
         self._service: RpcService | None = None
@@ -145,7 +149,12 @@ class RpcEndpoint:
         """Called by the service; ``on_start`` then runs first on the main thread."""
         self._service = service
         self._thread.start()
-        self.run_async(self.on_start)
+        self.run_async(self._rpc_on_start)
+
+    def _rpc_on_start(self) -> None:
+        """The endpoint's own thread, first: only then may a transport's thread run it.
+        (Named apart from what subclasses name their own methods.)"""
+        self._safely(self.on_start)
         self._started = True
 
     def on_start(self) -> None:
@@ -359,6 +368,12 @@ class RpcEndpoint:
                 item.reply(None, _as_remote(error))
             elif isinstance(item, tuple) and item[2] is not None:
                 item[2].set_exception(error)
+
+
+# RpcEndpoint's own private methods; subclasses override only the fencing check.
+_MACHINERY = frozenset(name for name, member in vars(RpcEndpoint).items()
+                       if name.startswith("_") and not name.startswith("__")
+                       and callable(member)) - {"_check_fencing"}
 
 
 class FencedRpcEndpoint(RpcEndpoint):

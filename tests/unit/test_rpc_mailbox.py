@@ -117,11 +117,23 @@ def test_the_stop_runs_on_the_endpoints_own_thread_after_what_came_first():
     assert endpoint.ran[-1][1] is endpoint._thread
 
 
-def test_nothing_runs_on_a_transports_thread_before_on_start():
+def test_on_start_runs_on_the_endpoints_own_thread_before_any_delivery(monkeypatch):
     endpoint = Probe()
-    with transport_thread():
-        endpoint._deliver(Invocation(object(), "someone"))  # a handler-less message
-    assert endpoint.ran == [] and len(endpoint._mailbox) == 1
+    thread = endpoint._thread
+    monkeypatch.setattr(thread, "start", lambda: None)  # started below, after a delivery
     endpoint._start(FakeService())  # type: ignore[arg-type]
-    wait_for(lambda: endpoint.names() == ["start"], 5, "on_start")
+    with transport_thread():
+        endpoint._deliver(Invocation(object(), "someone"))  # a message nobody handles
+    endpoint.run_async(endpoint.note, "a")
+    assert endpoint.ran == [] and len(endpoint._mailbox) == 3
+
+    monkeypatch.undo()
+    thread.start()
+    wait_for(lambda: len(endpoint.ran) == 2, 5, "on_start, then the rest")
+    assert [(what, by) for what, by, _ in endpoint.ran] == [("start", thread), ("a", thread)]
     endpoint.stop().result(5)
+
+
+def test_a_subclass_may_not_redefine_the_mailbox_machinery():
+    with pytest.raises(TypeError, match="redefines _rpc_on_start"):
+        type("Clumsy", (RpcEndpoint,), {"_rpc_on_start": lambda self, task: None})
