@@ -3,8 +3,6 @@ stopped: the views show the failed run as the live window did."""
 
 from __future__ import annotations
 
-import sqlite3
-from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from clusterdeck.core.config import paths
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.recorder.export import describe, export
+from clusterdeck.core.recorder.replay import RecordedEvent, replay
 from clusterdeck.core.recorder.store import FILE_NAME
 from clusterdeck.gui.session import SessionMode, SessionState
 from clusterdeck.gui.views.failuresview import FAILURE_ROLE
@@ -77,10 +76,10 @@ def runs(tmp_path_factory) -> tuple[Path, str, str]:
 
 def _has_final_numbers(recording: Path, job_id: str) -> bool:
     """QoS 0 numbers travel apart from the job's end: the recorder may write them later."""
-    with closing(sqlite3.connect(recording)) as db:
-        return db.execute("SELECT count(*) FROM messages WHERE topic LIKE 'metrics/%' AND "
-                          "instr(payload, ?) AND instr(payload, '\"final\":true')",
-                          (f'"job_id":"{job_id}"'.encode(),)).fetchone()[0] > 0
+    return any(isinstance(item, RecordedEvent)
+               and isinstance(item.message, p.TaskManagerMetrics)
+               and any(a.job_id == job_id and a.final for a in item.message.attempts)
+               for item in replay(recording))
 
 
 @pytest.fixture(scope="module")
