@@ -234,7 +234,8 @@ OPTIONS: tuple[Option, ...] = (
            "service serves at once; more wait for a free one."),
     Option("taskmanager.attempt-log.max-size", size, 2 * 1024 * 1024, "Largest attempt "
            "log: its first part is kept, then only its latest lines (in <attempt>.log.end "
-           "and .end.1)."),
+           "and .end.1). A TaskManager's journal of quick, quiet attempts rotates at four "
+           "times this."),
     Option("taskmanager.attempt-log.max-files", positive_int, 1000, "Attempt logs kept per "
            "cluster log folder; the oldest are deleted when a new attempt starts."),
     Option("jobmanager.execution.failover-strategy", one_of("region", "full"), "region",

@@ -125,7 +125,7 @@ class TaskExecutor(RpcEndpoint):
         # One thread for every heap reading: one Py4J connection, not one per second.
         self._heap_reader = ThreadPoolExecutor(1, thread_name_prefix="jvm-heap")
         self.attempt_logs = AttemptLogHandler.from_config(
-            paths.cluster_log_dir(cluster_id) / "attempts", config)
+            paths.cluster_log_dir(cluster_id) / "attempts", config, journal=resource_id)
         logging.getLogger().addHandler(self.attempt_logs)
 
     def on_start(self) -> None:
@@ -153,6 +153,7 @@ class TaskExecutor(RpcEndpoint):
             worker.stop()
         self._heap_reader.shutdown(wait=False)
         logging.getLogger().removeHandler(self.attempt_logs)
+        self.attempt_logs.close()  # the attempts that ended reach the disk
 
     def _slot_report(self) -> p.SlotReport:
         """Spark is ready once started without error; while it starts again after its JVM

@@ -160,7 +160,7 @@ class Task:
             self._logs.step(self.attempt_id, f"attempt {self.attempt_id} finished")
         except BaseException as error:
             outcome = self._failed(error)
-        self._logs.ended(self.attempt_id)
+        self._logs.ended(self.attempt_id, finished=outcome.state is ExecutionState.FINISHED)
         self.retire_thread = outcome.state is not ExecutionState.FINISHED or self.used_spark
         self._ended = True
         self._on_done(self, outcome)

@@ -17,6 +17,7 @@ def test_a_short_log_is_one_whole_file(tmp_path: Path) -> None:
     for i in range(10):
         logs.write("job/v#0/a0", f"line {i}")
     logs.ended("job/v#0/a0")
+    assert logs.drain()
     assert (tmp_path / "job_v-0_a0.log").read_text().splitlines() == \
         [f"line {i}" for i in range(10)]
     assert not (tmp_path / "job_v-0_a0.log.end").exists()
@@ -27,6 +28,7 @@ def test_a_long_log_keeps_its_start_and_its_latest_lines_within_max_size(tmp_pat
     for i in range(5000):
         logs.write("job/v#0/a0", f"line {i:05d}")
     logs.ended("job/v#0/a0")
+    assert logs.drain()
     head = (tmp_path / "job_v-0_a0.log").read_text().splitlines()
     end = (tmp_path / "job_v-0_a0.log.end").read_text().splitlines()
     assert head[0] == "line 00000"
@@ -40,6 +42,7 @@ def test_one_huge_line_is_cut_to_its_end(tmp_path: Path) -> None:
     logs = AttemptLogHandler(tmp_path, max_bytes=4000)
     logs.write("job/v#0/a0", "x" * 100_000 + "THE END")
     logs.ended("job/v#0/a0")
+    assert logs.drain()
     assert size_of_attempt(tmp_path, "job_v-0_a0") < 4000
     assert (tmp_path / "job_v-0_a0.log.end").read_text().endswith("THE END\n")
 
@@ -49,6 +52,7 @@ def test_the_oldest_attempt_logs_are_deleted_beyond_max_files(tmp_path: Path) ->
     for i in range(20):
         logs.write(f"job/v#{i}/a0", "started")
         logs.forget(f"job/v#{i}/a0")
+        assert logs.drain()
         os.utime(tmp_path / f"job_v-{i}_a0.log", (1000.0 + i, 1000.0 + i))
     assert sorted(p.name for p in tmp_path.iterdir()) == \
         sorted(f"job_v-{i}_a0.log" for i in range(15, 20))
@@ -72,6 +76,7 @@ def test_the_folder_is_pruned_once_per_fifth_of_the_limit(tmp_path: Path,
     for i in range(300):
         logs.write(f"job/v#{i}/a0", "started")
         logs.forget(f"job/v#{i}/a0")
+        assert logs.drain()
         assert len(list(tmp_path.iterdir())) <= 100
     assert len(listed) == 300 // 20
     assert len(list(tmp_path.iterdir())) >= 80
@@ -86,21 +91,24 @@ def test_a_line_is_on_disk_when_its_attempt_ends_or_once_held_for_a_while(
     logs.flush_held()
     assert not log.exists()  # held: a short attempt writes its log once, as it ends
     logs.ended("job/v#0/a0")
+    assert logs.drain()
     assert log.read_text() == "starting\n"
     assert logs._files == {}
     logs.write("job/v#0/a0", "a late line")  # opens it again, after what is there
     logs.ended("job/v#0/a0")
+    assert logs.drain()
     assert log.read_text() == "starting\na late line\n"
     assert logs.excerpt("job/v#0/a0") == ("starting", "a late line")
     # An attempt that runs on (or hangs): its lines reach the disk within HOLD, and every
     # line after that at once.
     monkeypatch.setattr(attemptlogs, "HOLD", 0.0)
     logs.write("job/v#1/a0", "starting")
-    logs.flush_held()
+    logs.flush_held()  # on the caller's thread: a long attempt's lines are not held up
     assert (tmp_path / "job_v-1_a0.log").read_text() == "starting\n"
     logs.write("job/v#1/a0", "split 1")
     assert (tmp_path / "job_v-1_a0.log").read_text() == "starting\nsplit 1\n"
     logs.ended("job/v#1/a0")
+    assert logs.drain()
 
 
 def test_a_step_reads_as_a_debug_line_of_the_attempt_logger(tmp_path: Path) -> None:
@@ -110,6 +118,7 @@ def test_a_step_reads_as_a_debug_line_of_the_attempt_logger(tmp_path: Path) -> N
     logs = AttemptLogHandler(tmp_path)
     logs.step("job/v#0/a0", "attempt job/v#0/a0 finished")
     logs.ended("job/v#0/a0")
+    assert logs.drain()
     record = logging.LogRecord("clusterdeck.attempt", logging.DEBUG, __file__, 1,
                                "attempt job/v#0/a0 finished", None, None)
     through_logging = logs.format(record)
@@ -128,6 +137,74 @@ def test_an_unwritable_folder_costs_the_task_its_lines_not_its_life(
     logs.step("job/v#0/a0", "attempt job/v#0/a0 starting")
     logs.step("job/v#0/a0", "attempt job/v#0/a0 finished")
     logs.ended("job/v#0/a0")
+    assert logs.drain()
     assert logs.excerpt("job/v#0/a0")[-1].endswith("attempt job/v#0/a0 finished")
     warnings = [r for r in caplog.records if "cannot write attempt logs" in r.getMessage()]
     assert len(warnings) == 1
+
+
+def test_a_quiet_attempt_that_finished_goes_to_the_journal_in_one_piece(tmp_path: Path) -> None:
+    logs = AttemptLogHandler(tmp_path, journal="taskmanager-1")
+    for i in (0, 1):
+        logs.step(f"job/v#{i}/a0", f"attempt job/v#{i}/a0 starting")
+    for i in (0, 1):
+        logs.step(f"job/v#{i}/a0", f"attempt job/v#{i}/a0 finished")
+        logs.ended(f"job/v#{i}/a0", finished=True)
+    assert logs.drain()
+    assert [p.name for p in tmp_path.iterdir()] == ["taskmanager-1.journal"]
+    lines = (tmp_path / "taskmanager-1.journal").read_text().splitlines()
+    assert [line.split(": ", 1)[1] for line in lines] == [
+        "attempt job/v#0/a0 starting", "attempt job/v#0/a0 finished",
+        "attempt job/v#1/a0 starting", "attempt job/v#1/a0 finished"]
+    assert logs.excerpt("job/v#1/a0")[-1].endswith("attempt job/v#1/a0 finished")
+
+
+def test_an_attempt_that_logged_lines_of_its_own_keeps_its_own_file(tmp_path: Path) -> None:
+    import logging
+
+    logs = AttemptLogHandler(tmp_path)
+    logs.step("job/v#0/a0", "attempt job/v#0/a0 starting")
+    record = logging.LogRecord("user", logging.WARNING, __file__, 1, "odd row", None, None)
+    record.threadName = "task:job/v#0/a0"  # as logged on the attempt's slot thread
+    logs.emit(record)
+    logs.ended("job/v#0/a0", finished=True)
+    logs.step("job/v#1/a0", "attempt job/v#1/a0 starting")
+    logs.ended("job/v#1/a0", finished=False)  # failed or cancelled
+    assert logs.drain()
+    assert (tmp_path / "job_v-0_a0.log").read_text().splitlines()[-1].endswith("odd row")
+    assert (tmp_path / "job_v-1_a0.log").exists()
+    assert not (tmp_path / "taskmanager.journal").exists()
+
+
+def test_the_slot_thread_makes_no_file_call_for_its_attempt(tmp_path: Path,
+                                                            monkeypatch) -> None:
+    """Every file call lets go of the GIL, which a busy TaskManager's other threads then
+    hold for milliseconds: a slot thread only hands its lines over."""
+    import threading
+
+    callers = []
+    for name in ("open", "write", "close", "replace", "scandir"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda *a, _real=real, **k: (
+            callers.append(threading.current_thread().name), _real(*a, **k))[1])
+    logs = AttemptLogHandler(tmp_path, max_files=5)
+    for i in range(12):
+        logs.step(f"job/v#{i}/a0", "attempt starting")
+        logs.ended(f"job/v#{i}/a0", finished=i % 2 == 0)
+    assert callers == []
+    assert logs.drain()
+    assert callers and set(callers) == {"attempt-logs"}
+    assert (tmp_path / "taskmanager.journal").read_text().count("attempt starting") == 6
+
+
+def test_the_journal_is_rotated_past_four_times_the_largest_attempt_log(tmp_path: Path) -> None:
+    logs = AttemptLogHandler(tmp_path, max_bytes=1000)
+    for i in range(100):
+        logs.step(f"job/v#{i}/a0", "x" * 100)
+        logs.ended(f"job/v#{i}/a0", finished=True)
+        assert logs.drain()
+    journal = tmp_path / "taskmanager.journal"
+    assert journal.stat().st_size <= 4000
+    assert (tmp_path / "taskmanager.journal.1").stat().st_size <= 4000
+    assert sorted(p.name for p in tmp_path.iterdir()) == \
+        ["taskmanager.journal", "taskmanager.journal.1"]
