@@ -738,9 +738,8 @@ class JobMaster(FencedRpcEndpoint):
             snapshot = replace(snapshot, status=JobStatus.FAILED)
         # A job's snapshot only grows: start from the reduction that fitted last time
         # rather than encode a megabyte that is bound to be refused again.
-        for level, candidate in enumerate(reductions(snapshot)):
-            if level < self._snapshot_level:
-                continue
+        first = self._snapshot_level
+        for level, candidate in enumerate(reductions(snapshot, first), start=first):
             try:  # publish encodes first: a snapshot too large is refused before sending
                 self.rpc_service.publish(topics.job_state(self.job_id),
                                          p.JobSnapshot(self.job_id, candidate), retained=True)

@@ -10,7 +10,7 @@ The events of the job carry every change in full either way.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from clusterdeck.core.protocol.failures import FailureRecord
@@ -27,11 +27,11 @@ LOG_LINES_KEPT = 5
 LOST_PRODUCERS_KEPT = 20  # a consumer of thousands of producers may name them all
 
 
-def reductions(snapshot: JobGraphSnapshot) -> Iterator[JobGraphSnapshot]:
-    """The snapshot, then ever smaller versions of it."""
-    yield snapshot
-    yield _current_attempts_only(snapshot)
-    yield _counts_only(snapshot)
+def reductions(snapshot: JobGraphSnapshot, first: int = 0) -> Iterator[JobGraphSnapshot]:
+    """The snapshot, then ever smaller versions of it, from the ``first`` on; each is
+    built only when asked for (a large job's first ones are bound not to fit)."""
+    for reduce in _REDUCTIONS[first:]:
+        yield reduce(snapshot)
 
 
 def _trim_failure(record: FailureRecord) -> FailureRecord:
@@ -69,3 +69,7 @@ def _counts_only(snapshot: JobGraphSnapshot) -> JobGraphSnapshot:
 def _counted(vertex: VertexSnapshot) -> VertexSnapshot:
     return replace(vertex, subtasks=(),
                    state_counts=dict(Counter(subtask.state for subtask in vertex.subtasks)))
+
+
+_REDUCTIONS: tuple[Callable[[JobGraphSnapshot], JobGraphSnapshot], ...] = (
+    lambda snapshot: snapshot, _current_attempts_only, _counts_only)

@@ -86,3 +86,17 @@ def test_a_reduction_of_a_snapshot_too_large_for_a_frame_fits_and_decodes_whole(
         assert candidate.truncated is not Truncation.NONE
         return
     pytest.fail("no reduction of the snapshot fits rpc.framesize")
+
+
+def test_reductions_start_where_asked_and_build_none_before(monkeypatch) -> None:
+    """A large job's snapshot only grows: the JobMaster starts from the reduction that
+    fitted last time, and the ones before it cost nothing."""
+    import clusterdeck.core.jobmanager.reductions as module
+
+    snapshot = big_snapshot(10, 2)
+    monkeypatch.setattr(module, "_REDUCTIONS", (
+        lambda s: pytest.fail("the full snapshot was built"),
+        lambda s: pytest.fail("the current attempts were built"),
+        module._REDUCTIONS[2]))
+    (counts,) = reductions(snapshot, 2)
+    assert counts.truncated is Truncation.SUBTASKS
