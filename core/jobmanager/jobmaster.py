@@ -482,7 +482,7 @@ class JobMaster(FencedRpcEndpoint):
         gateway = self._executor(taskmanager_id)
 
         def send(batch: tuple[p.SubmitTask, ...]) -> None:
-            sent = gateway.submit_tasks(p.SubmitTasks(batch))
+            sent = gateway.submit_tasks(p.SubmitTasks.of(batch))
             self.on_main_thread(sent, lambda answer, error: self._deployed(
                 batch, taskmanager_id, tries, answer, error))
 

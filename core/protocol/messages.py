@@ -11,14 +11,17 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from clusterdeck.core.protocol.deployments import (  # noqa: F401 - messages of this namespace
+    JobDeployment,
+    SubmitTask,
+    SubmitTasks,
+    TaskDeployment,
+)
 from clusterdeck.core.protocol.failures import FailureRecord, TaskFailure
 from clusterdeck.core.protocol.jobgraph import InputSplit, JobGraph
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from clusterdeck.core.protocol.wiring import (
-    DataEndpoint,
-    EdgeInput,
-    EdgeOutput,
     ResultPartitionRef,
 )
 from clusterdeck.core.rpc import message
@@ -28,7 +31,8 @@ from clusterdeck.core.rpc import message
 # and replies on client-id topics (rpc/taskexecutor/<cluster>.<id>, reply/<cluster>.<id>);
 # 12: deployments, state updates, slots and execution events travel in batches
 # (SubmitTasks, UpdateTaskExecutionStates, SlotRequests, OfferSlots, ExecutionStateEvents)
-PROTOCOL_VERSION = 12
+# 13: a SubmitTasks carries what its deployments share (the job's graph, artifact, ...) once
+PROTOCOL_VERSION = 13
 
 # -- presence and leadership (retained) -------------------------------------------------
 
@@ -487,55 +491,6 @@ class ReleaseJobSlots:
 
 
 # -- tasks ----------------------------------------------------------------------------------
-
-
-@message
-@dataclass(frozen=True)
-class SubmitTask:
-    """JobMaster -> TaskExecutor (ask): run one attempt of one subtask in a slot.
-
-    ``inputs_offloaded``: a consumer of thousands of producers would not fit in one frame;
-    its ``inputs`` then name the edges with no partitions, and the task asks its JobMaster
-    for them page by page (RequestInputPartitions), as Flink offloads a large deployment
-    descriptor's shuffle descriptors. ``data_endpoints``: the data services of the
-    TaskManagers that wrote its input partitions, each with a capability for this job's
-    work dir, for partitions the task cannot see on its own disk (core/dataservice).
-    ``splits_given``: ``splits`` is the whole input of this source subtask (a generated
-    source's own part), and it asks for no split; otherwise it pulls them one at a time
-    (RequestNextInputSplit)."""
-
-    job_id: str
-    graph: JobGraph
-    attempt_id: str
-    vertex_id: str
-    subtask: int
-    parallelism: int
-    attempt: int
-    slot_index: int
-    allocation_id: str
-    jobmaster: str
-    fencing_token: str
-    artifact_sha256: str
-    work_dir: str
-    args: tuple[str, ...] = ()
-    inputs: tuple[EdgeInput, ...] = ()
-    outputs: tuple[EdgeOutput, ...] = ()
-    task_timeout: float = 0.0
-    inputs_offloaded: bool = False
-    data_endpoints: tuple[DataEndpoint, ...] = ()
-    splits: tuple[InputSplit, ...] = ()
-    splits_given: bool = False
-
-
-@message
-@dataclass(frozen=True)
-class SubmitTasks:
-    """JobMaster -> TaskExecutor (ask): the deployments of one turn of the JobMaster's
-    mailbox to one TaskManager, in order; answered by one TaskOperationResults with a
-    result per task, in the same order. A batch too large for a frame is sent in halves
-    (core/rpc/outbox.py)."""
-
-    tasks: tuple[SubmitTask, ...]
 
 
 @message

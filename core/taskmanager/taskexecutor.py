@@ -363,7 +363,7 @@ class TaskExecutor(RpcEndpoint):
 
     @handler(p.SubmitTasks, senders=(topics.JOBMANAGER,))
     def submit_tasks(self, batch: p.SubmitTasks) -> p.TaskOperationResults:
-        return p.TaskOperationResults(tuple(self._submit(task) for task in batch.tasks))
+        return p.TaskOperationResults(tuple(self._submit(task) for task in batch.deployments()))
 
     def _submit(self, task: p.SubmitTask) -> p.TaskOperationResult:
         if not self.is_registered:

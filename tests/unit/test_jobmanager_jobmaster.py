@@ -66,7 +66,7 @@ class ScriptedTaskExecutor(RpcEndpoint):
     @handler(p.SubmitTasks)
     def submit_tasks(self, batch: p.SubmitTasks) -> p.TaskOperationResults:
         self.batches.append(len(batch.tasks))
-        for task in batch.tasks:
+        for task in batch.deployments():
             self.running.append(task.attempt_id)
             self.rpc_service.gateway(JobMasterGateway, task.jobmaster, TOKEN) \
                 .update_task_execution_states(p.UpdateTaskExecutionStates((
