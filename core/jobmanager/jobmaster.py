@@ -13,7 +13,6 @@ import os
 import socket
 import time
 import traceback
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -41,6 +40,7 @@ from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
 from clusterdeck.core.jobmanager.reconciliation import DeploymentReconciler
 from clusterdeck.core.jobmanager.reductions import reductions
 from clusterdeck.core.jobmanager.results import fitted
+from clusterdeck.core.jobmanager.slotrequests import SlotRequestQueue
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.failures import TaskFailure
@@ -65,6 +65,7 @@ DEPLOY_TRIES = 3
 MAX_HISTORY = 20  # failures kept in a JobResult; the snapshot has them all
 DEPLOYMENTS_PER_MESSAGE = 64  # a SubmitTasks' most tasks; a frame may hold fewer
 SLOT_MESSAGES_PER_BATCH = 256  # requests and frees in one SlotRequests
+SLOT_REQUESTS_OUT = 128  # slot requests at the ResourceManager at once; the rest wait here
 RESOURCE_MANAGER = "resourcemanager"
 PARTITION_REF_BYTES = 512  # generous encoded size of one ResultPartitionRef: pages fit
 
@@ -131,10 +132,9 @@ class JobMaster(FencedRpcEndpoint):
         self._progress_due = False
         self.scheduler: Scheduler | None = None
         self._allocations: dict[SlotRef, str] = {}
-        # Slot requests sent and not yet answered, by attempt; those withdrawn since (the
-        # attempt got a slot the job held), so that an offer crossing the withdrawal on
-        # its way is not taken.
-        self._slot_requests: dict[str, str] = {}
+        # Slot requests, a bounded number out at once; allocations freed at the
+        # ResourceManager since, so that an offer crossing the free on its way is not taken.
+        self._slot_requests = SlotRequestQueue(SLOT_REQUESTS_OUT)
         self._withdrawn: set[str] = set()
         self._executors: dict[str, str] = {}  # TaskManager id -> TaskExecutor endpoint
         self._hosts: dict[str, str] = {}
@@ -183,7 +183,9 @@ class JobMaster(FencedRpcEndpoint):
             return
         self._restore()
         self._execute(self.scheduler.start(time.time()))
-        self._publish_snapshot()
+        # Not now: a large job's first snapshot took longer to build than its first
+        # deployments; its events tell observers everything meanwhile.
+        self._schedule_snapshot()
         self._reconcile_round()
 
     def _restore(self) -> None:
@@ -256,7 +258,7 @@ class JobMaster(FencedRpcEndpoint):
         if offer.allocation_id in self._withdrawn:  # crossed our FreeSlot: no longer ours
             self._withdrawn.discard(offer.allocation_id)
             return
-        self._slot_requests.pop(offer.allocation_id.split("/")[0], None)
+        self._send_slot_requests(self._slot_requests.answered(offer.allocation_id))
         slot = SlotRef(offer.resource_id, offer.slot_index)
         self._allocations[slot] = offer.allocation_id
         self._executors[offer.resource_id] = offer.endpoint_id
@@ -418,14 +420,18 @@ class JobMaster(FencedRpcEndpoint):
             self._on_status(self.graph.status, *self.progress)
 
     def _request_slot(self, request: ins.AllocateSlot) -> None:
-        allocation_id = f"{request.attempt_id}/{uuid.uuid4().hex[:8]}"
-        self._slot_requests[request.attempt_id] = allocation_id
-        self._to_resource_manager(p.RequestSlot(self.job_id, allocation_id, self.endpoint_id))
+        self._send_slot_requests(self._slot_requests.add(request.attempt_id))
+
+    def _send_slot_requests(self, allocation_ids: list[str]) -> None:
+        for allocation_id in allocation_ids:
+            self._to_resource_manager(p.RequestSlot(self.job_id, allocation_id,
+                                                    self.endpoint_id))
 
     def _withdraw_slot_request(self, withdraw: ins.WithdrawSlotRequest) -> None:
-        """The attempt runs in a slot the job held: its request is freed at the
-        ResourceManager, waiting or (an offer on its way) allocated already."""
-        allocation_id = self._slot_requests.pop(withdraw.attempt_id, None)
+        """The attempt runs in a slot the job held: its request goes on to the next
+        attempt waiting for a slot, or, none waiting, is freed at the ResourceManager,
+        waiting or (an offer on its way) allocated already."""
+        allocation_id = self._slot_requests.withdraw(withdraw.attempt_id)
         if allocation_id is not None:
             self._withdrawn.add(allocation_id)
             self._to_resource_manager(p.FreeSlot(self.job_id, allocation_id))
