@@ -9,23 +9,17 @@ functions; the Dispatcher and the ResourceManager call them on their main thread
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
 from clusterdeck.core.protocol import messages as p
-from clusterdeck.core.rpc import to_data
+from clusterdeck.core.rpc import encoded_size
 
 ENVELOPE_ALLOWANCE = 1024
 """Bytes kept for the envelope (sender, correlation id, fencing token, type) and the
 listing's own scalar fields; they take about 300."""
 NAME_KEPT = 200  # characters of a job's name a listing carries: one name cannot crowd out the rest
-
-
-def encoded_size(value: Any) -> int:
-    """Bytes ``value`` takes inside a message, as the codec writes it (ASCII JSON)."""
-    return len(json.dumps(to_data(value), separators=(",", ":"), allow_nan=False))
 
 
 def budget(framesize: int) -> int:

@@ -131,6 +131,23 @@ def _fields_of(cls: type) -> tuple[tuple[tuple[str, Decoder, bool], ...], frozen
             frozenset(f.name for f in fields))
 
 
+@functools.cache
+def holds_any(hint: Any) -> bool:
+    """Whether a value of this type may carry plain JSON: an ``Any`` anywhere inside."""
+    return _holds_any(hint, set())
+
+
+def _holds_any(hint: Any, seen: set[Any]) -> bool:
+    if hint is Any:
+        return True
+    if hint in seen:  # a type that holds itself: what else it holds is looked at already
+        return False
+    seen.add(hint)
+    if dataclasses.is_dataclass(hint):
+        return any(_holds_any(h, seen) for h in typing.get_type_hints(hint).values())
+    return any(_holds_any(a, seen) for a in typing.get_args(hint) if a is not Ellipsis)
+
+
 def _enum(cls: type[Enum]) -> Decoder:
     members = {member.value: member for member in cls}
 

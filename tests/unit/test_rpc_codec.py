@@ -6,6 +6,7 @@ import json
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import pytest
 
@@ -99,3 +100,30 @@ def test_an_unregistered_class_cannot_be_sent() -> None:
 
     with pytest.raises(CodecError, match="not a registered message type"):
         encode(Envelope("tell", "me", Unregistered(1)), FRAME)
+
+
+@message
+@dataclass(frozen=True)
+class Loose:
+    """Carries plain JSON of a user's: written the slow way, NaN refused."""
+    params: dict[str, Any]
+    label: str = ""
+
+
+def test_a_typed_message_is_written_as_the_plain_json_walk_would_write_it() -> None:
+    """orjson writes a typed message from its dataclasses; the JSON is the same."""
+    from clusterdeck.core.rpc import to_data
+    sample = Sample(3, 1.5, Colour.BLUE, ("a", "b"), Inner("naïve ☃"), {"k": 2}, {Colour.RED: 1})
+    written = encode(Envelope("tell", "me", sample), FRAME)
+    assert json.loads(written)["body"] == to_data(sample)
+    assert "naïve ☃".encode() in written  # UTF-8, not \\u escapes: fewer bytes
+    assert decode(written, FRAME).message == sample
+
+
+def test_what_cannot_be_json_is_refused_at_the_sender_either_way() -> None:
+    with pytest.raises(CodecError, match="Loose cannot be sent"):
+        encode(Envelope("tell", "me", Loose({"x": float("nan")})), FRAME)
+    with pytest.raises(CodecError, match="Sample cannot be sent"):
+        encode(Envelope("tell", "me", Sample(1, 0.5, Colour.RED, ("\ud800",))), FRAME)
+    with pytest.raises(CodecError, match="Loose cannot be sent"):
+        encode(Envelope("tell", "me", Loose({"x": object()})), FRAME)
