@@ -80,7 +80,7 @@ class AttemptLogHandler(logging.Handler):
             collections.OrderedDict()
         self._files: collections.OrderedDict[str, _AttemptFile] = collections.OrderedDict()
         self._guard = threading.Lock()  # records arrive on every slot thread at once
-        self._new_logs = 0  # attempt logs begun since the last pruning
+        self._new_logs = 0  # attempt logs begun since the last pruning (the disk thread's)
         self._prune_every = max(1, max_files // 5)
         self._failing = False  # the last write failed (and the process log said so)
         self._journal = _Journal(os.path.join(folder, f"{journal}{JOURNAL}"), 4 * max_bytes)
@@ -193,24 +193,26 @@ class AttemptLogHandler(logging.Handler):
             self._unwritable(error)
 
     def _close_file(self, known: _AttemptFile) -> None:
-        """The disk thread."""
+        """The disk thread: a new attempt's log first makes room for itself in the folder
+        (counted here, not as attempts start: most of them go to the journal)."""
+        if known.new_file():
+            self._new_logs += 1
+            if self._new_logs >= self._prune_every:
+                self._new_logs = 0
+                with self._guard:
+                    active = {safe_name(attempt_id) for attempt_id in self._files}
+                self._prune(active)
         try:
             known.close()
         except OSError as error:
             self._unwritable(error)
 
     def _file(self, attempt_id: str, fresh: bool) -> _AttemptFile:
-        """The attempt's file; a new attempt first makes room for its log in the folder."""
+        """The attempt's file, in memory until it has something to write."""
         known = self._files.get(attempt_id)
         if known is not None:
             self._files.move_to_end(attempt_id)
             return known
-        if fresh:
-            self._new_logs += 1
-            if self._new_logs >= self._prune_every:
-                self._new_logs = 0
-                active = {safe_name(attempt_id) for attempt_id in self._files}
-                self._disk.put(functools.partial(self._prune, active))
         opened = self._files[attempt_id] = _AttemptFile(str(self.folder), safe_name(attempt_id),
                                                         self.max_bytes, fresh)
         while len(self._files) > TAILS_KEPT:
@@ -286,6 +288,7 @@ class _AttemptFile:
         self.folder = folder
         self.head = os.path.join(folder, f"{name}.log")
         self.end = self.head + END
+        self.new = new
         self.head_budget = max_bytes // 2
         self.end_budget = max(1, max_bytes // 4)  # per end file; two of them
         self.head_bytes = 0 if new else _size(self.head)
@@ -305,6 +308,10 @@ class _AttemptFile:
         self._held.append(text)
         if len(self._held) >= HOLD_LINES:
             self.flush()
+
+    def new_file(self) -> bool:
+        """A file that did not exist before this attempt: made, or to be made on close."""
+        return self.new and bool(self._held or self.head_bytes or self.cut)
 
     def only_held(self) -> bool:
         """Nothing of this attempt is on disk yet: its lines may go elsewhere whole."""

@@ -208,3 +208,16 @@ def test_the_journal_is_rotated_past_four_times_the_largest_attempt_log(tmp_path
     assert (tmp_path / "taskmanager.journal.1").stat().st_size <= 4000
     assert sorted(p.name for p in tmp_path.iterdir()) == \
         ["taskmanager.journal", "taskmanager.journal.1"]
+
+
+def test_attempts_that_go_to_the_journal_cost_no_pruning(tmp_path: Path, monkeypatch) -> None:
+    logs = AttemptLogHandler(tmp_path, max_files=10)
+    listed = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path: listed.append(path) or real_scandir(path))
+    for i in range(100):
+        logs.step(f"job/v#{i}/a0", "attempt starting")
+        logs.ended(f"job/v#{i}/a0", finished=True)
+    assert logs.drain()
+    assert listed == []
+    assert [p.name for p in tmp_path.iterdir()] == ["taskmanager.journal"]
