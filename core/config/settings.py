@@ -243,7 +243,7 @@ OPTIONS: tuple[Option, ...] = (
            "every running subtask and re-run all unfinished ones."),
     Option("jobmanager.scheduler.deploy-ahead", duration, 1.0,
            "Deploy attempts into a busy slot whose vertex's tasks take less than this "
-           "(one, up to eight behind the shortest: as many as cover 50 ms), each to start "
+           "(one, up to 32 behind the shortest: as many as cover 100 ms), each to start "
            "on its TaskManager the moment the one before ends; 0: never."),
     Option("restart-strategy.type", one_of("none", "fixed-delay", "failure-rate",
                                            "exponential-delay"), "fixed-delay",

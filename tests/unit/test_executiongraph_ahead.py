@@ -1,5 +1,5 @@
 """Deploy-ahead: behind a slot's task of a vertex whose tasks are short, attempts wait on
-the slot's TaskManager (one behind tasks of 50 ms or more, up to eight behind the
+the slot's TaskManager (one behind tasks of 100 ms or more, up to 32 behind the
 shortest), so the slot never waits a round trip to the JobMaster between two tasks;
 behind long tasks (or before any finished) nothing is deployed ahead."""
 
@@ -113,15 +113,16 @@ def test_a_job_of_many_subtasks_on_two_slots_finishes_each_subtask_once() -> Non
 
 def test_behind_the_shortest_tasks_a_slot_queues_as_many_as_cover_a_round_trip() -> None:
     from clusterdeck.core.executiongraph.tasktimes import TaskTimes
-    harness = one_slot(sources(20))
+    most = TaskTimes.MOST_AHEAD
+    harness = one_slot(sources(most + 12))
     harness.tick = lambda seconds=0.001: setattr(harness, "now", harness.now + seconds) \
         or harness.now  # a millisecond per step: tasks of a millisecond or two
     out = run(harness, 0)
-    # subtask 1 takes the slot, 2..9 wait behind it, in order, on the slot's TaskManager
-    assert deployed(out) == [(n, SLOT) for n in range(1, 2 + TaskTimes.MOST_AHEAD)]
+    # subtask 1 takes the slot, 2..33 wait behind it, in order, on the slot's TaskManager
+    assert deployed(out) == [(n, SLOT) for n in range(1, 2 + most)]
     out = run(harness, 1)
-    assert deployed(out) == [(10, SLOT)]  # 2 holds the slot now; the queue is topped up
-    for subtask in range(2, 20):
+    assert deployed(out) == [(2 + most, SLOT)]  # 2 holds the slot; the queue is topped up
+    for subtask in range(2, most + 12):
         run(harness, subtask)
     assert harness.scheduler.status is JobStatus.FINISHED
     assert [i.slot for i in harness.logged(ReleaseSlot)] == [SLOT]  # given back once
@@ -147,6 +148,6 @@ def test_how_many_wait_behind_a_task_follows_its_typical_time() -> None:
     times._seconds["v"] = 0.001
     assert times.ahead("v") == TaskTimes.MOST_AHEAD
     times._seconds["v"] = 0.02
-    assert times.ahead("v") == 3
+    assert times.ahead("v") == 5  # 100 ms of them
     times._seconds["v"] = 0.5
     assert times.ahead("v") == 1
