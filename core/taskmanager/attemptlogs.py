@@ -36,13 +36,12 @@ import collections
 import functools
 import logging
 import os
-import queue
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from clusterdeck.core.config.settings import Config
+from clusterdeck.core.taskmanager.attemptfiles import END, JOURNAL, AttemptFile, DiskThread, Journal
 
 THREAD_PREFIX = "task:"
 EXCERPT_LINES = 40
@@ -50,10 +49,7 @@ TAILS_KEPT = 256  # a TaskManager runs its slots' attempts at once; excerpts are
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 DEFAULT_MAX_FILES = 1000
 STEPS = "clusterdeck.attempt"  # the logger name an attempt's routine steps are shown under
-END = ".end"  # after an attempt's ``.log``: the file of its latest lines once it is long
-JOURNAL = ".journal"  # after a TaskManager's resource id: its quiet attempts' lines
 HOLD = 0.2         # seconds an attempt's lines may wait in memory (flush_held)
-HOLD_LINES = 100   # lines held at most before they are written
 DRAIN_TIMEOUT = 10.0  # seconds a closing TaskManager waits for its last attempt logs
 
 
@@ -78,13 +74,13 @@ class AttemptLogHandler(logging.Handler):
         self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         self._tails: collections.OrderedDict[str, collections.deque[str]] = \
             collections.OrderedDict()
-        self._files: collections.OrderedDict[str, _AttemptFile] = collections.OrderedDict()
+        self._files: collections.OrderedDict[str, AttemptFile] = collections.OrderedDict()
         self._guard = threading.Lock()  # records arrive on every slot thread at once
         self._new_logs = 0  # attempt logs begun since the last pruning (the disk thread's)
         self._prune_every = max(1, max_files // 5)
         self._failing = False  # the last write failed (and the process log said so)
-        self._journal = _Journal(os.path.join(folder, f"{journal}{JOURNAL}"), 4 * max_bytes)
-        self._disk = _DiskThread(self._write_journal)
+        self._journal = Journal(os.path.join(folder, f"{journal}{JOURNAL}"), 4 * max_bytes)
+        self._disk = DiskThread(self._write_journal)
         self._own_lines: set[str] = set()  # attempts that logged more than their steps
 
     @classmethod
@@ -192,7 +188,7 @@ class AttemptLogHandler(logging.Handler):
         except OSError as error:
             self._unwritable(error)
 
-    def _close_file(self, known: _AttemptFile) -> None:
+    def _close_file(self, known: AttemptFile) -> None:
         """The disk thread: a new attempt's log first makes room for itself in the folder
         (counted here, not as attempts start: most of them go to the journal)."""
         if known.new_file():
@@ -207,13 +203,13 @@ class AttemptLogHandler(logging.Handler):
         except OSError as error:
             self._unwritable(error)
 
-    def _file(self, attempt_id: str, fresh: bool) -> _AttemptFile:
+    def _file(self, attempt_id: str, fresh: bool) -> AttemptFile:
         """The attempt's file, in memory until it has something to write."""
         known = self._files.get(attempt_id)
         if known is not None:
             self._files.move_to_end(attempt_id)
             return known
-        opened = self._files[attempt_id] = _AttemptFile(str(self.folder), safe_name(attempt_id),
+        opened = self._files[attempt_id] = AttemptFile(str(self.folder), safe_name(attempt_id),
                                                         self.max_bytes, fresh)
         while len(self._files) > TAILS_KEPT:
             self._disk.put(functools.partial(self._close_file,
@@ -238,212 +234,3 @@ class AttemptLogHandler(logging.Handler):
         for _, stem in sorted(logs)[:max(0, excess)]:
             for suffix in (".log", f".log{END}", f".log{END}.1"):
                 (self.folder / f"{stem}{suffix}").unlink(missing_ok=True)
-
-
-class _Journal:
-    """The routine lines of attempts that finished quietly, a TaskManager's, in one file:
-    gathered by the disk thread and written once it has nothing else to do."""
-
-    def __init__(self, path: str, max_bytes: int) -> None:
-        self.path = path
-        self.max_bytes = max_bytes
-        self._pending: list[str] = []
-        self._size: int | None = None  # unknown until the first write
-
-    def add(self, lines: list[str]) -> None:
-        self._pending.extend(lines)
-
-    def write_pending(self) -> None:
-        if not self._pending:
-            return
-        data = "".join(self._pending).encode("utf-8", errors="replace")
-        self._pending = []
-        if self._size is None:
-            self._size = _size(self.path)
-        if self._size and self._size + len(data) > self.max_bytes:
-            os.replace(self.path, self.path + ".1")
-            self._size = 0
-        try:
-            out = os.open(self.path, _APPEND, 0o666)
-        except FileNotFoundError:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            out = os.open(self.path, _APPEND, 0o666)
-        try:
-            _write_all(out, data)
-        finally:
-            os.close(out)
-        self._size += len(data)
-
-
-class _AttemptFile:
-    """One attempt's log on disk: its head, then its end in two files that take turns.
-
-    Lines are held in memory first: most attempts are done within ``HOLD`` and their
-    lines go to disk in one write as they end; an attempt that runs longer has its lines
-    flushed by ``flush_held`` and written at once from then on, to a file kept open
-    while it runs. Opening the file for each line, and a write per line, were a fifth of
-    a short task's time on its TaskManager."""
-
-    def __init__(self, folder: str, name: str, max_bytes: int, new: bool = False) -> None:
-        self.folder = folder
-        self.head = os.path.join(folder, f"{name}.log")
-        self.end = self.head + END
-        self.new = new
-        self.head_budget = max_bytes // 2
-        self.end_budget = max(1, max_bytes // 4)  # per end file; two of them
-        self.head_bytes = 0 if new else _size(self.head)
-        self.end_bytes = 0 if new else _size(self.end)
-        self.cut = not new and os.path.exists(self.end)
-        self._out: int | None = None  # descriptor, on self.end once cut, else on self.head
-        self._held: list[str] = []
-        self._held_since = 0.0    # monotonic time of the oldest held line
-        self._through = False     # past HOLD: lines go to disk as they come
-
-    def write(self, text: str) -> None:
-        if self._through:
-            self._write_now(text)
-            return
-        if not self._held:
-            self._held_since = time.monotonic()
-        self._held.append(text)
-        if len(self._held) >= HOLD_LINES:
-            self.flush()
-
-    def new_file(self) -> bool:
-        """A file that did not exist before this attempt: made, or to be made on close."""
-        return self.new and bool(self._held or self.head_bytes or self.cut)
-
-    def only_held(self) -> bool:
-        """Nothing of this attempt is on disk yet: its lines may go elsewhere whole."""
-        return self._out is None and self.head_bytes == 0 and not self.cut \
-            and not self._through
-
-    def take_held(self) -> list[str]:
-        held, self._held = self._held, []
-        return held
-
-    def flush(self, older_than: float | None = None) -> None:
-        """Write the held lines; with ``older_than``, only if held that long, and then
-        every later line at once."""
-        if not self._held or (older_than is not None
-                              and time.monotonic() - self._held_since < older_than):
-            return
-        held, self._held = self._held, []
-        self._through = self._through or older_than is not None
-        whole = "".join(held).encode("utf-8", errors="replace")
-        if not self.cut and self.head_bytes + len(whole) <= self.head_budget:
-            self.head_bytes += self._append(self.head, whole)  # the usual case: one write
-            return
-        for text in held:
-            self._write_now(text)
-
-    def close(self) -> None:
-        try:
-            self.flush()
-        finally:
-            self._close_out()
-
-    def _write_now(self, text: str) -> None:
-        data = text.encode("utf-8", errors="replace")
-        if not self.cut and self.head_bytes + len(data) <= self.head_budget:
-            self.head_bytes += self._append(self.head, data)
-            return
-        if not self.cut:
-            end_name = os.path.basename(self.end)
-            self._append(self.head, (f"[... the log goes on past taskmanager.attempt-log."
-                                     f"max-size / 2: its latest lines are in {end_name} "
-                                     f"and {end_name}.1]\n").encode())
-            self._close_out()
-            self.cut = True
-        if self.end_bytes and self.end_bytes + len(data) > self.end_budget:
-            self._close_out()
-            os.replace(self.end, self.end + ".1")
-            self.end_bytes = 0
-        if len(data) > self.end_budget:  # one line longer than the whole end: its end
-            data = b"[...]" + data[-max(1, self.end_budget - 5):]
-        self.end_bytes += self._append(self.end, data)
-
-    def _close_out(self) -> None:
-        if self._out is not None:
-            out, self._out = self._out, None
-            os.close(out)
-
-    def _append(self, path: str, data: bytes) -> int:
-        """A descriptor and not a file object: open() in append mode costs two calls more
-        (a stat and a seek), and a short attempt's log is all one write."""
-        if self._out is None:
-            try:
-                self._out = os.open(path, _APPEND, 0o666)
-            except FileNotFoundError:  # the first log of this folder, or it was removed
-                os.makedirs(self.folder, exist_ok=True)
-                self._out = os.open(path, _APPEND, 0o666)
-        _write_all(self._out, data)
-        return len(data)
-
-
-def _write_all(out: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(out, view):]
-
-
-_APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
-
-
-class _DiskThread:
-    """One thread that does the disk work of attempts that ended, in the order it was
-    asked for; started with the first piece of work."""
-
-    def __init__(self, idle: Callable[[], None]) -> None:
-        self._idle = idle  # run whenever no more work is waiting
-        self._work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._starting = threading.Lock()
-
-    def put(self, work: Callable[[], None]) -> None:
-        with self._starting:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="attempt-logs",
-                                                daemon=True)
-                self._thread.start()
-        self._work.put(work)
-
-    def drain(self, timeout: float) -> bool:
-        done = threading.Event()
-
-        def barrier() -> None:
-            try:
-                self._idle()  # what was gathered for later goes too
-            finally:
-                done.set()
-
-        self.put(barrier)
-        return done.wait(timeout)
-
-    def stop(self, timeout: float) -> None:
-        with self._starting:
-            thread, self._thread = self._thread, None
-        if thread is not None:
-            self._work.put(None)
-            thread.join(timeout)
-
-    def _run(self) -> None:
-        while (work := self._work.get()) is not None:
-            self._safely(work)
-            if self._work.empty():
-                self._safely(self._idle)
-        self._safely(self._idle)
-
-    @staticmethod
-    def _safely(work: Callable[[], None]) -> None:
-        try:
-            work()
-        except Exception:  # a fault of this module: the next attempt's log still goes
-            logging.getLogger(__name__).exception("writing attempt logs failed")
-
-
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except FileNotFoundError:
-        return 0
