@@ -44,11 +44,7 @@ class Journal:
         if self._size and self._size + len(data) > self.max_bytes:
             os.replace(self.path, self.path + ".1")
             self._size = 0
-        try:
-            out = os.open(self.path, _APPEND, 0o666)
-        except FileNotFoundError:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            out = os.open(self.path, _APPEND, 0o666)
+        out = _open_append(self.path)
         try:
             _write_all(out, data)
         finally:
@@ -66,7 +62,6 @@ class AttemptFile:
     a short task's time on its TaskManager."""
 
     def __init__(self, folder: str, name: str, max_bytes: int, new: bool = False) -> None:
-        self.folder = folder
         self.head = os.path.join(folder, f"{name}.log")
         self.end = self.head + END
         self.new = new
@@ -153,13 +148,17 @@ class AttemptFile:
         """A descriptor and not a file object: open() in append mode costs two calls more
         (a stat and a seek), and a short attempt's log is all one write."""
         if self._out is None:
-            try:
-                self._out = os.open(path, _APPEND, 0o666)
-            except FileNotFoundError:  # the first log of this folder, or it was removed
-                os.makedirs(self.folder, exist_ok=True)
-                self._out = os.open(path, _APPEND, 0o666)
+            self._out = _open_append(path)
         _write_all(self._out, data)
         return len(data)
+
+
+def _open_append(path: str) -> int:
+    try:
+        return os.open(path, _APPEND, 0o666)
+    except FileNotFoundError:  # the first log of this folder, or it was removed
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return os.open(path, _APPEND, 0o666)
 
 
 def _write_all(out: int, data: bytes) -> None:

@@ -12,6 +12,14 @@ def size_of_attempt(folder: Path, stem: str) -> int:
     return sum(path.stat().st_size for path in folder.glob(f"{stem}.log*"))
 
 
+def folder_listings(monkeypatch) -> list:
+    """The folders os.scandir lists from now on (the pruning lists the attempt folder)."""
+    listed: list = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path: listed.append(path) or real_scandir(path))
+    return listed
+
+
 def test_a_short_log_is_one_whole_file(tmp_path: Path) -> None:
     logs = AttemptLogHandler(tmp_path, max_bytes=10_000)
     for i in range(10):
@@ -70,9 +78,7 @@ def test_only_the_latest_attempts_excerpts_stay_in_memory(tmp_path: Path) -> Non
 def test_the_folder_is_pruned_once_per_fifth_of_the_limit(tmp_path: Path,
                                                          monkeypatch) -> None:
     logs = AttemptLogHandler(tmp_path, max_files=100)
-    listed = []
-    real_scandir = os.scandir
-    monkeypatch.setattr(os, "scandir", lambda path: listed.append(path) or real_scandir(path))
+    listed = folder_listings(monkeypatch)
     for i in range(300):
         logs.write(f"job/v#{i}/a0", "started")
         logs.forget(f"job/v#{i}/a0")
@@ -212,9 +218,7 @@ def test_the_journal_is_rotated_past_four_times_the_largest_attempt_log(tmp_path
 
 def test_attempts_that_go_to_the_journal_cost_no_pruning(tmp_path: Path, monkeypatch) -> None:
     logs = AttemptLogHandler(tmp_path, max_files=10)
-    listed = []
-    real_scandir = os.scandir
-    monkeypatch.setattr(os, "scandir", lambda path: listed.append(path) or real_scandir(path))
+    listed = folder_listings(monkeypatch)
     for i in range(100):
         logs.step(f"job/v#{i}/a0", "attempt starting")
         logs.ended(f"job/v#{i}/a0", finished=True)
