@@ -127,3 +127,36 @@ def test_what_cannot_be_json_is_refused_at_the_sender_either_way() -> None:
         encode(Envelope("tell", "me", Sample(1, 0.5, Colour.RED, ("\ud800",))), FRAME)
     with pytest.raises(CodecError, match="Loose cannot be sent"):
         encode(Envelope("tell", "me", Loose({"x": object()})), FRAME)
+
+
+def compact(document: dict[str, Any]) -> bytes:
+    """As a sender writes it (no spaces): the type where the receiver peeks for it."""
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+def test_plain_json_of_a_user_keeps_integers_of_any_size() -> None:
+    """Read by json.loads: orjson would make a float of an integer beyond 64 bits."""
+    loose = Loose({"big": 2**70, "small": -3, "ratio": 0.25})
+    assert decode(encode(Envelope("tell", "me", loose), FRAME), FRAME).message == loose
+
+
+def test_a_typed_message_read_the_fast_way_is_checked_as_strictly() -> None:
+    envelope = {"v": 1, "kind": "tell", "from": "a", "id": "", "reply_to": "",
+                "fencing": None, "type": "Sample", "error": None}
+    with pytest.raises(CodecError, match=r"Sample\.count: expected a whole number"):
+        decode(compact({**envelope, "body": {"count": 2**70, "ratio": 0.5, "colour": "red"}}),
+               FRAME)
+    with pytest.raises(CodecError, match="malformed JSON"):
+        decode(compact({**envelope, "body": {"count": 1, "ratio": 0.5, "colour": "red"}}
+                       ).replace(b"0.5", b"NaN"), FRAME)
+    with pytest.raises(CodecError, match="malformed JSON"):
+        decode(compact({**envelope, "body": {"count": 1, "ratio": 0.5, "colour": "red"}}
+                       ).replace(b"0.5", b"1e400"), FRAME)
+
+
+def test_the_type_the_document_names_decides_how_it_is_read_not_its_head() -> None:
+    """A payload that names a typed message first and another one last (JSON's last key
+    wins) is read as the last one, integers intact."""
+    head = compact({"v": 1, "kind": "tell", "from": "a", "type": "Sample"})[:-1]
+    payload = head + b',"type":"Loose","body":{"params":{"big":' + str(2**70).encode() + b"}}}"
+    assert decode(payload, FRAME).message == Loose({"big": 2**70})
