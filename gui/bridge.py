@@ -10,6 +10,14 @@ and traffic are queued in order (traffic in a bounded backlog). A QTimer on the 
 thread drains that store at most ``rate_hz`` times a second and emits Qt signals, so a
 burst of a thousand snapshots costs one redraw and a thousand messages one table update.
 
+Job snapshots (a megabyte for 1,000 subtasks) are not decoded on paho's thread: their
+subscription takes the payload as it travelled and ``latestdecoder`` decodes the newest
+of each job on a thread of its own, so the events behind a snapshot are not held up by
+it. A snapshot so decoded can be older than events already shown: each snapshot carries
+the count of job events posted when it arrived, and the tick that emits it emits again,
+after it, the job's events that arrived later (a cell only moves forward on an event, so
+one applied twice changes nothing).
+
 Job events (ExecutionStateEvent, JobStatusEvent) are also kept per job, bounded, in
 ``recorder`` (filled on the GUI thread at each tick) for the replay of a job.
 
@@ -39,6 +47,7 @@ from clusterdeck.gui.jobfeed import (
     JOB_STATE_FILTER,
     job_snapshot,
 )
+from clusterdeck.gui.latestdecoder import Decode, LatestDecoder
 from clusterdeck.gui.models.recorder import JobRecorder
 from clusterdeck.gui.sampler import ResourceSample, ResourceSampler
 
@@ -55,6 +64,9 @@ TRAFFIC_PAYLOAD_LIMIT = 64 * 1024
 """A tapped message larger than this keeps its size and type, not its decoded payload (an
 artifact chunk is up to half a frame; 20,000 of them would be gigabytes)."""
 _JOB_EVENT_BACKLOG = 200_000
+_LATE_EVENTS_KEPT = 20_000
+"""Job events kept after they were emitted, to be emitted again after a snapshot that
+arrived before them (40 s at 500 a second; a snapshot is decoded within a second)."""
 
 _METRICS_BACKLOG = 10_000  # TaskManagerMetrics between two ticks (a few per TaskManager)
 _BROKER_POLL_TICKS = 10  # the broker's connection state is looked at every 10th tick
@@ -87,7 +99,8 @@ class ClusterBridge(QObject):
     """``(job_id, JobResult)``: a job's retained result (it ended)."""
     job_events = Signal(object)
     """``ExecutionStateEvent``s and ``JobStatusEvent``s since the last tick, in order;
-    already in ``recorder`` when emitted."""
+    already in ``recorder`` when emitted. Preceded by the earlier ones of a job whose
+    snapshot, emitted in this tick, arrived before them (emitted again, not recorded)."""
     traffic = Signal(object)
     # list[TaskManagerMetrics]: the TaskManagers' live numbers since the last tick
     metrics = Signal(object)
@@ -102,7 +115,11 @@ class ClusterBridge(QObject):
         self._lock = threading.Lock()
         self._latest: dict[tuple[str, str], Any] = {}
         self._events: list[Any] = []
-        self._job_events: deque[Any] = deque(maxlen=_JOB_EVENT_BACKLOG)
+        self._job_events: deque[tuple[int, Any]] = deque(maxlen=_JOB_EVENT_BACKLOG)
+        self._job_event_count = 0  # job events posted so far: a snapshot's arrival mark
+        self._snapshot_marks: dict[str, int] = {}  # job id -> mark of its pending snapshot
+        self._emitted: deque[tuple[int, Any]] = deque(maxlen=_LATE_EVENTS_KEPT)  # GUI thread
+        self._decoder = LatestDecoder()
         self._traffic: deque[Traffic] = deque(maxlen=TRAFFIC_BACKLOG)
         self._metrics: deque[p.TaskManagerMetrics] = deque(maxlen=_METRICS_BACKLOG)
         self._samples: list[tuple[float, str, float, int]] = []
@@ -138,7 +155,8 @@ class ClusterBridge(QObject):
         """Queue a job's ``ExecutionStateEvent``/``JobStatusEvent``; recorded and emitted
         at the next tick."""
         with self._lock:
-            self._job_events.append(event)
+            self._job_event_count += 1
+            self._job_events.append((self._job_event_count, event))
 
     def post_traffic(self, record: Traffic) -> None:
         """Queue one tapped control-plane message (paho's thread); a large payload is
@@ -166,8 +184,30 @@ class ClusterBridge(QObject):
         elif topic.startswith(topics.job_events("")):
             for event in p.job_events_in(message):
                 self.post_job_event(event)
-        elif (found := job_snapshot(topic, message)) is not None:
-            self.post(JOB, found[0], found[1])
+        else:
+            self._post_snapshot(topic, message, mark=None)
+
+    def route_encoded(self, topic: str, data: bytes, decode: Decode) -> None:
+        """A job's snapshot as it travelled (paho's thread): decoded on the decoder's
+        thread, newest first, then queued like ``route``'s."""
+        with self._lock:
+            mark = self._job_event_count
+        generation = self._client_generation
+
+        def deliver(message: Any) -> None:  # the decoder's thread
+            if generation == self._client_generation:  # else the cluster is gone from view
+                self._post_snapshot(topic, message, mark)
+
+        self._decoder.put(topic, data, decode, deliver)
+
+    def _post_snapshot(self, topic: str, message: Any, mark: int | None) -> None:
+        """``mark``: the job events posted when the snapshot arrived (None: all of them)."""
+        if (found := job_snapshot(topic, message)) is None:
+            return
+        job_id, snapshot = found
+        with self._lock:
+            self._latest[(JOB, job_id)] = snapshot
+            self._snapshot_marks[job_id] = self._job_event_count if mark is None else mark
 
     def post_samples(self, samples: list[tuple[float, str, float, int]]) -> None:
         """Recorded process samples (a recording's worker), emitted at the next tick."""
@@ -205,9 +245,14 @@ class ClusterBridge(QObject):
             if generation == self._client_generation:
                 self.post_traffic(record)
 
+        def on_snapshot(topic: str, data: bytes) -> None:  # paho's network thread
+            if generation == self._client_generation:
+                self.route_encoded(topic, data, client.service.decode_event)
+
         client.service.subscribe(topics.CLUSTER_STATE, on_state)
-        for topic_filter in (topics.CLUSTER_EVENTS, JOB_STATE_FILTER, topics.JOB_LIST,
-                             JOB_RESULTS_FILTER, JOB_EVENTS_FILTER, topics.METRICS_ALL):
+        client.service.subscribe(JOB_STATE_FILTER, on_snapshot, decoded=False)
+        for topic_filter in (topics.CLUSTER_EVENTS, topics.JOB_LIST, JOB_RESULTS_FILTER,
+                             JOB_EVENTS_FILTER, topics.METRICS_ALL):
             client.service.subscribe(topic_filter, on_message)
         if client.observing:  # else the session said why the messages view stays empty
             client.tap(on_traffic)
@@ -252,10 +297,13 @@ class ClusterBridge(QObject):
         self.disconnect_supervisor()
         self.disconnect_client()
         self._sampler.watch(())
+        self._decoder.clear()
         with self._lock:
             self._latest.clear()
+            self._snapshot_marks.clear()
             self._events.clear()
             self._job_events.clear()
+            self._emitted.clear()
             self._traffic.clear()
             self._metrics.clear()
             self._samples.clear()
@@ -268,6 +316,7 @@ class ClusterBridge(QObject):
         self.disconnect_supervisor()
         self.disconnect_client()
         self._sampler.stop()
+        self._decoder.close()
         self._timer.stop()
 
     def _on_samples(self, samples: dict[int, ResourceSample]) -> None:
@@ -297,6 +346,7 @@ class ClusterBridge(QObject):
             self._poll_broker()
         with self._lock:
             latest, self._latest = self._latest, {}
+            marks, self._snapshot_marks = self._snapshot_marks, {}
             events, self._events = self._events, []
             job_events = list(self._job_events)
             self._job_events.clear()
@@ -321,9 +371,12 @@ class ClusterBridge(QObject):
         for (channel, key), value in latest.items():
             if channel == JOB:
                 self.job_changed.emit(key, value)
+        late = self._events_after(marks)
         if job_events:
-            self.recorder.record(job_events)
-            self.job_events.emit(job_events)
+            self.recorder.record([event for _, event in job_events])
+            self._emitted.extend(job_events)
+        if late or job_events:
+            self.job_events.emit(late + [event for _, event in job_events])
         for (channel, key), value in latest.items():
             if channel == RESULT:
                 self.job_result_changed.emit(key, value)
@@ -333,6 +386,21 @@ class ClusterBridge(QObject):
             self.metrics.emit(metrics)
         if samples:
             self.samples.emit(samples)
+
+    def _events_after(self, marks: dict[str, int]) -> list[Any]:
+        """The emitted job events that arrived after the snapshot of their job emitted now,
+        in order."""
+        if not marks:
+            return []
+        oldest = min(marks.values())
+        late: list[Any] = []
+        for count, event in reversed(self._emitted):
+            if count <= oldest:
+                break
+            if count > marks.get(getattr(event, "job_id", ""), count):
+                late.append(event)
+        late.reverse()
+        return late
 
     def _poll_broker(self) -> None:
         client = self._client

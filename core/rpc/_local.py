@@ -18,7 +18,7 @@ class LocalBus:
     def __init__(self) -> None:
         self._services: dict[str, LocalRpcService] = {}
         self._retained: dict[str, bytes] = {}
-        self._subscriptions: list[tuple[str, LocalRpcService, EventCallback]] = []
+        self._subscriptions: list[tuple[str, LocalRpcService, EventCallback, bool]] = []
         self._lock = threading.Lock()
 
     def attach(self, service: LocalRpcService) -> None:
@@ -43,9 +43,10 @@ class LocalBus:
         with self._lock:
             if retained:
                 self._retained[topic] = data
-            receivers = [(s, cb) for f, s, cb in self._subscriptions if topic_matches(f, topic)]
-        for service, callback in receivers:
-            callback(topic, service.decode_event(data))
+            receivers = [(s, cb, decoded) for f, s, cb, decoded in self._subscriptions
+                         if topic_matches(f, topic)]
+        for service, callback, decoded in receivers:
+            callback(topic, service.decode_event(data) if decoded else data)
 
     def clear_retained(self, topic: str) -> None:
         with self._lock:
@@ -57,12 +58,12 @@ class LocalBus:
                                    if (s[0], s[2]) != (topic_filter, callback)]
 
     def subscribe(self, topic_filter: str, service: LocalRpcService,
-                  callback: EventCallback) -> None:
+                  callback: EventCallback, decoded: bool = True) -> None:
         with self._lock:
-            self._subscriptions.append((topic_filter, service, callback))
+            self._subscriptions.append((topic_filter, service, callback, decoded))
             retained = [(t, d) for t, d in self._retained.items() if topic_matches(topic_filter, t)]
         for topic, data in retained:
-            callback(topic, service.decode_event(data))
+            callback(topic, service.decode_event(data) if decoded else data)
 
 
 class LocalRpcService(RpcService):
@@ -85,8 +86,9 @@ class LocalRpcService(RpcService):
     def publish(self, topic: str, message: Any, *, retained: bool = False, qos: int = 1) -> None:
         self.bus.publish(topic, self.encode_event(message), retained)
 
-    def subscribe(self, topic_filter: str, callback: EventCallback) -> None:
-        self.bus.subscribe(topic_filter, self, callback)
+    def subscribe(self, topic_filter: str, callback: EventCallback, *,
+                  decoded: bool = True) -> None:
+        self.bus.subscribe(topic_filter, self, callback, decoded)
 
     def unsubscribe(self, topic_filter: str, callback: EventCallback) -> None:
         self.bus.unsubscribe(topic_filter, callback)

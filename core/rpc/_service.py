@@ -211,8 +211,12 @@ class RpcService(ABC):
         """Publish an event or retained state under the cluster's topic root."""
 
     @abstractmethod
-    def subscribe(self, topic_filter: str, callback: EventCallback) -> None:
-        """Call ``callback(topic, message)`` on the transport thread for every event."""
+    def subscribe(self, topic_filter: str, callback: EventCallback, *,
+                  decoded: bool = True) -> None:
+        """Call ``callback(topic, message)`` on the transport thread for every event.
+        ``decoded=False``: ``callback(topic, payload)`` with the payload as it travelled
+        (never empty), for a receiver that decodes off the transport thread with
+        ``decode_event`` (a large snapshot would hold up every message behind it)."""
 
     @abstractmethod
     def unsubscribe(self, topic_filter: str, callback: EventCallback) -> None:

@@ -91,7 +91,8 @@ class MqttRpcService(RpcService):
         self.identity = identity or self.service_id
         if not sent_by(self.identity, self.service_id):
             raise ValueError(f"service {self.service_id!r} cannot speak as {self.identity!r}")
-        self._subscriptions: list[tuple[str, EventCallback]] = []
+        # (topic filter, callback, whether it takes the decoded message)
+        self._subscriptions: list[tuple[str, EventCallback, bool]] = []
         self._taps: list[TrafficCallback] = []
         self._raw: list[RawCallback] = []
         self._retained: dict[str, bytes] = {}
@@ -162,7 +163,7 @@ class MqttRpcService(RpcService):
         topics = [self.topics.reply(self.service_id)]  # from any sender: "+"
         for endpoint_id in self._endpoint_ids():
             topics += [self.topics.rpc(endpoint_id), self.topics.heartbeat(endpoint_id)]
-        topics += [self.topics.absolute(f) for f, _ in self._subscriptions]
+        topics += [self.topics.absolute(f) for f, _, _ in self._subscriptions]
         if self._taps:
             topics += [self.topics.absolute(f"{channel}/#") for channel in TRANSPORT_CHANNELS]
         for topic in dict.fromkeys(topics):
@@ -246,17 +247,20 @@ class MqttRpcService(RpcService):
             callback(record)
 
     def _deliver_event(self, relative: str, data: bytes) -> None:
-        callbacks = [cb for f, cb in list(self._subscriptions) if topic_matches(f, relative)]
+        callbacks = [(cb, decoded) for f, cb, decoded in list(self._subscriptions)
+                     if topic_matches(f, relative)]
         if not callbacks or not data:
             return  # an empty payload clears a retained topic
-        try:
-            message = self.decode_event(data)
-        except RpcError as error:
-            log.warning("%s: dropped an event on %s: %s", self.service_id, relative, error)
-            return
-        for callback in callbacks:
+        message: Any = data
+        if any(decoded for _, decoded in callbacks):
             try:
-                callback(relative, message)
+                message = self.decode_event(data)
+            except RpcError as error:
+                log.warning("%s: dropped an event on %s: %s", self.service_id, relative, error)
+                callbacks = [(cb, decoded) for cb, decoded in callbacks if not decoded]
+        for callback, decoded in callbacks:
+            try:
+                callback(relative, message if decoded else data)
             except Exception:
                 log.exception("%s: event callback for %s failed", self.service_id, relative)
 
@@ -289,13 +293,14 @@ class MqttRpcService(RpcService):
         self._retained.pop(absolute, None)
         self._client.publish(absolute, b"", qos=1, retain=True)
 
-    def subscribe(self, topic_filter: str, callback: EventCallback) -> None:
-        self._subscriptions.append((topic_filter, callback))
+    def subscribe(self, topic_filter: str, callback: EventCallback, *,
+                  decoded: bool = True) -> None:
+        self._subscriptions.append((topic_filter, callback, decoded))
         self._client.subscribe(self.topics.absolute(topic_filter), qos=1)
 
     def unsubscribe(self, topic_filter: str, callback: EventCallback) -> None:
-        self._subscriptions = [s for s in self._subscriptions if s != (topic_filter, callback)]
-        if all(f != topic_filter for f, _ in self._subscriptions):
+        self._subscriptions = [s for s in self._subscriptions if s[:2] != (topic_filter, callback)]
+        if all(f != topic_filter for f, _, _ in self._subscriptions):
             self._client.unsubscribe(self.topics.absolute(topic_filter))
 
     def forget_retained(self, topic: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 from clusterdeck.core.protocol import messages as p
@@ -97,4 +98,79 @@ def test_job_events_are_recorded_per_job_before_they_are_emitted(qtbot):
     assert [e.at for e in bridge.recorder.events("job-a")] == [float(n) for n in range(1, 100, 2)]
     bridge.reset()
     assert bridge.recorder.job_ids() == []
+    bridge.close()
+
+
+def _encoded(graph) -> bytes:
+    from clusterdeck.core.rpc import Envelope, encode
+    return encode(Envelope("event", "jobmaster", p.JobSnapshot(graph.job_id, graph)), 1 << 20)
+
+
+def _decode(data: bytes):
+    from clusterdeck.core.rpc import decode
+    return decode(data, 1 << 20).message
+
+
+def test_encoded_snapshots_are_decoded_off_the_posting_thread_newest_only(qtbot):
+    bridge = ClusterBridge()
+    latest: list[str] = []
+    bridge.job_changed.connect(lambda job_id, snapshot: latest.append(snapshot.name))
+    decoded_on: list[threading.Thread] = []
+    release = threading.Event()
+
+    def decode(data: bytes):
+        decoded_on.append(threading.current_thread())
+        release.wait(5)  # the first one is slow: the rest of the burst queues behind it
+        return _decode(data)
+
+    payloads = [_encoded(dataclasses.replace(empty_snapshot("job-1"), name=f"n{n}"))
+                for n in range(50)]
+    for data in payloads:
+        bridge.route_encoded("state/jobs/job-1", data, decode)
+    release.set()
+    qtbot.waitUntil(lambda: bool(latest) and latest[-1] == "n49", timeout=5000)
+    assert threading.main_thread() not in decoded_on
+    assert 1 <= len(decoded_on) <= 3  # the first, perhaps a second, then the newest
+    bridge.close()
+
+
+def test_a_snapshot_older_than_shown_events_is_followed_by_them_again(qtbot):
+    bridge = ClusterBridge()
+    seen: list[tuple[str, object]] = []
+    bridge.job_changed.connect(lambda job_id, snapshot: seen.append(("snapshot", job_id)))
+    bridge.job_events.connect(lambda events: seen.append(("events", [e.at for e in events])))
+    release = threading.Event()
+
+    def slow_decode(data: bytes):
+        release.wait(5)
+        return _decode(data)
+
+    def event(job_id: str, at: float) -> p.JobStatusEvent:
+        return p.JobStatusEvent(job_id, JobStatus.CREATED, JobStatus.RUNNING, at)
+
+    bridge.post_job_event(event("job-1", 1.0))
+    bridge.route_encoded("state/jobs/job-1", _encoded(empty_snapshot("job-1")), slow_decode)
+    bridge.post_job_event(event("job-1", 2.0))
+    bridge.post_job_event(event("job-2", 2.5))  # another job's: not emitted again
+    bridge.flush()
+    assert seen == [("events", [1.0, 2.0, 2.5])]
+    bridge.post_job_event(event("job-1", 3.0))
+    release.set()
+    qtbot.waitUntil(lambda: ("snapshot", "job-1") in seen, timeout=5000)
+    # the snapshot, then the events that arrived after it, the new one last
+    assert seen[1:] == [("snapshot", "job-1"), ("events", [2.0, 3.0])] or seen[1:] == [
+        ("events", [3.0]), ("snapshot", "job-1"), ("events", [2.0, 3.0])]
+    assert [e.at for e in bridge.recorder.events("job-1")] == [1.0, 2.0, 3.0]  # recorded once
+    bridge.close()
+
+
+def test_a_malformed_snapshot_is_dropped_and_the_next_one_decoded(qtbot, caplog):
+    bridge = ClusterBridge()
+    latest: list[str] = []
+    bridge.job_changed.connect(lambda job_id, snapshot: latest.append(job_id))
+    bridge.route_encoded("state/jobs/job-1", b'{"not": "an envelope"', _decode)
+    qtbot.waitUntil(lambda: "dropped a message on state/jobs/job-1" in caplog.text,
+                    timeout=5000)
+    bridge.route_encoded("state/jobs/job-1", _encoded(empty_snapshot("job-1")), _decode)
+    qtbot.waitUntil(lambda: latest == ["job-1"], timeout=5000)
     bridge.close()

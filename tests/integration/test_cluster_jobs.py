@@ -202,7 +202,7 @@ def test_waiting_for_a_job_lets_go_of_its_subscriptions(client, tmp_path) -> Non
     job_id = client.submit(job, [])
     result = client.wait(job_id, on_progress=lambda _snapshot: None)
     assert result.status == JobStatus.FINISHED, result.root_cause
-    assert [f for f, _ in client.service._subscriptions if job_id in f] == []
+    assert [f for f, *_ in client.service._subscriptions if job_id in f] == []
 
 
 def test_a_pyspark_script_with_arguments_prints_the_right_answer(client) -> None:
