@@ -12,7 +12,9 @@ of each 2 ms as the JobMaster batches them per turn of its mailbox (one
 
 In this process a feeder thread plays paho's network thread: it decodes each payload
 (``clusterdeck.core.rpc.decode``) and hands it to the bridge's inputs (``post``, ``post_job_event``,
-``post_traffic``), exactly what the bridge's subscription callbacks do. The main window
+``post_traffic``), except snapshots, which it hands over undecoded (``route_encoded``, the
+bridge decodes them on a thread of its own): exactly what the bridge's subscription
+callbacks do. The main window
 runs offscreen with every view; the ExecutionGraph shows the job.
 
 Measured, for ``--seconds`` (20 by default) after a 3 s warm-up:
@@ -52,6 +54,8 @@ from collections import deque
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -213,8 +217,8 @@ class _Job:
 
     def snapshot_bytes(self) -> bytes:
         """The JobSnapshot as the codec writes it (the data is JSON already, so it is
-        dumped directly: the same bytes as ``encode``, a tenth of the cost), preceded by
-        the time it is sent."""
+        dumped directly by orjson, as ``encode`` writes a typed message: the same bytes),
+        preceded by the time it is sent."""
         total = len(self.cells)
         done = sum(s["state"] == S.FINISHED for _, s in self.cells)
         self.snapshot["progress"] = {"finished": done, "total": total}
@@ -224,7 +228,7 @@ class _Job:
         document = {"v": 1, "kind": "event", "from": "jobmaster-bench", "id": "",
                     "reply_to": "", "fencing": None, "type": "JobSnapshot",
                     "body": {"job_id": JOB_ID, "graph": self.snapshot}, "error": None}
-        return _SENT.pack(time.time()) + json.dumps(document, separators=(",", ":")).encode()
+        return _SENT.pack(time.time()) + orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS)
 
 
 def produce(connection: Connection, subtasks: int, rate: float, seconds: float,
@@ -283,7 +287,7 @@ class Probe:
         self.bridge_latency: list[float] = []
         self.snapshot_latency: list[float] = []
         self.flush_ms: list[float] = []
-        self.decode_ms: list[float] = []        # the feeder's decode of each snapshot
+        self.decode_ms: list[float] = []        # the decode of each snapshot decoded
         self.paints = 0
         self.busy = 0.0
         self.events = 0
@@ -320,8 +324,9 @@ def instrument(probe: Probe) -> None:
 
     def applied(self: Any, events: list[Any]) -> None:
         apply_events(self, events)
-        probe.applied += [(e.at, probe.posted.pop(e.at, e.at)) for e in events
-                          if isinstance(e, p.ExecutionStateEvent)]
+        # an event emitted again after an older snapshot was posted and counted before
+        probe.applied += [(e.at, probe.posted.pop(e.at)) for e in events
+                          if isinstance(e, p.ExecutionStateEvent) and e.at in probe.posted]
 
     def drawn(self: Any, job_id: str, snapshot: JobGraphSnapshot) -> None:
         set_job(self, job_id, snapshot)
@@ -341,27 +346,31 @@ def instrument(probe: Probe) -> None:
 
 
 def feed(connection: Connection, bridge: Any, probe: Probe, done: threading.Event) -> None:
-    """Feeder thread, paho's stand-in: decode each payload and post it to the bridge."""
+    """Feeder thread, paho's stand-in: decode each payload and post it to the bridge (a
+    snapshot undecoded, as its subscription does)."""
     from clusterdeck.core.rpc.mqtt import Traffic
-    from clusterdeck.gui.bridge import JOB, OVERVIEW
-    from clusterdeck.gui.jobfeed import job_snapshot
+    from clusterdeck.gui.bridge import OVERVIEW
+
+    def snapshot_decoder(sent: float) -> Any:
+        def decode_snapshot(payload: bytes) -> Any:  # the bridge's decoder thread
+            started = time.perf_counter()
+            message = decode(payload, FRAMESIZE).message
+            if probe.measuring:
+                probe.decode_ms.append((time.perf_counter() - started) * 1000)
+            probe.sent.append((message.graph, sent))  # the bridge draws the latest only
+            return message
+        return decode_snapshot
 
     try:
         while data := connection.recv_bytes():
             tag, payload = data[:1], data[1:]
             if tag == b"S":
                 (sent,), payload = _SENT.unpack_from(payload), payload[_SENT.size:]
-            started = time.perf_counter()
-            envelope = decode(payload, FRAMESIZE)
-            if tag == b"S" and probe.measuring:
-                probe.decode_ms.append((time.perf_counter() - started) * 1000)
-            if tag == b"S":
                 probe.snapshot_bytes = len(payload)
-                found = job_snapshot(f"state/jobs/{JOB_ID}", envelope.message)
-                if found is not None:
-                    probe.sent.append((found[1], sent))  # the bridge draws the latest only
-                    bridge.post(JOB, found[0], found[1])
-            elif tag == b"E":
+                bridge.route_encoded(f"state/jobs/{JOB_ID}", payload, snapshot_decoder(sent))
+                continue
+            envelope = decode(payload, FRAMESIZE)
+            if tag == b"E":
                 for event in p.job_events_in(envelope.message):
                     probe.events += 1
                     probe.posted[event.at] = time.time()
@@ -413,6 +422,8 @@ def run(seconds: float, rate: float, subtasks: int, view: str, profile: bool = F
     from clusterdeck.gui.views.mainwindow import MainWindow
 
     app = TimedApplication(["clusterdeck-bench"])
+    from clusterdeck.gui.collector import MainThreadCollector
+    collector = MainThreadCollector(app)  # as the app does: collections on the GUI thread
     window = MainWindow()
     window.resize(1500, 940)
     window.show()
@@ -465,6 +476,7 @@ def run(seconds: float, rate: float, subtasks: int, view: str, profile: bool = F
         producer.join(10)
         window.session.shutdown()
         window.close()
+        collector.stop()
     elapsed, load, memory_at_10k = marks["elapsed"], marks["load"], marks["memory_10k"]
     return {"elapsed": elapsed, "events": marks["events"],
             "total_events": probe.events, "probe": probe, "load": load,
@@ -501,7 +513,7 @@ def report(result: dict[str, Any]) -> str:
          "tick p50/p95/max ms",
          "RSS MiB before / 10k events / end", "CPU busy / load"], rows) + (
         f"\n\n{result['cells']} subtask cells drawn, snapshot {probe.snapshot_bytes:,} bytes, "
-        f"decoded by the feeder (paho's stand-in, holding the GIL) in "
+        f"decoded on the bridge's decoder thread (newest only, holding the GIL) in "
         f"{percentile(probe.decode_ms, 0.5):.0f} ms p50 / {percentile(probe.decode_ms, 0.95):.0f}"
         f" ms p95; {result['total_events']:,} events in all, {probe.paints} graph paints, "
         f"{result['messages']:,} messages in the table.")
