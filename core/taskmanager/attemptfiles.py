@@ -19,6 +19,10 @@ from collections.abc import Callable
 END = ".end"  # after an attempt's ``.log``: the file of its latest lines once it is long
 JOURNAL = ".journal"  # after a TaskManager's resource id: its quiet attempts' lines
 HOLD_LINES = 100   # lines held at most before they are written
+DISK_BACKLOG = 2048
+"""Attempts that ended and wait for the disk thread at most (each holds at most
+``HOLD_LINES`` lines): past that the disk is far behind, and what ends is not kept."""
+JOURNAL_BATCH = 4096  # lines gathered for the journal at most before they are written
 
 
 class Journal:
@@ -32,7 +36,11 @@ class Journal:
         self._size: int | None = None  # unknown until the first write
 
     def add(self, lines: list[str]) -> None:
+        """Gathered until the disk thread is idle, or a batch is full (it may never be
+        idle under a stream of short attempts)."""
         self._pending.extend(lines)
+        if len(self._pending) >= JOURNAL_BATCH:
+            self.write_pending()
 
     def write_pending(self) -> None:
         if not self._pending:
@@ -119,6 +127,12 @@ class AttemptFile:
         finally:
             self._close_out()
 
+    def discard(self) -> None:
+        """Give up the held lines (the disk is too far behind for them); the file, when
+        one is open, is closed as it is."""
+        self._held = []
+        self._close_out()
+
     def _write_now(self, text: str) -> None:
         data = text.encode("utf-8", errors="replace")
         if not self.cut and self.head_bytes + len(data) <= self.head_budget:
@@ -176,17 +190,26 @@ class DiskThread:
 
     def __init__(self, idle: Callable[[], None]) -> None:
         self._idle = idle  # run whenever no more work is waiting
-        self._work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._work: queue.Queue[Callable[[], None] | None] = queue.Queue(DISK_BACKLOG)
         self._thread: threading.Thread | None = None
         self._starting = threading.Lock()
 
-    def put(self, work: Callable[[], None]) -> None:
+    def put(self, work: Callable[[], None]) -> bool:
+        """Queue ``work``; False, and nothing queued, when ``DISK_BACKLOG`` pieces wait
+        already. Never blocks: it is called on slot threads, under the handler's lock."""
+        self._start()
+        try:
+            self._work.put_nowait(work)
+        except queue.Full:
+            return False
+        return True
+
+    def _start(self) -> None:
         with self._starting:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="attempt-logs",
                                                 daemon=True)
                 self._thread.start()
-        self._work.put(work)
 
     def drain(self, timeout: float) -> bool:
         done = threading.Event()
@@ -197,14 +220,21 @@ class DiskThread:
             finally:
                 done.set()
 
-        self.put(barrier)
+        self._start()
+        try:  # behind the work queued so far: waits for room when the queue is full
+            self._work.put(barrier, timeout=timeout)
+        except queue.Full:
+            return False
         return done.wait(timeout)
 
     def stop(self, timeout: float) -> None:
         with self._starting:
             thread, self._thread = self._thread, None
         if thread is not None:
-            self._work.put(None)
+            try:
+                self._work.put(None, timeout=timeout)
+            except queue.Full:
+                return  # a daemon thread: it ends with the process
             thread.join(timeout)
 
     def _run(self) -> None:

@@ -41,7 +41,14 @@ import time
 from pathlib import Path
 
 from clusterdeck.core.config.settings import Config
-from clusterdeck.core.taskmanager.attemptfiles import END, JOURNAL, AttemptFile, DiskThread, Journal
+from clusterdeck.core.taskmanager.attemptfiles import (
+    DISK_BACKLOG,
+    END,
+    JOURNAL,
+    AttemptFile,
+    DiskThread,
+    Journal,
+)
 
 THREAD_PREFIX = "task:"
 EXCERPT_LINES = 40
@@ -82,6 +89,8 @@ class AttemptLogHandler(logging.Handler):
         self._journal = Journal(os.path.join(folder, f"{journal}{JOURNAL}"), 4 * max_bytes)
         self._disk = DiskThread(self._write_journal)
         self._own_lines: set[str] = set()  # attempts that logged more than their steps
+        self._dropped = 0  # lines dropped because the disk thread was too far behind
+        self._dropping = False  # dropping now (said once in the process log)
 
     @classmethod
     def from_config(cls, folder: Path, config: Config, journal: str) -> AttemptLogHandler:
@@ -102,7 +111,8 @@ class AttemptLogHandler(logging.Handler):
             self._unwritable(error)
 
     def emit(self, record: logging.LogRecord) -> None:
-        if not record.threadName or not record.threadName.startswith(THREAD_PREFIX):
+        if not record.threadName or not record.threadName.startswith(THREAD_PREFIX) \
+                or record.name == __name__:  # this handler's own word, said under its lock
             return
         try:
             self.write(record.threadName[len(THREAD_PREFIX):], self.format(record), own=True)
@@ -163,7 +173,9 @@ class AttemptLogHandler(logging.Handler):
             known = self._files.get(attempt_id)
             if quiet and known is not None and known.only_held():
                 del self._files[attempt_id]
-                self._disk.put(functools.partial(self._journal.add, known.take_held()))
+                lines = known.take_held()
+                if not self._disk.put(functools.partial(self._journal.add, lines)):
+                    self._behind(len(lines))
                 return
             self._close(attempt_id)
 
@@ -179,14 +191,39 @@ class AttemptLogHandler(logging.Handler):
     def _close(self, attempt_id: str) -> None:
         known = self._files.pop(attempt_id, None)
         if known is not None:
-            self._disk.put(functools.partial(self._close_file, known))
+            self._put_close(known)
+
+    def _put_close(self, known: AttemptFile) -> None:
+        if not self._disk.put(functools.partial(self._close_file, known)):
+            self._behind(len(known.take_held()))
+            known.discard()
+
+    def _behind(self, lines: int) -> None:
+        """The disk thread is ``DISK_BACKLOG`` attempts behind: an attempt's lines are
+        dropped (its excerpt stays in memory); said in the process log once per spell."""
+        self._dropped += lines
+        if not self._dropping:
+            self._dropping = True
+            logging.getLogger(__name__).warning(
+                "attempt logs in %s: the disk is %d attempts behind; the lines of attempts "
+                "that end are dropped until it catches up", self.folder, DISK_BACKLOG)
 
     def _write_journal(self) -> None:
-        """The disk thread."""
+        """The disk thread, when it has nothing else to do."""
+        self._caught_up()
         try:
             self._journal.write_pending()
         except OSError as error:
             self._unwritable(error)
+
+    def _caught_up(self) -> None:
+        with self._guard:
+            if not self._dropping:
+                return
+            self._dropping, dropped, self._dropped = False, self._dropped, 0
+        logging.getLogger(__name__).warning(
+            "attempt logs in %s: the disk caught up; %d lines were dropped", self.folder,
+            dropped)
 
     def _close_file(self, known: AttemptFile) -> None:
         """The disk thread: a new attempt's log first makes room for itself in the folder
@@ -212,8 +249,7 @@ class AttemptLogHandler(logging.Handler):
         opened = self._files[attempt_id] = AttemptFile(str(self.folder), safe_name(attempt_id),
                                                         self.max_bytes, fresh)
         while len(self._files) > TAILS_KEPT:
-            self._disk.put(functools.partial(self._close_file,
-                                             self._files.popitem(last=False)[1]))
+            self._put_close(self._files.popitem(last=False)[1])
         return opened
 
     def _prune(self, active: set[str]) -> None:

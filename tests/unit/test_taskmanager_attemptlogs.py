@@ -225,3 +225,64 @@ def test_attempts_that_go_to_the_journal_cost_no_pruning(tmp_path: Path, monkeyp
     assert logs.drain()
     assert listed == []
     assert [p.name for p in tmp_path.iterdir()] == ["taskmanager.journal"]
+
+
+def test_a_disk_far_behind_drops_lines_not_memory_nor_the_tasks_time(
+        tmp_path: Path, monkeypatch, caplog) -> None:
+    """At most DISK_BACKLOG ended attempts wait for the disk thread; the lines of those
+    that end beyond it are dropped (their excerpts stay), said once as it starts and once
+    as the disk catches up, with how many lines were lost."""
+    import threading
+
+    from clusterdeck.core.taskmanager import attemptfiles, attemptlogs
+    monkeypatch.setattr(attemptfiles, "DISK_BACKLOG", 4)
+    monkeypatch.setattr(attemptlogs, "DISK_BACKLOG", 4)
+    logs = AttemptLogHandler(tmp_path, journal="taskmanager-1")
+    stalled = threading.Event()
+    assert logs._disk.put(lambda: stalled.wait(10))  # a disk that hangs
+    for i in range(10):
+        logs.step(f"job/v#{i}/a0", f"attempt job/v#{i}/a0 finished")
+        logs.ended(f"job/v#{i}/a0", finished=True)  # returns at once: nothing blocks
+    assert logs._disk._work.qsize() <= 4
+    behind = [r for r in caplog.records if "attempts behind" in r.getMessage()]
+    assert len(behind) == 1
+    assert logs.excerpt("job/v#9/a0")[-1].endswith("attempt job/v#9/a0 finished")
+    stalled.set()
+    assert logs.drain()
+    journal = (tmp_path / "taskmanager-1.journal").read_text().splitlines()
+    caught_up = [r.getMessage() for r in caplog.records if "caught up" in r.getMessage()]
+    assert caught_up == [f"attempt logs in {tmp_path}: the disk caught up; "
+                         f"{10 - len(journal)} lines were dropped"]
+    assert 0 < len(journal) < 10
+
+
+def test_the_warning_of_a_disk_far_behind_said_on_a_slot_thread_does_not_deadlock(
+        tmp_path: Path, monkeypatch) -> None:
+    """The handler is on the root logger and says its warning under its own lock, on the
+    slot thread whose attempt ends: it must not take that lock again for its own word."""
+    import logging
+    import threading
+
+    from clusterdeck.core.taskmanager import attemptfiles
+    from clusterdeck.core.taskmanager.attemptlogs import thread_name
+    monkeypatch.setattr(attemptfiles, "DISK_BACKLOG", 1)
+    logs = AttemptLogHandler(tmp_path, journal="taskmanager-1")
+    root = logging.getLogger()
+    root.addHandler(logs)
+    stalled = threading.Event()
+    try:
+        logs._disk.put(lambda: stalled.wait(10))
+
+        def attempt(i: int) -> None:
+            logs.step(f"job/v#{i}/a0", "finished")
+            logs.ended(f"job/v#{i}/a0", finished=True)
+
+        slot = threading.Thread(target=lambda: [attempt(i) for i in range(5)],
+                                name=thread_name("job/v#0/a0"), daemon=True)
+        slot.start()
+        slot.join(5)
+        assert not slot.is_alive()
+    finally:
+        stalled.set()
+        root.removeHandler(logs)
+        logs.close()
