@@ -1,0 +1,159 @@
+"""Checkpoints on disk: each subtask's snapshot, and the metadata that completes them.
+
+Layout, under ``<root>/<job id>/`` (``root``: the cluster's checkpoint folder, on
+storage the JobManager and every TaskManager reach)::
+
+    chk-<id>/<subtask>.state   one subtask's snapshot, written by its task
+    chk-<id>/_metadata         the CompletedCheckpoint (JSON), written by the JobMaster
+                               once every task acknowledged: the commit point
+
+A ``chk-<id>`` folder without ``_metadata`` never completed (aborted, or the JobManager
+died first): it is never restored from. Every file is written under a temporary name,
+flushed to the disk and renamed, so a reader sees a whole file or none; a snapshot read
+back is checked against its handle (size, SHA-256) before any of it is used, and a
+handle can only name a file of its own job's checkpoints.
+
+Blocking file work: called on worker threads, never on an endpoint's main thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import quote
+
+from clusterdeck.core.checkpointing.checkpoints import CompletedCheckpoint, StateHandle
+from clusterdeck.core.rpc import CodecError, from_data, to_data
+
+METADATA = "_metadata"
+MAX_STATE_BYTES = 1024 ** 3
+"""A subtask's snapshot larger than this is refused on reading (a handle names its size)."""
+MAX_METADATA_BYTES = 64 * 1024 * 1024
+_STATE_PATH = re.compile(r"chk-(\d+)/([^/]+)\.state")
+_CHECKPOINT_FOLDER = re.compile(r"chk-(\d+)")
+
+
+class CheckpointStorageError(Exception):
+    """A snapshot or a checkpoint's metadata that cannot be used, and why."""
+
+
+class CheckpointStorage:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def job_folder(self, job_id: str) -> Path:
+        if not job_id or job_id in (".", "..") or "/" in job_id or "\\" in job_id:
+            raise CheckpointStorageError(f"{job_id!r} is not a job id")
+        return self.root / job_id
+
+    # -- a task's side -------------------------------------------------------------------------
+
+    def write_state(self, job_id: str, checkpoint_id: int, subtask_id: str,
+                    data: bytes) -> StateHandle:
+        """One subtask's snapshot, whole on disk before its handle is returned."""
+        relative = f"chk-{checkpoint_id}/{quote(subtask_id, safe='')}.state"
+        _write_whole(self.job_folder(job_id) / relative, data)
+        return StateHandle(relative, len(data), hashlib.sha256(data).hexdigest())
+
+    def read_state(self, job_id: str, handle: StateHandle,
+                   limit: int = MAX_STATE_BYTES) -> bytes:
+        """The snapshot ``handle`` names, checked; CheckpointStorageError says what is wrong."""
+        if not _STATE_PATH.fullmatch(handle.path):
+            raise CheckpointStorageError(f"{handle.path!r} is not a snapshot of a checkpoint")
+        if not 0 <= handle.size <= limit:
+            raise CheckpointStorageError(f"snapshot {handle.path} of {handle.size} bytes is "
+                                         f"over the limit of {limit}")
+        path = self.job_folder(job_id) / handle.path
+        try:
+            with open(path, "rb") as source:
+                data = source.read(handle.size + 1)
+        except OSError as error:
+            raise CheckpointStorageError(f"snapshot {handle.path} cannot be read: "
+                                         f"{error.strerror or error}") from None
+        if len(data) != handle.size or hashlib.sha256(data).hexdigest() != handle.sha256:
+            raise CheckpointStorageError(f"snapshot {handle.path} is not what was written "
+                                         f"(its size or checksum differ)")
+        return data
+
+    # -- the JobMaster's side ------------------------------------------------------------------
+
+    def commit(self, checkpoint: CompletedCheckpoint) -> None:
+        """Write the checkpoint's metadata: from now on it is complete on disk."""
+        folder = self.job_folder(checkpoint.job_id) / f"chk-{checkpoint.checkpoint_id}"
+        _write_whole(folder / METADATA, json.dumps(to_data(checkpoint)).encode())
+
+    def completed(self, job_id: str) -> tuple[list[CompletedCheckpoint], list[str]]:
+        """The job's completed checkpoints, oldest first, and why any other checkpoint
+        folder is not one (never committed, or unreadable metadata)."""
+        found: list[CompletedCheckpoint] = []
+        problems: list[str] = []
+        for checkpoint_id, folder in self._checkpoint_folders(job_id):
+            try:
+                found.append(self._metadata(job_id, checkpoint_id, folder))
+            except CheckpointStorageError as error:
+                problems.append(str(error))
+        return found, problems
+
+    def discard(self, job_id: str, checkpoint_ids: Iterable[int]) -> None:
+        """Delete whole checkpoints (subsumed, aborted or never committed)."""
+        folder = self.job_folder(job_id)
+        for checkpoint_id in checkpoint_ids:
+            shutil.rmtree(folder / f"chk-{int(checkpoint_id)}", ignore_errors=True)
+
+    def discard_states(self, job_id: str, handles: Iterable[StateHandle]) -> None:
+        """Delete single snapshots (acknowledged too late, or of an aborted checkpoint)."""
+        folder = self.job_folder(job_id)
+        for handle in handles:
+            if _STATE_PATH.fullmatch(handle.path):
+                (folder / handle.path).unlink(missing_ok=True)
+
+    def _checkpoint_folders(self, job_id: str) -> list[tuple[int, Path]]:
+        try:
+            entries = list(os.scandir(self.job_folder(job_id)))
+        except FileNotFoundError:
+            return []
+        folders = [(int(match.group(1)), Path(entry.path)) for entry in entries
+                   if entry.is_dir() and (match := _CHECKPOINT_FOLDER.fullmatch(entry.name))]
+        return sorted(folders)
+
+    @staticmethod
+    def _metadata(job_id: str, checkpoint_id: int, folder: Path) -> CompletedCheckpoint:
+        where = f"checkpoint {checkpoint_id} of job {job_id}"
+        try:
+            with open(folder / METADATA, "rb") as source:
+                data = source.read(MAX_METADATA_BYTES + 1)
+        except FileNotFoundError:
+            raise CheckpointStorageError(f"{where} never completed (no metadata)") from None
+        except OSError as error:
+            raise CheckpointStorageError(f"{where}: metadata cannot be read: {error}") from None
+        if len(data) > MAX_METADATA_BYTES:
+            raise CheckpointStorageError(f"{where}: metadata over {MAX_METADATA_BYTES} bytes")
+        try:
+            checkpoint = from_data(json.loads(data), CompletedCheckpoint, "checkpoint metadata")
+        except (ValueError, CodecError) as error:
+            raise CheckpointStorageError(f"{where}: metadata is not valid: {error}") from None
+        if (checkpoint.job_id, checkpoint.checkpoint_id) != (job_id, checkpoint_id):
+            raise CheckpointStorageError(f"{where}: metadata names checkpoint "
+                                         f"{checkpoint.checkpoint_id} of {checkpoint.job_id}")
+        return checkpoint
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    """A temporary file in the same folder, flushed to the disk, then renamed over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
