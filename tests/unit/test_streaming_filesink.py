@@ -1,0 +1,77 @@
+"""The two-phase file sink: output appears only with a completed checkpoint, and a
+restore leaves exactly the output of the checkpoint it restores, whatever was lost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterdeck.core.streaming.filesink import PendingFile, SinkState, TwoPhaseFileSink
+
+
+def output(folder: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted(folder.iterdir()) if p.name.startswith("part-")}
+
+
+def test_nothing_is_visible_until_its_checkpoint_completed(tmp_path: Path) -> None:
+    sink = TwoPhaseFileSink(tmp_path, subtask=0)
+    sink.write(["a", "b"])
+    assert output(tmp_path) == {}
+    state = sink.snapshot(1)
+    assert state == SinkState(0, 1, (PendingFile(1, ".part-0-0.pending-1"),))
+    sink.write(["c"])
+    assert output(tmp_path) == {}
+    sink.committed(1)
+    assert output(tmp_path) == {"part-0-0": "a\nb\n"}
+    sink.committed(1)  # told twice
+    assert output(tmp_path) == {"part-0-0": "a\nb\n"}
+
+
+def test_an_aborted_checkpoints_files_wait_for_the_next_one_that_completes(tmp_path: Path):
+    sink = TwoPhaseFileSink(tmp_path, subtask=2)
+    sink.write(["a"])
+    sink.snapshot(1)  # checkpoint 1 is aborted: never committed
+    sink.write(["b"])
+    state = sink.snapshot(2)
+    assert [p.checkpoint_id for p in state.pending] == [1, 2]
+    sink.committed(2)
+    assert output(tmp_path) == {"part-2-0": "a\n", "part-2-1": "b\n"}
+    assert sink.snapshot(3) == SinkState(2, 2, ())  # nothing written since: no file
+
+
+def test_a_restore_keeps_the_checkpoints_output_and_drops_what_came_after(tmp_path: Path):
+    sink = TwoPhaseFileSink(tmp_path, subtask=0)
+    sink.write(["a"])
+    state = sink.snapshot(1)  # checkpoint 1 completes, but its notice is lost: a crash
+    sink.write(["b"])
+    sink.snapshot(2)          # checkpoint 2 never completes
+    sink.write(["c"])         # in progress when the TaskManager died
+    other = TwoPhaseFileSink(tmp_path, subtask=1)  # another subtask's work is not touched
+    other.write(["x"])
+    restored = TwoPhaseFileSink.restore(tmp_path, state)
+    assert output(tmp_path) == {"part-0-0": "a\n"}
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [".part-1-0.inprogress", "part-0-0"]
+    restored.write(["b again"])
+    restored.committed(restored.snapshot(2).pending[-1].checkpoint_id)
+    assert output(tmp_path) == {"part-0-0": "a\n", "part-0-1": "b again\n"}
+
+
+def test_restoring_twice_from_one_checkpoint_gives_the_same_output(tmp_path: Path) -> None:
+    sink = TwoPhaseFileSink(tmp_path, subtask=0)
+    sink.write(["a"])
+    state = sink.snapshot(4)
+    TwoPhaseFileSink.restore(tmp_path, state).write(["lost"])
+    TwoPhaseFileSink.restore(tmp_path, state)
+    assert output(tmp_path) == {"part-0-0": "a\n"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["part-0-0"]
+
+
+def test_a_pending_file_that_vanished_is_an_error_not_silent_loss(tmp_path: Path) -> None:
+    sink = TwoPhaseFileSink(tmp_path, subtask=0)
+    sink.write(["a"])
+    state = sink.snapshot(1)
+    (tmp_path / state.pending[0].name).unlink()
+    with pytest.raises(FileNotFoundError, match=r"pending sink file \.part-0-0\.pending-1"):
+        sink.committed(1)
