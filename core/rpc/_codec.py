@@ -166,6 +166,25 @@ def _typed(type_name: Any) -> bool:
     return cls is not None and not holds_any(cls)
 
 
+def routing_of(data: bytes, framesize: int) -> Envelope | None:
+    """The routing of a payload ``decode`` refused, where it can be read (JSON with
+    string ``kind``, ``from``, ``id`` and ``reply_to``): to tell the asker of a malformed
+    ask why, instead of leaving it to its timeout. None otherwise."""
+    if len(data) > framesize:
+        return None
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(document, dict):
+        return None
+    fields = [document.get(key, "") for key in ("kind", "from", "id", "reply_to")]
+    if not all(isinstance(value, str) and is_text(value) for value in fields):
+        return None
+    kind, sender, correlation_id, reply_to = fields
+    return Envelope(kind, sender, correlation_id=correlation_id, reply_to=reply_to)
+
+
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 

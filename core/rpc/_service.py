@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from clusterdeck.core.rpc._codec import Envelope, decode, encode
+from clusterdeck.core.rpc._codec import Envelope, decode, encode, routing_of
 from clusterdeck.core.rpc._endpoint import Invocation, RpcEndpoint
 from clusterdeck.core.rpc._errors import AskTimeoutError, CodecError, RemoteError
 from clusterdeck.core.rpc._gateway import Gateway
@@ -122,6 +122,7 @@ class RpcService(ABC):
             envelope = decode(data, self.framesize)
         except CodecError as error:
             log.warning("%s: dropped a message for %s: %s", self.service_id, target, error)
+            self._answer_malformed(target, data, error, sender)
             return
         if sender is not None and not sent_by(sender, envelope.sender):
             self._refuse(envelope, sender)
@@ -129,6 +130,21 @@ class RpcService(ABC):
             self._complete(envelope, sender)
         elif envelope.kind in ("tell", "ask") and target is not None:
             self._dispatch(target, envelope, verified=sender is not None)
+
+    def _answer_malformed(self, target: str | None, data: bytes, error: CodecError,
+                          sender: str | None) -> None:
+        """An ask that could not be decoded but whose routing can be read is answered with
+        why, so its asker does not wait for its timeout; only at the sender's own reply
+        address (as ``_refuse``), never at one it named for somebody else."""
+        request = routing_of(data, self.framesize)
+        if request is None or request.kind != "ask" or target is None \
+                or not request.correlation_id or not request.reply_to:
+            return
+        if sender is not None and not (sent_by(sender, request.sender)
+                                       and sent_by(sender, request.reply_to)):
+            return
+        self._replier(request)(None, RemoteError(
+            "MalformedMessageError", f"{target} could not read the request: {error}"))
 
     def _refuse(self, envelope: Envelope, sender: str) -> None:
         """A message whose ``from`` is not its sender: never delivered. The asker hears

@@ -10,6 +10,7 @@ lists the same. The last tests run a whole cluster.
 from __future__ import annotations
 
 import contextlib
+import json
 import queue
 import stat
 import threading
@@ -481,6 +482,16 @@ class Impostor:
                             encode(envelope, self.framesize), qos=1).wait_for_publish(5)
         return correlation_id
 
+    def ask_raw(self, endpoint: str, type_name: str, body: object) -> str:
+        """An ask whose body is whatever the caller says, as no encoder would write it."""
+        correlation_id = uuid.uuid4().hex
+        document = {"v": 1, "kind": "ask", "from": self.name, "id": correlation_id,
+                    "reply_to": self.name, "fencing": None, "type": type_name,
+                    "body": body, "error": None}
+        self.client.publish(self.layout.rpc(endpoint, self.name), json.dumps(document),
+                            qos=1).wait_for_publish(5)
+        return correlation_id
+
     def answer(self, correlation_id: str, timeout: float = 30.0) -> Envelope:
         deadline = time.monotonic() + timeout
         while True:
@@ -538,3 +549,26 @@ def test_a_taskmanager_login_speaks_only_for_itself_and_jobs_still_finish(cluste
                                                    (str(words), "2")), 240)
     assert result.status == JobStatus.FINISHED, result.root_cause
     assert dict(collected_rows(result)) == {"slot": 3, "fencing": 1, "broker": 1}
+
+
+def test_a_malformed_ask_is_answered_with_why_and_the_receiver_keeps_serving(cluster):
+    """A raw client with a TaskManager login asks what the protocol never sends: each
+    receiver answers at once naming what it could not read, instead of leaving the asker
+    to its timeout, and answers the next well-formed ask as usual. (A TaskExecutor hears
+    asks from the JobManager's login only: the broker drops this login's.)"""
+    local_cluster, _ = cluster
+    impostor = Impostor(local_cluster, name="taskmanager-63")
+    try:
+        for endpoint, type_name, body, complaint in (
+                ("resourcemanager", "RegisterTaskManager", {"cluster_id": 5},
+                 "RegisterTaskManager.cluster_id: expected a string"),
+                ("dispatcher", "RequestJobList", {"page": "everything"}, "unknown field"),
+                ("resourcemanager", "NoSuchMessage", {}, "unknown message type")):
+            answer = impostor.answer(impostor.ask_raw(endpoint, type_name, body), timeout=10)
+            assert answer.error and answer.error["type"] == "MalformedMessageError", answer
+            assert f"{endpoint} could not read the request" in answer.error["message"]
+            assert complaint in answer.error["message"]
+        hello = impostor.answer(impostor.ask("dispatcher", p.RequestJobList()), timeout=10)
+        assert hello.error and hello.error["type"] == "SenderMismatchError"  # served as ever
+    finally:
+        impostor.close()

@@ -217,3 +217,40 @@ def test_asks_behind_the_stop_in_the_mailbox_fail_loudly(service) -> None:
     gate.set()
     with pytest.raises(RemoteError, match="EndpointStoppedError"):
         pending.result(5)
+
+
+def test_a_malformed_ask_is_answered_with_why_instead_of_timing_out(monkeypatch) -> None:
+    """The receiver cannot read the request's body but can read where the answer goes:
+    the asker hears the reason at once; the endpoint keeps serving."""
+    service = LocalRpcService(ask_timeout=60.0)
+    try:
+        recorder = service.start_endpoint(Recorder())
+        transmit = service._transmit
+
+        def corrupting(target: str, data: bytes, *, heartbeat: bool) -> None:
+            transmit(target, data.replace(b'"sequence":7', b'"sequence":"seven"'),
+                     heartbeat=heartbeat)
+        monkeypatch.setattr(service, "_transmit", corrupting)
+        gateway = service.gateway(Gateway, "recorder")
+        asked = gateway.ask(Append(1, 7))
+        with pytest.raises(RemoteError, match="MalformedMessageError") as raised:
+            asked.result(5)
+        assert "recorder could not read the request" in str(raised.value)
+        assert "Append.sequence: expected a whole number" in str(raised.value)
+        gateway.tell(Append(1, 8))
+        wait_for(lambda: recorder.entries == [(1, 8)], 5, "the tell after it handled")
+    finally:
+        service.close()
+
+
+def test_a_payload_whose_routing_cannot_be_read_gets_no_answer() -> None:
+    """Not JSON, or no reply address: nothing to answer, the message is dropped."""
+    from clusterdeck.core.rpc._codec import routing_of
+    assert routing_of(b"{not json", 4096) is None
+    assert routing_of(b'{"kind": "ask", "from": 7}', 4096) is None
+    assert routing_of(b"[1]", 4096) is None
+    assert routing_of(b'{"kind": "ask", "id": "c1", "reply_to": "me"}' + b" " * 5000,
+                      4096) is None
+    routed = routing_of(b'{"kind": "ask", "from": "me", "id": "c1", "reply_to": "me"}', 4096)
+    assert (routed.kind, routed.sender, routed.correlation_id, routed.reply_to) == (
+        "ask", "me", "c1", "me")
