@@ -7,13 +7,12 @@ from clusterdeck.core.checkpointing.checkpoints import (
     CheckpointRecord,
     CheckpointStatus,
     CompletedCheckpoint,
-    StateHandle,
     SubtaskAck,
 )
 from clusterdeck.core.checkpointing.coordinator import CheckpointCoordinator, CheckpointTask
-from clusterdeck.core.checkpointing.options import CheckpointingMode, CheckpointOptions
 from clusterdeck.core.checkpointing.storage import CheckpointStorage, CheckpointStorageError
 from clusterdeck.core.checkpointing.store import CompletedCheckpointStore
+from clusterdeck.core.protocol.checkpoints import CheckpointingMode, CheckpointOptions, StateHandle
 
 __all__ = [
     "CheckpointCoordinator",

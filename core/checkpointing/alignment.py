@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clusterdeck.core.checkpointing.options import CheckpointingMode
+from clusterdeck.core.protocol.checkpoints import CheckpointingMode
 
 
 @dataclass(frozen=True)

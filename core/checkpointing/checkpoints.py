@@ -12,15 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-
-@dataclass(frozen=True)
-class StateHandle:
-    """One subtask's snapshot in one checkpoint: a file under the job's checkpoint folder
-    (``chk-<id>/<name>.state``), its size and SHA-256, checked before it is restored."""
-
-    path: str
-    size: int
-    sha256: str
+from clusterdeck.core.protocol.checkpoints import StateHandle
 
 
 @dataclass(frozen=True)

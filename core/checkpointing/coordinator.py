@@ -38,8 +38,8 @@ from clusterdeck.core.checkpointing.instructions import (
     FailJob,
     TriggerCheckpoint,
 )
-from clusterdeck.core.checkpointing.options import CheckpointOptions
 from clusterdeck.core.checkpointing.store import CompletedCheckpointStore
+from clusterdeck.core.protocol.checkpoints import CheckpointOptions
 
 HISTORY = 100  # checkpoints remembered for the checkpoints view, the newest
 
@@ -70,7 +70,7 @@ class CheckpointCoordinator:
         ``store``: what a JobManager recovered after a failover; numbering goes on from
         its latest checkpoint."""
         self.job_id = job_id
-        self.options = options
+        self.options = options.checked()
         self.store = store or CompletedCheckpointStore(options.retained)
         latest = self.store.latest()
         self._next_id = latest.checkpoint_id + 1 if latest is not None else 1

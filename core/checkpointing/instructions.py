@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clusterdeck.core.checkpointing.checkpoints import CompletedCheckpoint, StateHandle
-from clusterdeck.core.checkpointing.options import CheckpointingMode
+from clusterdeck.core.checkpointing.checkpoints import CompletedCheckpoint
+from clusterdeck.core.protocol.checkpoints import CheckpointingMode, StateHandle
 
 
 @dataclass(frozen=True)

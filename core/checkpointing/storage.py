@@ -28,7 +28,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import quote
 
-from clusterdeck.core.checkpointing.checkpoints import CompletedCheckpoint, StateHandle
+from clusterdeck.core.checkpointing.checkpoints import CompletedCheckpoint
+from clusterdeck.core.protocol.checkpoints import StateHandle
 from clusterdeck.core.rpc import CodecError, from_data, to_data
 
 METADATA = "_metadata"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from clusterdeck.core.protocol.checkpoints import StateHandle
 from clusterdeck.core.protocol.jobgraph import InputSplit, JobGraph
 from clusterdeck.core.protocol.wiring import DataEndpoint, EdgeInput, EdgeOutput
 from clusterdeck.core.rpc import message
@@ -29,7 +30,9 @@ class SubmitTask:
     work dir, for partitions the task cannot see on its own disk (core/dataservice).
     ``splits_given``: ``splits`` is the whole input of this source subtask (a generated
     source's own part), and it asks for no split; otherwise it pulls them one at a time
-    (RequestNextInputSplit)."""
+    (RequestNextInputSplit). ``restore_checkpoint``/``restore_state``: a streaming task
+    resumes from that completed checkpoint, with that snapshot of its own (None: it had
+    none there); 0: it starts afresh."""
 
     job_id: str
     graph: JobGraph
@@ -52,6 +55,8 @@ class SubmitTask:
     data_endpoints: tuple[DataEndpoint, ...] = ()
     splits: tuple[InputSplit, ...] = ()
     splits_given: bool = False
+    restore_checkpoint: int = 0
+    restore_state: StateHandle | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,8 @@ class TaskDeployment:
     data_endpoints: tuple[DataEndpoint, ...] = ()
     splits: tuple[InputSplit, ...] = ()
     splits_given: bool = False
+    restore_checkpoint: int = 0  # a streaming task's: the checkpoint it resumes from
+    restore_state: StateHandle | None = None
 
 
 _JOB_FIELDS = tuple(f.name for f in fields(JobDeployment))

@@ -44,6 +44,12 @@ class TaskExecutorGateway(Gateway):
                                  timeout: float | None = None) -> Future[p.ExecutionReport]:
         return self.ask(msg, timeout)
 
+    def trigger_checkpoint(self, msg: p.TriggerCheckpoint) -> None:
+        self.tell(msg)
+
+    def notify_checkpoint_complete(self, msg: p.NotifyCheckpointComplete) -> None:
+        self.tell(msg)
+
 
 class JobMasterGateway(Gateway):
     def offer_slots(self, msg: p.OfferSlots) -> None:
@@ -64,6 +70,12 @@ class JobMasterGateway(Gateway):
     def request_input_partitions(self, msg: p.RequestInputPartitions,
                                  timeout: float | None = None) -> Future[p.InputPartitions]:
         return self.ask(msg, timeout)
+
+    def acknowledge_checkpoint(self, msg: p.AcknowledgeCheckpoint) -> None:
+        self.tell(msg)
+
+    def decline_checkpoint(self, msg: p.DeclineCheckpoint) -> None:
+        self.tell(msg)
 
 
 class DispatcherGateway(Gateway):

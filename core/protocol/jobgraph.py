@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from clusterdeck.core.protocol.checkpoints import CheckpointOptions
+
 
 class ShipStrategy(StrEnum):
     """How a producer's records reach the consumer subtasks (Flink's ship strategies)."""
@@ -25,6 +27,7 @@ class ShipStrategy(StrEnum):
 
 class JobKind(StrEnum):
     DATAFLOW = "dataflow"              # a file with build(env)
+    STREAMING = "streaming"            # a file with build(env) reading an unbounded source
     PYSPARK_SCRIPT = "pyspark-script"  # an ordinary PySpark program, one vertex, one slot
 
 
@@ -76,6 +79,7 @@ class JobGraph:
     vertices: tuple[JobVertex, ...]
     edges: tuple[JobEdge, ...] = ()
     default_parallelism: int = 1
+    checkpointing: CheckpointOptions | None = None  # a streaming job's
 
     def vertex(self, vertex_id: str) -> JobVertex:
         for vertex in self.vertices:
@@ -124,8 +128,11 @@ class JobGraph:
                     int(e.get("input_index", 0)))
             for e in data.get("edges", ())
         )
+        checkpointing = data.get("checkpointing")
         return JobGraph(name=data["name"], kind=JobKind(data["kind"]), vertices=vertices,
-                        edges=edges, default_parallelism=int(data.get("default_parallelism", 1)))
+                        edges=edges, default_parallelism=int(data.get("default_parallelism", 1)),
+                        checkpointing=CheckpointOptions(**checkpointing) if checkpointing
+                        else None)
 
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")

@@ -11,6 +11,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from clusterdeck.core.protocol.checkpoints import (  # noqa: F401 - messages of this namespace
+    AcknowledgeCheckpoint,
+    DeclineCheckpoint,
+    NotifyCheckpointComplete,
+    TriggerCheckpoint,
+)
 from clusterdeck.core.protocol.deployments import (  # noqa: F401 - messages of this namespace
     JobDeployment,
     SubmitTask,
@@ -32,7 +38,7 @@ from clusterdeck.core.rpc import message
 # 12: deployments, state updates, slots and execution events travel in batches
 # (SubmitTasks, UpdateTaskExecutionStates, SlotRequests, OfferSlots, ExecutionStateEvents)
 # 13: a SubmitTasks carries what its deployments share (the job's graph, artifact, ...) once
-PROTOCOL_VERSION = 13
+PROTOCOL_VERSION = 14
 
 # -- presence and leadership (retained) -------------------------------------------------
 

@@ -12,7 +12,7 @@ from clusterdeck.core.checkpointing.alignment import (
     TakeSnapshot,
     barrier_handler,
 )
-from clusterdeck.core.checkpointing.options import CheckpointingMode
+from clusterdeck.core.protocol.checkpoints import CheckpointingMode
 
 EXACTLY, AT_LEAST = CheckpointingMode.EXACTLY_ONCE, CheckpointingMode.AT_LEAST_ONCE
 

@@ -201,4 +201,4 @@ def test_the_history_is_bounded():
                                      dict(tolerable_failures=-1), dict(retained=0)])
 def test_options_that_make_no_sense_are_refused(options):
     with pytest.raises(ValueError):
-        CheckpointOptions(**options)
+        CheckpointOptions(**options).checked()
