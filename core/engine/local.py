@@ -91,6 +91,9 @@ def run_local(job: LoadedJob, spark: SparkSession, work_dir: str | os.PathLike[s
     Result partitions go under ``work_dir``."""
     started = time.monotonic()
     graph = job.graph
+    if graph.kind is JobKind.STREAMING:
+        raise ValueError(f"{graph.name} is a streaming job: it runs on a cluster, with "
+                         "checkpoints (clusterdeck submit; docs/streaming.md)")
     run_id = uuid.uuid4().hex[:8]
     if graph.kind is JobKind.DATAFLOW:
         initialize_sinks(graph)

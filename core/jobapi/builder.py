@@ -83,9 +83,37 @@ def build_graph(env: ExecutionEnvironment) -> tuple[JobGraph, dict[str, UserCode
         for chain in chains)
     job_edges = tuple(JobEdge(vertex_of[source.id], vertex_of[target.id], strategy, index)
                       for source, target, strategy, index in edges)
-    graph = JobGraph(name=env.job_name, kind=JobKind.DATAFLOW, vertices=vertices,
-                     edges=job_edges, default_parallelism=env.parallelism)
+    streaming = any(t.kind in plan.STREAMING_SOURCES for t in nodes)
+    if streaming:
+        _check_streaming(nodes, job_edges, env)
+    graph = JobGraph(name=env.job_name, kind=JobKind.STREAMING if streaming else JobKind.DATAFLOW,
+                     vertices=vertices, edges=job_edges, default_parallelism=env.parallelism,
+                     checkpointing=env.checkpointing if streaming else None)
     return graph, {t.id: t.code for t in nodes}
+
+
+def _check_streaming(nodes: list[Transformation], edges: tuple[JobEdge, ...],
+                     env: ExecutionEnvironment) -> None:
+    """What a streaming job may hold today (docs/streaming.md): one chain of operators per
+    subtask, from a replayable source through map/flat_map/filter into a file sink that
+    commits with checkpoints."""
+    for t in nodes:
+        allowed = (plan.STREAMING_SOURCES if t.is_source else plan.STREAMING_SINKS
+                   if t.is_sink else plan.STREAMING_OPERATORS)
+        if t.kind not in allowed:
+            raise JobDefinitionError(
+                f"{t.name!r} ({t.kind}) cannot run in a streaming job yet: a streaming job is "
+                "rate_source() -> map/flat_map/filter -> write_text() for now "
+                "(docs/streaming.md)")
+    if edges:
+        raise JobDefinitionError(
+            "a streaming job runs as one chain of operators per subtask for now: give every "
+            "operator the source's parallelism, with no key_by, rebalance or broadcast "
+            "(docs/streaming.md)")
+    if env.checkpointing is None:
+        raise JobDefinitionError(
+            "a streaming job's file sink makes its output visible with each completed "
+            "checkpoint: call env.enable_checkpointing(interval) (docs/streaming.md)")
 
 
 def _reachable_from_sinks(transformations: tuple[Transformation, ...]) -> list[Transformation]:

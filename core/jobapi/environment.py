@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.counters import Counter
 from clusterdeck.core.jobapi.plan import InputRef, KeySpec, Transformation, UserCode
+from clusterdeck.core.protocol.checkpoints import CheckpointingMode, CheckpointOptions
 from clusterdeck.core.protocol.jobgraph import is_url
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -121,6 +122,7 @@ class ExecutionEnvironment:
         self._parallelism = 1
         self._transformations: list[Transformation] = []
         self._counters: dict[str, Counter] = {}
+        self.checkpointing: CheckpointOptions | None = None
 
     @property
     def parallelism(self) -> int:
@@ -143,6 +145,23 @@ class ExecutionEnvironment:
         if not isinstance(name, str) or not name:
             raise TypeError(f"set_job_name(): expected a non-empty string, got {name!r}")
         self.job_name = name
+        return self
+
+    def enable_checkpointing(self, interval: float, mode: str = "exactly-once", *,
+                             timeout: float = 600.0, tolerable_failures: int = 0,
+                             min_pause: float = 0.0, retained: int = 1
+                             ) -> ExecutionEnvironment:
+        """A streaming job checkpoints every ``interval`` seconds (docs/streaming.md);
+        ``mode``: ``exactly-once`` or ``at-least-once``; the rest as Flink's
+        ``execution.checkpointing.*``."""
+        try:
+            self.checkpointing = CheckpointOptions(
+                float(interval), CheckpointingMode(mode), float(timeout),
+                int(tolerable_failures), float(min_pause), int(retained)).checked()
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"enable_checkpointing(): {error}") from None
+        if not self.checkpointing.enabled:
+            raise ValueError("enable_checkpointing(): the interval must be positive")
         return self
 
     def counter(self, name: str) -> Counter:
@@ -168,6 +187,22 @@ class ExecutionEnvironment:
             raise TypeError(f"from_range(): expected ints, got {start!r}, {end!r}")
         return self._source(plan.SOURCE_RANGE, name or "from_range", parallelism,
                             {"start": start, "end": end})
+
+    @_operator("rate_source")
+    def rate_source(self, rate: float, count: int | None = None, *, name: str | None = None,
+                    parallelism: int | None = None) -> DataStream:
+        """A stream of ``(index, "key-<index mod 10>")`` records at ``rate`` records a
+        second in all, ``count`` of them if given, else for ever: replayable, so a job
+        reading it is a streaming job that restores to the record after its last
+        checkpoint (docs/streaming.md)."""
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not rate > 0 \
+                or rate == float("inf"):
+            raise ValueError(f"rate_source(): rate is records a second, > 0; got {rate!r}")
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int)
+                                  or count < 0):
+            raise ValueError(f"rate_source(): count is a whole number >= 0, got {count!r}")
+        return self._source(plan.SOURCE_RATE, name or "rate_source", parallelism,
+                            {"rate": float(rate), "count": count})
 
     @_operator("read_text")
     def read_text(self, path: PathLike | Sequence[PathLike], *, name: str | None = None,

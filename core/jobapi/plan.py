@@ -22,6 +22,7 @@ SOURCE_CSV = "source.csv"
 SOURCE_PARQUET = "source.parquet"
 SOURCE_COLLECTION = "source.collection"
 SOURCE_RANGE = "source.range"
+SOURCE_RATE = "source.rate"  # unbounded (or counted) and replayable: a streaming job's
 MAP = "map"
 FLAT_MAP = "flat_map"
 FILTER = "filter"
@@ -38,6 +39,9 @@ SINK_COLLECT = "sink.collect"
 PYSPARK_SCRIPT = "pyspark.script"
 
 FILE_SOURCES = frozenset({SOURCE_TEXT, SOURCE_CSV, SOURCE_PARQUET})
+STREAMING_SOURCES = frozenset({SOURCE_RATE})
+STREAMING_OPERATORS = frozenset({MAP, FLAT_MAP, FILTER})
+STREAMING_SINKS = frozenset({SINK_TEXT})
 KEYED = frozenset({REDUCE, SUM, COUNT, AGGREGATE})
 FILE_SINKS = frozenset({SINK_TEXT, SINK_CSV, SINK_PARQUET})
 
