@@ -376,6 +376,22 @@ class Scheduler:
                *self._cancel(self.graph.current_executions(), now)]
         return out + self._terminate_if_quiet(now)
 
+    def fail_job(self, failure: TaskFailure, now: float) -> list[Instruction]:
+        """The job fails as a whole, not through one attempt's failure (a streaming job
+        whose checkpoints keep failing): the failure is its root cause, recorded against
+        its first current attempt; every task is cancelled and the job FAILS once they
+        have stopped, without a restart (the same checkpoints would fail again)."""
+        if self.status.is_terminal or self.status in (JobStatus.FAILING, JobStatus.CANCELLING):
+            return []
+        first = next(iter(self.graph.current_executions()), None)
+        if first is None:
+            return []
+        self._record_failure(first, failure, now)
+        self._pending_restarts.clear()
+        out = [self._job(JobStatus.FAILING, now),
+               *self._cancel(self.graph.current_executions(), now)]
+        return out + self._terminate_if_quiet(now)
+
     # -- what follows a finished or failed task --------------------------------------------
 
     def _after_finished(self, execution: Execution, now: float) -> list[Instruction]:
