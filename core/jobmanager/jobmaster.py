@@ -18,11 +18,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from clusterdeck.core.checkpointing import CheckpointStorage, CheckpointTask
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.engine.inputsplits import plan_splits
 from clusterdeck.core.engine.sinks import initialize_sinks
 from clusterdeck.core.executiongraph import instructions as ins
-from clusterdeck.core.executiongraph.execution import Execution, SlotRef
+from clusterdeck.core.executiongraph.execution import Execution, SlotRef, subtask_id
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.executiongraph.recovery import FinishedSubtask
 from clusterdeck.core.executiongraph.restart import (
@@ -34,6 +35,7 @@ from clusterdeck.core.executiongraph.restart import (
 )
 from clusterdeck.core.executiongraph.scheduler import Scheduler
 from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
+from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints
 from clusterdeck.core.jobmanager.datapeers import DataPeers, fetch_unseen
 from clusterdeck.core.jobmanager.jobevents import JobEvents
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
@@ -155,6 +157,7 @@ class JobMaster(FencedRpcEndpoint):
         self._slot_messages: Outbox[str, p.RequestSlot | p.FreeSlot] = \
             Outbox(SLOT_MESSAGES_PER_BATCH)
         self.events = JobEvents(self.job_id, self._publish, self.run_async)
+        self.checkpoints: JobCheckpoints | None = None  # a streaming job's
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -163,8 +166,12 @@ class JobMaster(FencedRpcEndpoint):
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.rpc_service.subscribe(topics.CLUSTER_EVENTS, self._on_cluster_event)
         try:
-            if self.record.graph.kind is JobKind.DATAFLOW and self.record.epoch == 0:
+            streaming = self.record.graph.kind is JobKind.STREAMING
+            if self.record.graph.kind in (JobKind.DATAFLOW, JobKind.STREAMING) \
+                    and self.record.epoch == 0:
                 initialize_sinks(self.record.graph)  # a recovered job keeps what it wrote
+            if streaming:
+                self.checkpoints = self._job_checkpoints()
             splits = InputSplitAssigner({
                 vertex.id: _located(plan_splits(vertex, self.config["job.split-size"]))
                 for vertex in self.record.graph.vertices
@@ -177,12 +184,15 @@ class JobMaster(FencedRpcEndpoint):
             self.scheduler = Scheduler(
                 self.graph, restart_strategy(settings), splits,
                 failover=settings["jobmanager.execution.failover-strategy"],
-                deploy_ahead=settings["jobmanager.scheduler.deploy-ahead"])
+                # a streaming task never ends: nothing may wait behind it in its slot
+                deploy_ahead=settings["jobmanager.scheduler.deploy-ahead"] and not streaming)
         except ValueError as error:  # ConfigError included: a job's own bad settings
             self._fail_before_start(error)
             return
         self._restore()
         self._execute(self.scheduler.start(time.time()))
+        if self.checkpoints is not None:
+            self.checkpoints.start()
         # Not now: a large job's first snapshot took longer to build than its first
         # deployments; its events tell observers everything meanwhile.
         self._schedule_snapshot()
@@ -201,6 +211,58 @@ class JobMaster(FencedRpcEndpoint):
             return
         log.info("job %s recovered in epoch %d: %d subtasks already finished", self.job_id,
                  self.record.epoch, len(finished))
+
+    def _job_checkpoints(self) -> JobCheckpoints:
+        """A streaming job's checkpoints, under its work dir, going on from those an
+        earlier JobManager run completed. Raises ValueError for options that make no
+        sense, OSError when the folder cannot be read."""
+        options = self.record.graph.checkpointing
+        if options is None:
+            raise ValueError("a streaming job needs its checkpointing options")
+        storage = CheckpointStorage(self.work_dir / "checkpoints")
+        recovered, problems = storage.completed(self.job_id) if self.record.epoch else ([], [])
+        for problem in problems:
+            log.info("job %s: %s", self.job_id, problem)
+        return JobCheckpoints(self.job_id, options.checked(), storage, self,
+                              self._checkpoint_tasks, self._tell_attempt,
+                              self._fail_for_checkpoints, recovered)
+
+    def _checkpoint_tasks(self) -> list[CheckpointTask]:
+        """Every task a checkpoint waits for: the current attempt of each subtask that
+        has not finished (a finished one's last state is in the checkpoint it took)."""
+        return [CheckpointTask(execution.subtask_id, execution.attempt_id,
+                               source=self.graph.vertex(execution.vertex_id).job_vertex.is_source,
+                               running=execution.state is ExecutionState.RUNNING)
+                for execution in self.graph.current_executions()
+                if execution.state is not ExecutionState.FINISHED]
+
+    def _tell_attempt(self, attempt_id: str, message: Any) -> None:
+        execution = self.graph.execution(attempt_id)
+        taskmanager_id = execution.taskmanager_id if execution is not None else None
+        if taskmanager_id not in self._executors:
+            return  # its TaskManager is gone: the attempt is failing over
+        gateway = self._executor(taskmanager_id)
+        if isinstance(message, p.TriggerCheckpoint):
+            gateway.trigger_checkpoint(message)
+        else:
+            gateway.notify_checkpoint_complete(message)
+
+    def _fail_for_checkpoints(self, reason: str) -> None:
+        if self.scheduler is not None and not self._ended:
+            self._execute(self.scheduler.fail_job(TaskFailure("CheckpointFailure", reason),
+                                                  time.time()))
+
+    @handler(p.AcknowledgeCheckpoint, senders=(topics.TASKMANAGERS,))
+    def acknowledge_checkpoint(self, ack: p.AcknowledgeCheckpoint) -> None:
+        self._check_attempt_host(ack.attempt_id)
+        if self.checkpoints is not None and not self._ended:
+            self.checkpoints.acknowledged(ack)
+
+    @handler(p.DeclineCheckpoint, senders=(topics.TASKMANAGERS,))
+    def decline_checkpoint(self, decline: p.DeclineCheckpoint) -> None:
+        self._check_attempt_host(decline.attempt_id)
+        if self.checkpoints is not None and not self._ended:
+            self.checkpoints.declined(decline)
 
     def on_stop(self) -> None:
         """Main thread: let go of what this job held in the process's shared transport."""
@@ -392,6 +454,9 @@ class JobMaster(FencedRpcEndpoint):
             change.old, change.new, change.timestamp,
             slot.taskmanager_id if slot else None, slot.slot_index if slot else None,
             change.failure))
+        if change.new in (ExecutionState.FAILED, ExecutionState.CANCELING) \
+                and self.checkpoints is not None:
+            self.checkpoints.failing_over(f"{change.attempt_id} is {change.new}")
         if change.new.is_terminal:
             self._offloaded_inputs.pop(change.attempt_id, None)
             self._confirmed.discard(change.attempt_id)
@@ -473,6 +538,11 @@ class JobMaster(FencedRpcEndpoint):
             task_timeout=self.record.task_timeout,
             data_endpoints=self._data_peers.for_inputs(deploy.inputs, slot.taskmanager_id),
             splits=deploy.splits or (), splits_given=deploy.splits is not None)
+        if self.checkpoints is not None:
+            restore_checkpoint, restore_state = self.checkpoints.restore_of(
+                subtask_id(deploy.vertex_id, deploy.subtask))
+            task = replace(task, restore_checkpoint=restore_checkpoint,
+                           restore_state=restore_state)
         if self._deployments.add(slot.taskmanager_id, task):
             self.run_async(self._send_deployments)
 
@@ -715,6 +785,8 @@ class JobMaster(FencedRpcEndpoint):
         if self._ended:
             return
         self._ended = True
+        if self.checkpoints is not None:
+            self.checkpoints.stop()
         try:
             self.progress_log.close()
             self.events.flush()

@@ -1,0 +1,175 @@
+"""A streaming job's checkpoints, driven from its JobMaster's main thread.
+
+The pure ``CheckpointCoordinator`` decides; this carries out what it says: a timer for
+the next trigger and one for the timeout, ``TriggerCheckpoint`` to the source tasks,
+the completed checkpoint's metadata written (on a worker thread: it is the commit
+point, flushed to disk) before the tasks hear ``NotifyCheckpointComplete``, snapshots of
+failed or subsumed checkpoints deleted (on a worker thread), and the tasks failed when
+more checkpoints failed in a row than the job tolerates. A restarted subtask is deployed
+with its state of the latest completed checkpoint (``restore_of``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from clusterdeck.core.checkpointing import (
+    CheckpointCoordinator,
+    CheckpointStorage,
+    CheckpointTask,
+    CompletedCheckpointStore,
+    SubtaskAck,
+)
+from clusterdeck.core.checkpointing import instructions as ci
+from clusterdeck.core.checkpointing.checkpoints import CheckpointRecord
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.checkpoints import CheckpointOptions, StateHandle
+from clusterdeck.core.rpc import ScheduledCall
+
+log = logging.getLogger(__name__)
+
+
+class Endpoint(Protocol):
+    """What of its JobMaster this uses: timers, worker threads, callbacks back."""
+
+    def schedule(self, delay: float, fn: Callable[..., Any], *args: Any) -> ScheduledCall: ...
+
+    def run_in_worker(self, fn: Callable[..., Any], *args: Any, name: str = ...) -> Any: ...
+
+    def on_main_thread(self, future: Any, callback: Callable[[Any, Any], None]) -> None: ...
+
+
+class JobCheckpoints:
+    def __init__(self, job_id: str, options: CheckpointOptions, storage: CheckpointStorage,
+                 endpoint: Endpoint, tasks: Callable[[], list[CheckpointTask]],
+                 tell: Callable[[str, Any], None], fail: Callable[[str], None],
+                 recovered: Iterable[Any] = ()) -> None:
+        """``tasks()``: every task of the job now; ``tell(attempt_id, message)`` sends to
+        the TaskExecutor running that attempt; ``fail(reason)`` fails the job's attempts
+        (its restart strategy decides what then)."""
+        self.job_id = job_id
+        self.storage = storage
+        self._endpoint = endpoint
+        self._tasks = tasks
+        self._tell = tell
+        self._fail = fail
+        store = CompletedCheckpointStore(options.retained, recovered)
+        self.coordinator = CheckpointCoordinator(job_id, options, time.time(), store)
+        self._timers: list[ScheduledCall] = []
+        self._stopped = False
+        self._discard(store.recovered_surplus())
+
+    def start(self) -> None:
+        self._arm()
+
+    def stop(self) -> None:
+        self._stopped = True
+        for timer in self._timers:
+            timer.cancel()
+
+    def history(self) -> tuple[CheckpointRecord, ...]:
+        return self.coordinator.history()
+
+    def restore_of(self, subtask_id: str) -> tuple[int, StateHandle | None]:
+        """The latest completed checkpoint's id and ``subtask_id``'s snapshot in it (0 and
+        None before any completed)."""
+        latest = self.coordinator.latest()
+        if latest is None:
+            return 0, None
+        return latest.checkpoint_id, latest.states.get(subtask_id)
+
+    # -- events (main thread) ----------------------------------------------------------------
+
+    def acknowledged(self, ack: p.AcknowledgeCheckpoint) -> None:
+        self._carry_out(self.coordinator.acknowledge(
+            ack.checkpoint_id, ack.subtask_id, ack.attempt_id,
+            SubtaskAck(ack.state, ack.alignment, ack.duration), time.time()))
+
+    def declined(self, decline: p.DeclineCheckpoint) -> None:
+        self._carry_out(self.coordinator.decline(decline.checkpoint_id, decline.subtask_id,
+                                                 decline.attempt_id, decline.reason,
+                                                 time.time()))
+
+    def failing_over(self, reason: str) -> None:
+        """Tasks failed: the checkpoint in progress will never complete."""
+        self._carry_out(self.coordinator.abort_in_progress(time.time(), reason))
+
+    def _due(self) -> None:
+        if self._stopped:
+            return
+        self._carry_out(self.coordinator.trigger(time.time(), self._tasks()))
+
+    def _expire(self) -> None:
+        if not self._stopped:
+            self._carry_out(self.coordinator.expire(time.time()))
+
+    # -- what the coordinator says ---------------------------------------------------------
+
+    def _carry_out(self, instructions: list[ci.CheckpointInstruction]) -> None:
+        for instruction in instructions:
+            if isinstance(instruction, ci.TriggerCheckpoint):
+                for attempt_id in instruction.sources:
+                    self._tell(attempt_id, p.TriggerCheckpoint(
+                        self.job_id, attempt_id, instruction.checkpoint_id,
+                        instruction.timestamp))
+            elif isinstance(instruction, ci.CheckpointCompleted):
+                self._commit(instruction)
+            elif isinstance(instruction, ci.CheckpointAborted):
+                log.warning("job %s: checkpoint %d failed: %s", self.job_id,
+                            instruction.checkpoint_id, instruction.reason)
+            elif isinstance(instruction, ci.DiscardStates):
+                self._worker(self.storage.discard_states, self.job_id, instruction.states)
+            elif isinstance(instruction, ci.DiscardCheckpoints):
+                self._discard_ids(instruction.checkpoint_ids)
+            elif isinstance(instruction, ci.FailJob):
+                self._fail(instruction.reason)
+        self._arm()
+
+    def _commit(self, completed: ci.CheckpointCompleted) -> None:
+        """The metadata first (the commit point), then the tasks hear of it."""
+        checkpoint = completed.checkpoint
+
+        def written(_result: Any, error: BaseException | None) -> None:
+            if error is not None:
+                self._fail(f"checkpoint {checkpoint.checkpoint_id} completed but could not "
+                           f"be recorded: {error}")
+                return
+            for attempt_id in completed.notify:
+                self._tell(attempt_id, p.NotifyCheckpointComplete(
+                    self.job_id, attempt_id, checkpoint.checkpoint_id))
+        self._endpoint.on_main_thread(
+            self._endpoint.run_in_worker(self.storage.commit, checkpoint, name="checkpoint"),
+            written)
+
+    def _discard(self, checkpoints: Iterable[Any]) -> None:
+        self._discard_ids(tuple(c.checkpoint_id for c in checkpoints))
+
+    def _discard_ids(self, checkpoint_ids: tuple[int, ...]) -> None:
+        if checkpoint_ids:
+            self._worker(self.storage.discard, self.job_id, checkpoint_ids)
+
+    def _worker(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Deleting old state: a failure costs disk space, said in the log."""
+        def done(_result: Any, error: BaseException | None) -> None:
+            if error is not None:
+                log.warning("job %s: old checkpoint state not deleted: %s", self.job_id, error)
+        self._endpoint.on_main_thread(self._endpoint.run_in_worker(fn, *args, name="discard"),
+                                      done)
+
+    def _arm(self) -> None:
+        """Timers for what is next: the trigger, or the timeout of the one in progress."""
+        for timer in self._timers:
+            timer.cancel()
+        self._timers = []
+        if self._stopped:
+            return
+        now = time.time()
+        expires = self.coordinator.expires()
+        if expires is not None:
+            self._timers.append(self._endpoint.schedule(max(0.0, expires - now), self._expire))
+        due = self.coordinator.next_trigger()
+        if due is not None:
+            self._timers.append(self._endpoint.schedule(max(0.0, due - now), self._due))

@@ -1,0 +1,95 @@
+"""What the JobMaster does for its checkpoint coordinator: triggers go to the sources,
+the metadata is written before the tasks hear a checkpoint completed, and failures that
+exceed the tolerated ones fail the job. The endpoint is a stand-in that runs "worker"
+work at once and keeps timers for the test to fire."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from clusterdeck.core.checkpointing import CheckpointStorage, CheckpointTask
+from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.checkpoints import CheckpointOptions
+
+
+class Endpoint:
+    def __init__(self) -> None:
+        self.timers: list[Any] = []
+
+    def schedule(self, delay: float, fn: Any, *args: Any) -> Any:
+        timer = Timer(fn, args)
+        self.timers.append(timer)
+        return timer
+
+    def run_in_worker(self, fn: Any, *args: Any, name: str = "worker") -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args))
+        except Exception as error:
+            future.set_exception(error)
+        return future
+
+    def on_main_thread(self, future: Future, callback: Any) -> None:
+        callback(None if future.exception() else future.result(), future.exception())
+
+    def fire(self) -> None:
+        """Run the timers armed last (the trigger, or the timeout)."""
+        due = [t for t in self.timers if not t.cancelled]
+        self.timers = []
+        for timer in due:
+            timer.fn(*timer.args)
+
+
+class Timer:
+    def __init__(self, fn: Any, args: tuple) -> None:
+        self.fn, self.args, self.cancelled = fn, args, False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+TASKS = [CheckpointTask("v#0", "a0", source=True), CheckpointTask("v#1", "a1", source=True)]
+
+
+def checkpoints(tmp_path: Path, **options: Any) -> tuple[JobCheckpoints, Endpoint, list, list]:
+    endpoint, told, failed = Endpoint(), [], []
+    driver = JobCheckpoints("job-1", CheckpointOptions(interval=1.0, **options),
+                            CheckpointStorage(tmp_path), endpoint, lambda: TASKS,
+                            lambda attempt, message: told.append((attempt, message)),
+                            failed.append)
+    driver.start()
+    return driver, endpoint, told, failed
+
+
+def test_a_checkpoint_is_recorded_on_disk_before_the_tasks_hear_it_completed(tmp_path):
+    driver, endpoint, told, _ = checkpoints(tmp_path)
+    endpoint.fire()
+    assert [(a, type(m).__name__) for a, m in told] == [("a0", "TriggerCheckpoint"),
+                                                        ("a1", "TriggerCheckpoint")]
+    storage = CheckpointStorage(tmp_path)
+    for attempt, subtask in (("a0", "v#0"), ("a1", "v#1")):
+        state = storage.write_state("job-1", 1, subtask, b"{}")
+        driver.acknowledged(p.AcknowledgeCheckpoint("job-1", attempt, subtask, 1, state))
+    assert [m.checkpoint_id for _, m in told[2:]] == [1, 1]
+    assert all(isinstance(m, p.NotifyCheckpointComplete) for _, m in told[2:])
+    assert [c.checkpoint_id for c in storage.completed("job-1")[0]] == [1]
+    assert driver.restore_of("v#1")[0] == 1 and driver.restore_of("v#1")[1] is not None
+
+
+def test_a_declined_checkpoint_past_the_tolerated_fails_the_job(tmp_path):
+    driver, endpoint, _, failed = checkpoints(tmp_path)
+    endpoint.fire()
+    driver.declined(p.DeclineCheckpoint("job-1", "a1", "v#1", 1, "disk full"))
+    assert len(failed) == 1 and "v#1 declined: disk full" in failed[0]
+
+
+def test_a_failover_aborts_the_checkpoint_without_failing_the_job(tmp_path):
+    driver, endpoint, _, failed = checkpoints(tmp_path)
+    endpoint.fire()
+    driver.failing_over("a1 is FAILED")
+    assert failed == [] and driver.coordinator.in_progress is None
+    driver.stop()
+    assert all(timer.cancelled for timer in endpoint.timers)
