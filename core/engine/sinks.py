@@ -41,13 +41,13 @@ STAGING = "_attempts"
 
 def initialize_sinks(graph: JobGraph) -> None:
     """Create every file sink's folder; remove its ``part-*`` files and what attempts of
-    an earlier run left in staging."""
+    an earlier run left in staging or in progress (a streaming sink's ``.part-*``)."""
     for vertex in graph.vertices:
         for op in vertex.operators:
             if op.kind in plan.FILE_SINKS:
                 folder = Path(op.params["path"])
                 folder.mkdir(parents=True, exist_ok=True)
-                for old in folder.glob("part-*"):
+                for old in [*folder.glob("part-*"), *folder.glob(".part-*")]:
                     if old.is_file():
                         old.unlink()
                 shutil.rmtree(folder / STAGING, ignore_errors=True)

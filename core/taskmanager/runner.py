@@ -23,10 +23,12 @@ from clusterdeck.core.engine.exchange import (
     result_partition_path,
 )
 from clusterdeck.core.engine.runtime import run_subtask
+from clusterdeck.core.engine.streamtask import run_stream_subtask
 from clusterdeck.core.executiongraph.execution import epoch_of
 from clusterdeck.core.jobapi.errors import SubtaskFailed
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.wiring import ResultPartitionRef
 from clusterdeck.core.taskmanager.attemptlogs import safe_name
 from clusterdeck.core.taskmanager.partitionfetch import fetcher
@@ -63,13 +65,18 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any,
     named = _naming(deployment.work_dir, kept)
     output_dir = attempt_dir(kept, deployment.attempt_id)
     try:
-        result = run_subtask(spark, job, deployment.vertex_id, deployment.subtask,
-                             deployment.attempt_id, input_partitions(deployment, kept),
-                             task.splits(), output_dir,
-                             fetch_missing=fetcher(deployment, kept),
-                             live=getattr(task, "live", None),
-                             counts=getattr(task, "counts", None),
-                             first=first_of_its_subtask(deployment))
+        if deployment.graph.kind is JobKind.STREAMING:
+            result = run_stream_subtask(spark, job, deployment, task.checkpoint_control,
+                                        task.report_checkpoint, Path(kept) / "checkpoints",
+                                        getattr(task, "counts", None))
+        else:
+            result = run_subtask(spark, job, deployment.vertex_id, deployment.subtask,
+                                 deployment.attempt_id, input_partitions(deployment, kept),
+                                 task.splits(), output_dir,
+                                 fetch_missing=fetcher(deployment, kept),
+                                 live=getattr(task, "live", None),
+                                 counts=getattr(task, "counts", None),
+                                 first=first_of_its_subtask(deployment))
         task.used_spark = result.used_spark
     except PartitionNotFound:
         raise  # not the user's: its type and lost producers reach the JobMaster as they are

@@ -387,6 +387,8 @@ class TaskExecutor(RpcEndpoint):
         running = Task(task, self.spark(), self._job(task), self._split_source(task,
                        jobmaster), run, self.attempt_logs,
                        lambda t, outcome: self.run_async(self._task_done, t, outcome))
+        running.report_checkpoint = lambda message: self.run_async(
+            self._checkpoint_report, jobmaster, message)
         self.tasks[task.attempt_id] = running
         if task.slot_index in self._holders:  # deployed ahead: it starts when the slot frees
             self._queued.setdefault(task.slot_index, collections.deque()).append(running)
@@ -394,6 +396,27 @@ class TaskExecutor(RpcEndpoint):
         else:
             self._begin(running)
         return p.TaskOperationResult(task.attempt_id, True)
+
+    @handler(p.TriggerCheckpoint, senders=(topics.JOBMANAGER,))
+    def trigger_checkpoint(self, trigger: p.TriggerCheckpoint) -> None:
+        self._to_task(trigger.job_id, trigger.attempt_id, trigger)
+
+    @handler(p.NotifyCheckpointComplete, senders=(topics.JOBMANAGER,))
+    def notify_checkpoint_complete(self, notice: p.NotifyCheckpointComplete) -> None:
+        self._to_task(notice.job_id, notice.attempt_id, notice)
+
+    def _to_task(self, job_id: str, attempt_id: str, message: Any) -> None:
+        """A streaming task's checkpoint message, for its thread. One for an attempt that
+        is gone is dropped: its JobMaster learns of the attempt's end on its own."""
+        task = self.tasks.get(attempt_id)
+        if task is not None and task.deployment.job_id == job_id:
+            task.checkpoint_control.put(message)
+
+    def _checkpoint_report(self, jobmaster: JobMasterGateway, message: Any) -> None:
+        if isinstance(message, p.AcknowledgeCheckpoint):
+            jobmaster.acknowledge_checkpoint(message)
+        else:
+            jobmaster.decline_checkpoint(message)
 
     def _begin(self, task: Task) -> None:
         """Start the task in its slot, which it now holds, and report it RUNNING."""

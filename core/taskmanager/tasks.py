@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import logging
+import queue
 import threading
 import traceback
 from collections.abc import Callable, Iterator
@@ -67,6 +68,10 @@ class Task:
         self._logs = logs
         self._on_done = on_done
         self.canceled = threading.Event()
+        # A streaming task's checkpoint messages, put by the main thread; and how its
+        # acknowledgements go to its JobMaster (set by the TaskExecutor)
+        self.checkpoint_control: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.report_checkpoint: Callable[[Any], None] = lambda _message: None
         self.live = LiveOutput()  # what a script prints, taken by the main thread
         self.counts = LiveCounts()  # records and bytes so far, read by the main thread
         # Set when the TaskExecutor fails it (a timeout, a dead Spark JVM): the cause to
