@@ -96,7 +96,9 @@ class _StreamTask:
         self.subtask_id = f"{deployment.vertex_id}#{deployment.subtask}"
         self.source = RateSource(source_op.params["rate"], deployment.subtask,
                                  deployment.parallelism, source_op.params["count"])
-        self.sink = TwoPhaseFileSink(Path(self.sink_op.params["path"]), deployment.subtask)
+        self.attempt = deployment.attempt_id.rsplit("/", 1)[-1]  # a3, or e1a3 after failover
+        self.sink = TwoPhaseFileSink(Path(self.sink_op.params["path"]), deployment.subtask,
+                                     self.attempt)
         self.final: int | None = None  # the checkpoint taken after the last record
         self.done = False
 
@@ -112,7 +114,7 @@ class _StreamTask:
             sink_state = from_data(data["sink"], SinkState, "sink state")
         self.source = RateSource(self.source_params["rate"], deployment.subtask,
                                  deployment.parallelism, self.source_params["count"], position)
-        self.sink = TwoPhaseFileSink.restore(self.sink.folder, sink_state)
+        self.sink = TwoPhaseFileSink.restore(self.sink.folder, sink_state, self.attempt)
 
     def step(self, control: queue.SimpleQueue[Any]) -> None:
         """Handle the messages that came, then run one batch or wait a little."""

@@ -4,9 +4,13 @@ checkpoint (two-phase commit, as Flink's ``FileSink``).
 Each subtask writes its own files in the sink's folder; only ``part-*`` files are output,
 the rest are its work in progress (hidden: their names start with a dot)::
 
-    .part-<subtask>-<n>.inprogress        being written now
-    .part-<subtask>-<n>.pending-<c>       closed by checkpoint c's snapshot (phase one)
-    part-<subtask>-<n>                    committed: checkpoint c (or a later one) completed
+    .part-<subtask>-<n>.<attempt>.inprogress    being written now
+    .part-<subtask>-<n>.<attempt>.pending-<c>   closed by checkpoint c's snapshot (phase one)
+    part-<subtask>-<n>                          committed: checkpoint c (or a later) completed
+
+``<attempt>`` names the attempt that writes the file: an attempt its TaskManager still
+runs after it was replaced (a JobManager failed over, say) never writes into the new
+attempt's files, and what it leaves is never committed.
 
 ``snapshot(c)`` closes the file being written and names it pending for *c*; the
 returned ``SinkState`` (what the checkpoint keeps) lists every file still pending.
@@ -47,18 +51,22 @@ class SinkState:
 
 
 class TwoPhaseFileSink:
-    def __init__(self, folder: Path, subtask: int) -> None:
-        """A fresh subtask; ``restore`` for one that resumes from a checkpoint."""
+    def __init__(self, folder: Path, subtask: int, attempt: str = "a0") -> None:
+        """A fresh subtask; ``restore`` for one that resumes from a checkpoint.
+        ``attempt``: a short name of the attempt, without dots or slashes."""
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", attempt):
+            raise ValueError(f"{attempt!r} cannot be part of a file name")
         self.folder = folder
         self.subtask = subtask
+        self.attempt = attempt
         self._next_file = 0
         self._pending: list[PendingFile] = []
         self._out: int | None = None  # descriptor of the in-progress file
         self._out_name = ""
 
     @classmethod
-    def restore(cls, folder: Path, state: SinkState) -> TwoPhaseFileSink:
-        sink = cls(folder, state.subtask)
+    def restore(cls, folder: Path, state: SinkState, attempt: str = "a0") -> TwoPhaseFileSink:
+        sink = cls(folder, state.subtask, attempt)
         sink._next_file = state.next_file
         sink._pending = list(state.pending)
         sink.committed(max((p.checkpoint_id for p in state.pending), default=0))
@@ -74,7 +82,7 @@ class TwoPhaseFileSink:
             return
         if self._out is None:
             self.folder.mkdir(parents=True, exist_ok=True)
-            self._out_name = f".part-{self.subtask}-{self._next_file}.inprogress"
+            self._out_name = f".part-{self.subtask}-{self._next_file}.{self.attempt}.inprogress"
             self._next_file += 1
             self._out = os.open(self.folder / self._out_name,
                                 os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
@@ -121,7 +129,8 @@ class TwoPhaseFileSink:
             os.close(out)
 
     def _own_work_in_progress(self) -> list[str]:
-        pattern = re.compile(rf"\.part-{self.subtask}-\d+\.(inprogress|pending-\d+)")
+        pattern = re.compile(
+            rf"\.part-{self.subtask}-\d+\.[A-Za-z0-9_-]+\.(inprogress|pending-\d+)")
         try:
             return [entry.name for entry in os.scandir(self.folder)
                     if pattern.fullmatch(entry.name)]
@@ -130,5 +139,5 @@ class TwoPhaseFileSink:
 
 
 def _final_name(pending_name: str) -> str:
-    """``.part-3-7.pending-12`` -> ``part-3-7``."""
-    return pending_name[1:].rsplit(".pending-", 1)[0]
+    """``.part-3-7.e1a2.pending-12`` -> ``part-3-7``."""
+    return pending_name[1:].split(".", 1)[0]

@@ -79,3 +79,21 @@ def test_a_taskmanager_killed_mid_stream_loses_nothing_and_repeats_nothing(
         described(result)
     assert committed(out) == expected(8000)
     wait_for(lambda: local_cluster.supervisor.info(victim).pid, 60, f"{victim} restarted")
+
+
+def test_a_killed_jobmanager_resumes_the_stream_from_its_last_checkpoint(
+        client, cluster, tmp_path) -> None:
+    """kill -9 of the JobManager mid-stream: the next one resumes every subtask from the
+    last completed checkpoint (the one whose metadata is on disk), the attempts of the
+    old run stop, and the committed output is the undisturbed run's."""
+    local_cluster, _ = cluster
+    out = tmp_path / "out"
+    job_id = client.submit(EXAMPLE, (str(out), "8000", "500"))
+    wait_for(lambda: len(committed(out)) > 500, 60, "a few checkpoints committed")
+    old_pid = pid_of(local_cluster, "jobmanager")
+    os.kill(old_pid, signal.SIGKILL)
+    result = wait_result(client, job_id, 240)
+    assert local_cluster.supervisor.info("jobmanager").pid != old_pid
+    assert result.status == JobStatus.FINISHED, described(result)
+    assert committed(out) == expected(8000)
+    assert client.snapshot(job_id).graph.epoch >= 1

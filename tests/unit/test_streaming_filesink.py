@@ -19,7 +19,7 @@ def test_nothing_is_visible_until_its_checkpoint_completed(tmp_path: Path) -> No
     sink.write(["a", "b"])
     assert output(tmp_path) == {}
     state = sink.snapshot(1)
-    assert state == SinkState(0, 1, (PendingFile(1, ".part-0-0.pending-1"),))
+    assert state == SinkState(0, 1, (PendingFile(1, ".part-0-0.a0.pending-1"),))
     sink.write(["c"])
     assert output(tmp_path) == {}
     sink.committed(1)
@@ -52,7 +52,7 @@ def test_a_restore_keeps_the_checkpoints_output_and_drops_what_came_after(tmp_pa
     restored = TwoPhaseFileSink.restore(tmp_path, state)
     assert output(tmp_path) == {"part-0-0": "a\n"}
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == [".part-1-0.inprogress", "part-0-0"]
+    assert names == [".part-1-0.a0.inprogress", "part-0-0"]
     restored.write(["b again"])
     restored.committed(restored.snapshot(2).pending[-1].checkpoint_id)
     assert output(tmp_path) == {"part-0-0": "a\n", "part-0-1": "b again\n"}
@@ -73,5 +73,28 @@ def test_a_pending_file_that_vanished_is_an_error_not_silent_loss(tmp_path: Path
     sink.write(["a"])
     state = sink.snapshot(1)
     (tmp_path / state.pending[0].name).unlink()
-    with pytest.raises(FileNotFoundError, match=r"pending sink file \.part-0-0\.pending-1"):
+    with pytest.raises(FileNotFoundError, match=r"pending sink file \.part-0-0\.a0\.pending-1"):
         sink.committed(1)
+
+
+def test_a_replaced_attempt_still_running_never_writes_into_the_new_ones_files(tmp_path):
+    """An attempt whose TaskManager still runs it after the JobManager replaced it writes
+    its own files; the new attempt's restore deletes them, and they are never committed."""
+    old = TwoPhaseFileSink(tmp_path, subtask=0, attempt="a0")
+    old.write(["a"])
+    state = old.snapshot(1)
+    old.committed(1)
+    new = TwoPhaseFileSink.restore(tmp_path, state, attempt="e1a0")
+    old.write(["zombie"])  # after the restore: a file of its own, same number
+    new.write(["b"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".part-0-1.a0.inprogress", ".part-0-1.e1a0.inprogress", "part-0-0"]
+    new.committed(new.snapshot(2).pending[-1].checkpoint_id)
+    assert output(tmp_path) == {"part-0-0": "a\n", "part-0-1": "b\n"}
+    TwoPhaseFileSink.restore(tmp_path, new.snapshot(3), attempt="e2a0")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["part-0-0", "part-0-1"]
+
+
+def test_an_attempt_name_that_is_not_a_file_name_part_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="cannot be part of a file name"):
+        TwoPhaseFileSink(tmp_path, subtask=0, attempt="../x")
