@@ -18,6 +18,7 @@ Blocking file work: called on worker threads, never on an endpoint's main thread
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -108,11 +109,15 @@ class CheckpointStorage:
             shutil.rmtree(folder / f"chk-{int(checkpoint_id)}", ignore_errors=True)
 
     def discard_states(self, job_id: str, handles: Iterable[StateHandle]) -> None:
-        """Delete single snapshots (acknowledged too late, or of an aborted checkpoint)."""
+        """Delete single snapshots (acknowledged too late, or of an aborted checkpoint),
+        and their checkpoint's folder once it is empty (an aborted one's would stay)."""
         folder = self.job_folder(job_id)
         for handle in handles:
             if _STATE_PATH.fullmatch(handle.path):
-                (folder / handle.path).unlink(missing_ok=True)
+                path = folder / handle.path
+                path.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # not empty: others' snapshots remain
+                    path.parent.rmdir()
 
     def _checkpoint_folders(self, job_id: str) -> list[tuple[int, Path]]:
         try:

@@ -92,3 +92,13 @@ def test_a_file_is_whole_or_absent_no_temporary_left(tmp_path: Path, monkeypatch
     with pytest.raises(OSError):
         storage.write_state("job-1", 1, "a#0", b"data")
     assert list((tmp_path / "job-1" / "chk-1").iterdir()) == []
+
+
+def test_an_aborted_checkpoints_folder_goes_with_its_last_snapshot(tmp_path: Path) -> None:
+    storage = CheckpointStorage(tmp_path)
+    first = storage.write_state("job-1", 5, "a#0", b"a")
+    second = storage.write_state("job-1", 5, "b#0", b"b")
+    storage.discard_states("job-1", [first])
+    assert (tmp_path / "job-1" / "chk-5").is_dir()
+    storage.discard_states("job-1", [second])
+    assert not (tmp_path / "job-1" / "chk-5").exists()
