@@ -139,7 +139,7 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
         except (SubtaskFailed, SubtaskCancelled):
             raise
         except Exception as exc:
-            raise _failure(exc, vertex_id, subtask_index, attempt_id) from exc
+            raise failure_of(exc, vertex_id, subtask_index, attempt_id) from exc
     run = _Run(job, vertex, subtask_index, attempt_id, os.fspath(output_dir),
                dict(consumer_parallelism or {}), fetch_missing, first, counts)
     description = f"{job.graph.name}: {vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
@@ -163,7 +163,7 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
                 raise SubtaskCancelled(attempt_id) from exc
             if isinstance(exc, PartitionNotFound):
                 raise  # already says what is missing; failover needs its producers
-            raise _failure(exc, vertex_id, subtask_index, attempt_id) from exc
+            raise failure_of(exc, vertex_id, subtask_index, attempt_id) from exc
         finally:
             work.release()
         totals = counters.values()
@@ -324,8 +324,10 @@ def _batches(splits: Iterable[InputSplit], max_bytes: int) -> Iterator[list[Inpu
         yield batch
 
 
-def _failure(exc: BaseException, vertex_id: str, subtask_index: int,
-             attempt_id: str) -> SubtaskFailed:
+def failure_of(exc: BaseException, vertex_id: str, subtask_index: int,
+               attempt_id: str) -> SubtaskFailed:
+    """An attempt's failure as the user should read it: the Python worker's traceback
+    when Spark wrapped one, else the exception's own."""
     text = worker_traceback(str(exc))
     if text:
         message = last_line(text)

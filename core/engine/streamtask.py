@@ -29,7 +29,7 @@ from typing import Any
 from clusterdeck.core.checkpointing import CheckpointStorage, CheckpointStorageError
 from clusterdeck.core.engine.cancellation import attempt_scope
 from clusterdeck.core.engine.records import text_line
-from clusterdeck.core.engine.runtime import SubtaskResult, _failure
+from clusterdeck.core.engine.runtime import SubtaskResult, failure_of
 from clusterdeck.core.engine.tally import LiveCounts
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.errors import SubtaskCancelled, SubtaskFailed
@@ -41,6 +41,9 @@ from clusterdeck.core.streaming.ratesource import RatePosition, RateSource, rate
 
 BATCH_RECORDS = 2000  # records through Spark at most per batch (one Spark job)
 IDLE_WAIT = 0.1       # seconds a task with nothing due waits for a message at most
+FILES_LISTED = 50
+"""Output files a subtask's result names at most: one is committed per checkpoint, so a
+long job has thousands, which would not fit its final update (the folder has them all)."""
 
 Report = Callable[[Any], None]
 
@@ -69,8 +72,8 @@ def run_stream_subtask(spark: Any, job: LoadedJob, deployment: p.SubmitTask,
             raise
         except Exception as error:
             task.sink.close()
-            raise _failure(error, deployment.vertex_id, deployment.subtask,
-                           deployment.attempt_id) from error
+            raise failure_of(error, deployment.vertex_id, deployment.subtask,
+                             deployment.attempt_id) from error
     return SubtaskResult(deployment.vertex_id, deployment.subtask, deployment.attempt_id,
                          task.counts.records_in, task.counts.records_out,
                          sink_files={task.sink_op.id: task.committed_files()},
@@ -172,9 +175,12 @@ class _StreamTask:
                                             time.monotonic() - started))
 
     def committed_files(self) -> list[str]:
-        folder = self.sink.folder
+        """The first ``FILES_LISTED`` of this subtask's output files, in their order."""
         prefix = f"part-{self.deployment.subtask}-"
-        return sorted(str(path) for path in folder.iterdir() if path.name.startswith(prefix))
+        numbered = sorted((int(path.name[len(prefix):]), str(path))
+                          for path in self.sink.folder.iterdir()
+                          if path.name.startswith(prefix) and path.name[len(prefix):].isdigit())
+        return [path for _, path in numbered[:FILES_LISTED]]
 
 
 def _messages(control: queue.SimpleQueue[Any], wait: float) -> list[Any]:

@@ -25,11 +25,23 @@ from clusterdeck.core.checkpointing import (
 )
 from clusterdeck.core.checkpointing import instructions as ci
 from clusterdeck.core.checkpointing.checkpoints import CheckpointRecord
+from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.checkpoints import CheckpointOptions, StateHandle
+from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.core.rpc import ScheduledCall
 
 log = logging.getLogger(__name__)
+
+
+def tasks_to_checkpoint(graph: ExecutionGraph) -> list[CheckpointTask]:
+    """Every task a checkpoint waits for: the current attempt of each subtask that has not
+    finished (a finished one's last state is in the checkpoint it took)."""
+    return [CheckpointTask(execution.subtask_id, execution.attempt_id,
+                           source=graph.vertex(execution.vertex_id).job_vertex.is_source,
+                           running=execution.state is ExecutionState.RUNNING)
+            for execution in graph.current_executions()
+            if execution.state is not ExecutionState.FINISHED]
 
 
 class Endpoint(Protocol):

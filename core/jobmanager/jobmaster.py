@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from clusterdeck.core.checkpointing import CheckpointStorage, CheckpointTask
+from clusterdeck.core.checkpointing import CheckpointStorage
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.engine.inputsplits import plan_splits
 from clusterdeck.core.engine.sinks import initialize_sinks
@@ -35,7 +35,7 @@ from clusterdeck.core.executiongraph.restart import (
 )
 from clusterdeck.core.executiongraph.scheduler import Scheduler
 from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
-from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints
+from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints, tasks_to_checkpoint
 from clusterdeck.core.jobmanager.datapeers import DataPeers, fetch_unseen
 from clusterdeck.core.jobmanager.jobevents import JobEvents
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
@@ -224,17 +224,8 @@ class JobMaster(FencedRpcEndpoint):
         for problem in problems:
             log.info("job %s: %s", self.job_id, problem)
         return JobCheckpoints(self.job_id, options.checked(), storage, self,
-                              self._checkpoint_tasks, self._tell_attempt,
+                              lambda: tasks_to_checkpoint(self.graph), self._tell_attempt,
                               self._fail_for_checkpoints, recovered)
-
-    def _checkpoint_tasks(self) -> list[CheckpointTask]:
-        """Every task a checkpoint waits for: the current attempt of each subtask that
-        has not finished (a finished one's last state is in the checkpoint it took)."""
-        return [CheckpointTask(execution.subtask_id, execution.attempt_id,
-                               source=self.graph.vertex(execution.vertex_id).job_vertex.is_source,
-                               running=execution.state is ExecutionState.RUNNING)
-                for execution in self.graph.current_executions()
-                if execution.state is not ExecutionState.FINISHED]
 
     def _tell_attempt(self, attempt_id: str, message: Any) -> None:
         execution = self.graph.execution(attempt_id)
