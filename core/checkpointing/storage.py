@@ -59,7 +59,7 @@ class CheckpointStorage:
     def write_state(self, job_id: str, checkpoint_id: int, subtask_id: str,
                     data: bytes) -> StateHandle:
         """One subtask's snapshot, whole on disk before its handle is returned."""
-        relative = f"chk-{checkpoint_id}/{quote(subtask_id, safe='')}.state"
+        relative = state_path(checkpoint_id, subtask_id)
         _write_whole(self.job_folder(job_id) / relative, data)
         return StateHandle(relative, len(data), hashlib.sha256(data).hexdigest())
 
@@ -148,6 +148,12 @@ class CheckpointStorage:
             raise CheckpointStorageError(f"{where}: metadata names checkpoint "
                                          f"{checkpoint.checkpoint_id} of {checkpoint.job_id}")
         return checkpoint
+
+
+def state_path(checkpoint_id: int, subtask_id: str) -> str:
+    """Where a subtask's snapshot of a checkpoint lies, relative to its job's folder: the
+    only path its acknowledgement may name."""
+    return f"chk-{int(checkpoint_id)}/{quote(subtask_id, safe='')}.state"
 
 
 def _write_whole(path: Path, data: bytes) -> None:

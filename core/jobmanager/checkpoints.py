@@ -25,6 +25,7 @@ from clusterdeck.core.checkpointing import (
 )
 from clusterdeck.core.checkpointing import instructions as ci
 from clusterdeck.core.checkpointing.checkpoints import CheckpointRecord
+from clusterdeck.core.checkpointing.storage import state_path
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.checkpoints import CheckpointOptions, StateHandle
@@ -96,6 +97,13 @@ class JobCheckpoints:
     # -- events (main thread) ----------------------------------------------------------------
 
     def acknowledged(self, ack: p.AcknowledgeCheckpoint) -> None:
+        if ack.state is not None and ack.state.path != state_path(ack.checkpoint_id,
+                                                                  ack.subtask_id):
+            # a TaskManager vouches for its own subtask's snapshot, never another's
+            self.declined(p.DeclineCheckpoint(
+                ack.job_id, ack.attempt_id, ack.subtask_id, ack.checkpoint_id,
+                f"its acknowledgement names {ack.state.path[:200]!r}, not its own snapshot"))
+            return
         self._carry_out(self.coordinator.acknowledge(
             ack.checkpoint_id, ack.subtask_id, ack.attempt_id,
             SubtaskAck(ack.state, ack.alignment, ack.duration), time.time()))

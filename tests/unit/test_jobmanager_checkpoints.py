@@ -93,3 +93,13 @@ def test_a_failover_aborts_the_checkpoint_without_failing_the_job(tmp_path):
     assert failed == [] and driver.coordinator.in_progress is None
     driver.stop()
     assert all(timer.cancelled for timer in endpoint.timers)
+
+
+def test_an_acknowledgement_naming_another_subtasks_snapshot_fails_the_checkpoint(tmp_path):
+    driver, endpoint, _, failed = checkpoints(tmp_path)
+    endpoint.fire()
+    other = CheckpointStorage(tmp_path).write_state("job-1", 1, "v#0", b"{}")
+    driver.acknowledged(p.AcknowledgeCheckpoint("job-1", "a1", "v#1", 1, other))
+    assert driver.coordinator.in_progress is None
+    assert len(failed) == 1 and "v#1 declined: its acknowledgement names 'chk-1/v%230.state'" \
+        in failed[0]
