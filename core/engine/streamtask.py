@@ -131,8 +131,11 @@ class _StreamTask:
                 self._through(batch)
             else:
                 wait = min(IDLE_WAIT, self.source.seconds_to_next(now))
+        waited = time.monotonic()
         for message in _messages(control, wait):
             self._handle(message)
+        if wait > 0:  # the task's busy share: it had nothing to do meanwhile
+            self.counts.idle += time.monotonic() - waited
 
     def _through(self, batch: list[int]) -> None:
         records = [rate_record(index) for index in batch]

@@ -48,6 +48,7 @@ class LiveCounts:
         self.bytes_out = 0
         self.reading: tuple[Callable[[], int], ...] = ()  # the batch running now
         self.writing: tuple[Callable[[], int], ...] = ()
+        self.idle = 0.0  # seconds a long-running (streaming) attempt waited for work
 
     def now(self) -> tuple[int, int, int, int]:
         """(records in, records out, bytes in, bytes out) so far."""

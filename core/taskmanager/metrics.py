@@ -40,7 +40,7 @@ class TaskMetrics:
         """Its last numbers go with the next message; a finished attempt's records are its
         result's, so the totals shown equal the job result's."""
         began = self._began.pop(task.attempt_id, None)
-        busy = time.monotonic() - began if began is not None else 0.0
+        busy = _busy(time.monotonic() - began, task) if began is not None else 0.0
         records_in, records_out, bytes_in, bytes_out = task.counts.now()
         if outcome.result is not None:
             records_in, records_out = outcome.result.records_in, outcome.result.records_out
@@ -54,7 +54,8 @@ class TaskMetrics:
     def messages(self, running: Iterable[Task]) -> list[p.TaskManagerMetrics]:
         """What to publish now: every attempt that began and the ended ones, in pieces."""
         now = time.monotonic()
-        attempts = [_numbers(task, *task.counts.now(), now - self._began[task.attempt_id])
+        attempts = [_numbers(task, *task.counts.now(),
+                             _busy(now - self._began[task.attempt_id], task))
                     for task in running if task.attempt_id in self._began]
         return self._pieces(attempts + self._take_ended())
 
@@ -77,6 +78,12 @@ class TaskMetrics:
         return [p.TaskManagerMetrics(self.taskmanager_id, wall, piece, used, most,
                                      self.spark_ui[:p.URL_LIMIT])
                 for piece in pieces]
+
+
+def _busy(running: float, task: Task) -> float:
+    """Seconds the attempt worked: since it began, less what it spent waiting for work
+    (a streaming task between its batches; a batch task never waits)."""
+    return max(0.0, running - task.counts.idle)
 
 
 def _numbers(task: Task, records_in: int, records_out: int, bytes_in: int, bytes_out: int,

@@ -82,3 +82,20 @@ def test_many_attempts_go_in_pieces_that_each_fit_a_frame():
     frames = [encode(Envelope("event", "taskmanager-1", m), FRAME) for m in messages]
     assert max(map(len, frames)) < FRAME / 3  # the default rpc.framesize, with room
     assert decode(frames[0], FRAME).message == messages[0]
+
+
+def test_time_an_attempt_waited_for_work_is_not_busy_time():
+    """A streaming task between its batches waits; that is not work."""
+    waiting, working = task("a-1"), task("a-2", subtask=1)
+    metrics = TaskMetrics("taskmanager-1")
+    metrics.began(waiting)
+    metrics.began(working)
+    for attempt_id in ("a-1", "a-2"):  # both began a second ago
+        metrics._began[attempt_id] -= 1.0
+    waiting.counts.idle = 0.25
+    [message] = metrics.messages([waiting, working])
+    busy = {numbers.attempt_id: numbers.busy for numbers in message.attempts}
+    assert busy["a-2"] >= 1.0 and abs((busy["a-2"] - busy["a-1"]) - 0.25) < 0.01
+    waiting.counts.idle = 1000.0  # never below zero
+    [message] = metrics.messages([waiting])
+    assert message.attempts[0].busy == 0.0
