@@ -10,6 +10,7 @@ from clusterdeck.core.checkpointing.checkpoints import (
     SubtaskAck,
 )
 from clusterdeck.core.checkpointing.coordinator import CheckpointCoordinator, CheckpointTask
+from clusterdeck.core.checkpointing.savepoints import SavepointMetadata, Savepoints
 from clusterdeck.core.checkpointing.storage import CheckpointStorage, CheckpointStorageError
 from clusterdeck.core.checkpointing.store import CompletedCheckpointStore
 from clusterdeck.core.protocol.checkpoints import CheckpointingMode, CheckpointOptions, StateHandle
@@ -25,6 +26,8 @@ __all__ = [
     "CheckpointingMode",
     "CompletedCheckpoint",
     "CompletedCheckpointStore",
+    "SavepointMetadata",
+    "Savepoints",
     "StateHandle",
     "SubtaskAck",
 ]

@@ -1,5 +1,6 @@
 """What a checkpoint is made of, as data: the state handles the tasks report, a completed
-checkpoint (what a restore starts from), and one line of the checkpoint history.
+checkpoint (what a restore starts from), and one line of the checkpoint history
+(its ``CheckpointStatus`` is the one observers read in a job's snapshot).
 
 Subtasks are named by their subtask id (``<vertex id>#<index>``), not by attempt: a
 restore hands a subtask's state to whichever attempt runs it next. All of it is plain
@@ -10,9 +11,9 @@ frozen data the wire codec can write (a completed checkpoint's metadata file is 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from clusterdeck.core.protocol.checkpoints import StateHandle
+from clusterdeck.core.protocol.checkpointstats import CheckpointStatus
 
 
 @dataclass(frozen=True)
@@ -39,12 +40,6 @@ class CompletedCheckpoint:
     @property
     def size(self) -> int:
         return sum(handle.size for handle in self.states.values())
-
-
-class CheckpointStatus(StrEnum):
-    IN_PROGRESS = "IN_PROGRESS"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,9 @@ from clusterdeck.core.checkpointing.instructions import (
     DiscardCheckpoints,
     DiscardStates,
     FailJob,
+    SavepointDone,
     TriggerCheckpoint,
+    WriteSavepoint,
 )
 from clusterdeck.core.checkpointing.store import CompletedCheckpointStore
 from clusterdeck.core.protocol.checkpoints import CheckpointOptions
@@ -55,12 +57,23 @@ class CheckpointTask:
     running: bool = True
 
 
+@dataclass(frozen=True)
+class _Request:
+    """A savepoint or stop someone waits for: ``stop`` stops the sources at it,
+    ``savepoint`` copies it out (a stop without one just ends at a last checkpoint)."""
+
+    stop: bool
+    savepoint: bool
+
+
 @dataclass
 class _Pending:
     checkpoint_id: int
     triggered: float
     tasks: dict[str, str]  # subtask id -> attempt id
     acks: dict[str, SubtaskAck] = dataclasses.field(default_factory=dict)
+    request: _Request | None = None
+    writing: bool = False  # a savepoint all acknowledged, being copied out
 
 
 class CheckpointCoordinator:
@@ -78,6 +91,9 @@ class CheckpointCoordinator:
         self._last_trigger = now
         self._last_end = now - options.min_pause
         self._failures = 0  # consecutive
+        self._request: _Request | None = None  # waiting for the checkpoint in progress
+        self._completed_count = 0  # since this coordinator started, for the snapshot
+        self._failed_count = 0  # every abort: declined, expired, or by a failover
         self._history: deque[CheckpointRecord] = deque(maxlen=HISTORY)
 
     # -- what the JobMaster asks --------------------------------------------------------------
@@ -85,7 +101,11 @@ class CheckpointCoordinator:
     def next_trigger(self) -> float | None:
         """When the next checkpoint is due; None when checkpointing is off or one is in
         progress (its end sets the next)."""
-        if not self.options.enabled or self._pending is not None:
+        if self._pending is not None:
+            return None
+        if self._request is not None:  # due now: someone waits for it
+            return self._last_end
+        if not self.options.enabled:
             return None
         return max(self._last_trigger + self.options.interval,
                    self._last_end + self.options.min_pause)
@@ -99,9 +119,29 @@ class CheckpointCoordinator:
     def in_progress(self) -> int | None:
         return None if self._pending is None else self._pending.checkpoint_id
 
+    @property
+    def completed_count(self) -> int:
+        """Checkpoints completed since this coordinator (its JobManager run) started."""
+        return self._completed_count
+
+    @property
+    def failed_count(self) -> int:
+        """Checkpoints failed since this coordinator started, whether or not they counted
+        towards ``tolerable_failures`` (one aborted by a failover did not)."""
+        return self._failed_count
+
     def latest(self) -> CompletedCheckpoint | None:
         """What a restore starts from."""
         return self.store.latest()
+
+    def request_savepoint(self, stop: bool, savepoint: bool = True) -> None:
+        """A savepoint (``stop``: and the job's sources stop at it) is wanted: it is due
+        at once, or as soon as the checkpoint in progress ended. ValueError when one is
+        already wanted."""
+        if self._request is not None or (self._pending is not None
+                                         and self._pending.request is not None):
+            raise ValueError("a savepoint or stop of this job is already in progress")
+        self._request = _Request(stop, savepoint)
 
     def history(self) -> tuple[CheckpointRecord, ...]:
         """The newest ``HISTORY`` checkpoints, oldest first."""
@@ -115,20 +155,21 @@ class CheckpointCoordinator:
         if self._pending is not None:
             return [CheckpointSkipped(f"checkpoint {self._pending.checkpoint_id} is still "
                                       "in progress")]
-        idle = [task.subtask_id for task in tasks if not task.running]
-        if idle or not tasks:
-            return [CheckpointSkipped("not every task is running" + (
-                f" ({', '.join(idle[:3])}{' ...' if len(idle) > 3 else ''} not)" if idle else ""))]
-        sources = tuple(task.attempt_id for task in tasks if task.source)
-        if not sources:
-            return [CheckpointSkipped("the job has no source task to start barriers")]
+        request, self._request = self._request, None
+        skipped = _why_not(tasks)
+        if skipped:  # a checkpoint tries again later; whoever asked for a savepoint hears now
+            return [CheckpointSkipped(skipped)] + (
+                [SavepointDone(0, error=f"no savepoint taken: {skipped}")] if request else [])
         pending = self._pending = _Pending(self._next_id, now,
-                                           {task.subtask_id: task.attempt_id for task in tasks})
+                                           {task.subtask_id: task.attempt_id for task in tasks},
+                                           request=request)
         self._next_id += 1
         self._history.append(CheckpointRecord(pending.checkpoint_id,
                                               CheckpointStatus.IN_PROGRESS, now,
                                               expected=len(pending.tasks)))
-        return [TriggerCheckpoint(pending.checkpoint_id, now, self.options.mode, sources)]
+        sources = tuple(task.attempt_id for task in tasks if task.source)
+        return [TriggerCheckpoint(pending.checkpoint_id, now, self.options.mode, sources,
+                                  stop=request is not None and request.stop)]
 
     def acknowledge(self, checkpoint_id: int, subtask_id: str, attempt_id: str,
                     ack: SubtaskAck, now: float) -> list[CheckpointInstruction]:
@@ -142,23 +183,43 @@ class CheckpointCoordinator:
             return [] if known == ack or ack.state is None else [DiscardStates((ack.state,))]
         pending.acks[subtask_id] = ack
         self._record(pending, CheckpointStatus.IN_PROGRESS)
-        if len(pending.acks) < len(pending.tasks):
+        if len(pending.acks) < len(pending.tasks) or pending.writing:
             return []
+        if pending.request is not None and pending.request.savepoint:
+            pending.writing = True
+            return [WriteSavepoint(self._checkpoint(pending, now))]
         return self._complete(pending, now)
+
+    def savepoint_written(self, checkpoint_id: int, path: str,
+                          now: float) -> list[CheckpointInstruction]:
+        """The savepoint's folder is whole: it completes as a checkpoint."""
+        pending = self._pending
+        if pending is None or pending.checkpoint_id != checkpoint_id or not pending.writing:
+            return []
+        return [*self._complete(pending, now), SavepointDone(checkpoint_id, path)]
+
+    def savepoint_not_written(self, checkpoint_id: int, reason: str,
+                              now: float) -> list[CheckpointInstruction]:
+        pending = self._pending
+        if pending is None or pending.checkpoint_id != checkpoint_id or not pending.writing:
+            return []
+        return self._abort(pending, now, f"the savepoint could not be written: {reason}",
+                           counts=False)
 
     def decline(self, checkpoint_id: int, subtask_id: str, attempt_id: str, reason: str,
                 now: float) -> list[CheckpointInstruction]:
         """A task could not take its snapshot: the checkpoint fails."""
         pending = self._pending
         if pending is None or pending.checkpoint_id != checkpoint_id \
-                or pending.tasks.get(subtask_id) != attempt_id:
+                or pending.tasks.get(subtask_id) != attempt_id or pending.writing:
             return []
         return self._abort(pending, now, f"{subtask_id} declined: {reason}", counts=True)
 
     def expire(self, now: float) -> list[CheckpointInstruction]:
         """Abort the checkpoint in progress if its timeout passed."""
         pending = self._pending
-        if pending is None or now < pending.triggered + self.options.timeout:
+        if pending is None or now < pending.triggered + self.options.timeout \
+                or pending.writing:
             return []
         missing = sorted(set(pending.tasks) - set(pending.acks))
         return self._abort(pending, now, (
@@ -174,29 +235,39 @@ class CheckpointCoordinator:
 
     # -- endings -------------------------------------------------------------------------------
 
-    def _complete(self, pending: _Pending, now: float) -> list[CheckpointInstruction]:
-        checkpoint = CompletedCheckpoint(
+    def _checkpoint(self, pending: _Pending, now: float) -> CompletedCheckpoint:
+        return CompletedCheckpoint(
             self.job_id, pending.checkpoint_id, pending.triggered, now,
             {subtask: ack.state for subtask, ack in sorted(pending.acks.items())
              if ack.state is not None})
+
+    def _complete(self, pending: _Pending, now: float) -> list[CheckpointInstruction]:
+        checkpoint = self._checkpoint(pending, now)
         subsumed = self.store.add(checkpoint)
         self._pending, self._last_end, self._failures = None, now, 0
+        self._completed_count += 1
         self._record(pending, CheckpointStatus.COMPLETED, now)
         done: list[CheckpointInstruction] = [
             CheckpointCompleted(checkpoint, tuple(pending.tasks.values()))]
         if subsumed:
             done.append(DiscardCheckpoints(tuple(c.checkpoint_id for c in subsumed)))
+        if pending.request is not None and not pending.request.savepoint:
+            done.append(SavepointDone(pending.checkpoint_id))  # a stop at a last checkpoint
         return done
 
     def _abort(self, pending: _Pending, now: float, reason: str,
                counts: bool) -> list[CheckpointInstruction]:
         self._pending, self._last_end = None, now
+        self._failed_count += 1
         self._record(pending, CheckpointStatus.FAILED, now, reason)
         aborted: list[CheckpointInstruction] = [
             CheckpointAborted(pending.checkpoint_id, reason, tuple(pending.tasks.values()))]
         states = tuple(ack.state for ack in pending.acks.values() if ack.state is not None)
         if states:
             aborted.append(DiscardStates(states))
+        if pending.request is not None:  # not the job's checkpointing failing: not counted
+            aborted.append(SavepointDone(pending.checkpoint_id, error=reason))
+            counts = False
         if counts:
             self._failures += 1
             if self._failures > self.options.tolerable_failures:
@@ -219,3 +290,14 @@ class CheckpointCoordinator:
             self._history[-1] = record
         else:
             self._history.append(record)
+
+
+def _why_not(tasks: Sequence[CheckpointTask]) -> str:
+    """Why no checkpoint can start over ``tasks`` now ("" when one can)."""
+    idle = [task.subtask_id for task in tasks if not task.running]
+    if idle or not tasks:
+        return "not every task is running" + (
+            f" ({', '.join(idle[:3])}{' ...' if len(idle) > 3 else ''} not)" if idle else "")
+    if not any(task.source for task in tasks):
+        return "the job has no source task to start barriers"
+    return ""

@@ -22,6 +22,7 @@ class TriggerCheckpoint:
     timestamp: float
     mode: CheckpointingMode
     sources: tuple[str, ...]
+    stop: bool = False  # the sources stop at this barrier (a stop, with or without savepoint)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,26 @@ class CheckpointAborted:
 
 
 @dataclass(frozen=True)
+class WriteSavepoint:
+    """Every task acknowledged a savepoint: copy ``checkpoint`` out into a savepoint
+    folder, then say ``savepoint_written`` (or ``savepoint_not_written``). It completes
+    as a checkpoint only then, so a savepoint that cannot be written is aborted before
+    any sink committed its output."""
+
+    checkpoint: CompletedCheckpoint
+
+
+@dataclass(frozen=True)
+class SavepointDone:
+    """Answer the savepoint's requester: ``path`` ("" for a stop without savepoint), or
+    ``error`` when it failed."""
+
+    checkpoint_id: int
+    path: str = ""
+    error: str = ""
+
+
+@dataclass(frozen=True)
 class DiscardStates:
     """Delete these snapshots: of an aborted checkpoint, or acknowledged too late."""
 
@@ -72,4 +93,5 @@ class FailJob:
 
 
 CheckpointInstruction = (TriggerCheckpoint | CheckpointSkipped | CheckpointCompleted
-                         | CheckpointAborted | DiscardStates | DiscardCheckpoints | FailJob)
+                         | CheckpointAborted | WriteSavepoint | SavepointDone | DiscardStates
+                         | DiscardCheckpoints | FailJob)

@@ -60,7 +60,7 @@ class CheckpointStorage:
                     data: bytes) -> StateHandle:
         """One subtask's snapshot, whole on disk before its handle is returned."""
         relative = state_path(checkpoint_id, subtask_id)
-        _write_whole(self.job_folder(job_id) / relative, data)
+        write_whole(self.job_folder(job_id) / relative, data)
         return StateHandle(relative, len(data), hashlib.sha256(data).hexdigest())
 
     def read_state(self, job_id: str, handle: StateHandle,
@@ -71,24 +71,14 @@ class CheckpointStorage:
         if not 0 <= handle.size <= limit:
             raise CheckpointStorageError(f"snapshot {handle.path} of {handle.size} bytes is "
                                          f"over the limit of {limit}")
-        path = self.job_folder(job_id) / handle.path
-        try:
-            with open(path, "rb") as source:
-                data = source.read(handle.size + 1)
-        except OSError as error:
-            raise CheckpointStorageError(f"snapshot {handle.path} cannot be read: "
-                                         f"{error.strerror or error}") from None
-        if len(data) != handle.size or hashlib.sha256(data).hexdigest() != handle.sha256:
-            raise CheckpointStorageError(f"snapshot {handle.path} is not what was written "
-                                         f"(its size or checksum differ)")
-        return data
+        return read_checked(self.job_folder(job_id) / handle.path, handle)
 
     # -- the JobMaster's side ------------------------------------------------------------------
 
     def commit(self, checkpoint: CompletedCheckpoint) -> None:
         """Write the checkpoint's metadata: from now on it is complete on disk."""
         folder = self.job_folder(checkpoint.job_id) / f"chk-{checkpoint.checkpoint_id}"
-        _write_whole(folder / METADATA, json.dumps(to_data(checkpoint)).encode())
+        write_whole(folder / METADATA, json.dumps(to_data(checkpoint)).encode())
 
     def completed(self, job_id: str) -> tuple[list[CompletedCheckpoint], list[str]]:
         """The job's completed checkpoints, oldest first, and why any other checkpoint
@@ -156,7 +146,21 @@ def state_path(checkpoint_id: int, subtask_id: str) -> str:
     return f"chk-{int(checkpoint_id)}/{quote(subtask_id, safe='')}.state"
 
 
-def _write_whole(path: Path, data: bytes) -> None:
+def read_checked(path: Path, handle: StateHandle) -> bytes:
+    """The snapshot at ``path``, which must be exactly what ``handle`` says was written."""
+    try:
+        with open(path, "rb") as source:
+            data = source.read(handle.size + 1)
+    except OSError as error:
+        raise CheckpointStorageError(f"snapshot {handle.path} cannot be read: "
+                                     f"{error.strerror or error}") from None
+    if len(data) != handle.size or hashlib.sha256(data).hexdigest() != handle.sha256:
+        raise CheckpointStorageError(f"snapshot {handle.path} is not what was written "
+                                     f"(its size or checksum differ)")
+    return data
+
+
+def write_whole(path: Path, data: bytes) -> None:
     """A temporary file in the same folder, flushed to the disk, then renamed over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from clusterdeck.core.config.settings import Config, ConfigError, parse_override
 from clusterdeck.core.node import exitcodes
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.checkpoints import SavepointRestore
 from clusterdeck.core.protocol.states import JobStatus
 
 if TYPE_CHECKING:
@@ -50,6 +51,12 @@ def add_job_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         if name == "submit":
             command.add_argument("--detached", "-d", action="store_true",
                                  help="print the job id and return at once")
+            command.add_argument("--from-savepoint", "-s", metavar="PATH",
+                                 help="start a streaming job from this savepoint (a folder "
+                                 "`clusterdeck savepoint` or `stop --savepoint` printed)")
+            command.add_argument("--allow-non-restored-state", action="store_true",
+                                 help="with --from-savepoint: skip state of vertices this "
+                                 "job does not have instead of refusing the job")
         else:
             command.add_argument("--taskmanagers", type=int, help="TaskManagers to start")
             command.add_argument("--slots", type=int, help="slots per TaskManager")
@@ -60,6 +67,17 @@ def add_job_commands(commands: Any, common: argparse.ArgumentParser) -> None:
                          help="only the newest N jobs (default: all of them)")
     cancel = commands.add_parser("cancel", parents=[common], help="cancel a job")
     cancel.add_argument("job_id")
+    savepoint = commands.add_parser("savepoint", parents=[common], help="take a savepoint "
+                                    "of a running streaming job; prints its folder")
+    savepoint.add_argument("job_id")
+    stop = commands.add_parser("stop", parents=[common], help="stop a streaming job at a "
+                               "last checkpoint: its output committed, the job FINISHED")
+    stop.add_argument("job_id")
+    stop.add_argument("--savepoint", action="store_true", help="and keep that checkpoint "
+                      "as a savepoint (printed), to resubmit with --from-savepoint")
+    for command in (savepoint, stop):
+        command.add_argument("--timeout", type=float, default=660.0, metavar="SECONDS",
+                             help="give up waiting after this long (default 660)")
     result = commands.add_parser("result", parents=[common], help="a job's result")
     result.add_argument("job_id")
     shown = result.add_mutually_exclusive_group()
@@ -134,8 +152,14 @@ def job_options(args: argparse.Namespace) -> dict[str, Any]:
         if not key.startswith("restart-strategy."):
             raise ConfigError(f"-R takes restart-strategy.* keys, not {key!r}")
     checked = Config(restart)
-    return {"restart_strategy": {key: checked[key] for key in restart} or None,
-            "task_timeout": args.task_timeout, "spark_conf": spark_settings(args.spark_conf)}
+    options = {"restart_strategy": {key: checked[key] for key in restart} or None,
+               "task_timeout": args.task_timeout, "spark_conf": spark_settings(args.spark_conf)}
+    if getattr(args, "from_savepoint", None):
+        options["savepoint"] = SavepointRestore(args.from_savepoint,
+                                                args.allow_non_restored_state)
+    elif getattr(args, "allow_non_restored_state", False):
+        raise ConfigError("--allow-non-restored-state goes with --from-savepoint")
+    return options
 
 
 def spark_settings(assignments: list[str]) -> dict[str, str]:
@@ -158,7 +182,8 @@ def submit_and_follow(client: Any, job_file: Path, job_args: list[str],
                       parallelism: int | None, detached: bool = False,
                       restart_strategy: dict[str, Any] | None = None,
                       task_timeout: float = 0.0,
-                      spark_conf: dict[str, str] | None = None) -> int:
+                      spark_conf: dict[str, str] | None = None,
+                      savepoint: SavepointRestore | None = None) -> int:
     from clusterdeck.core.client.jobclient import SubmitUnconfirmedError, new_job_id
     from clusterdeck.core.jobapi.errors import JobLoadError
     from clusterdeck.core.rpc import RemoteError
@@ -168,7 +193,7 @@ def submit_and_follow(client: Any, job_file: Path, job_args: list[str],
         try:
             client.submit(job_file, job_args, parallelism=parallelism,
                           restart_strategy=restart_strategy, task_timeout=task_timeout,
-                          spark_conf=spark_conf, job_id=job_id)
+                          spark_conf=spark_conf, job_id=job_id, savepoint=savepoint)
         except SubmitUnconfirmedError as error:
             print(f"clusterdeck: job not confirmed: {error}", file=sys.stderr)
             return EXIT_UNREACHABLE
@@ -349,6 +374,36 @@ def cmd_cancel(config: Config, args: argparse.Namespace) -> int:
     with JobClient(config, connect_timeout=5.0) as client:
         summary = client.cancel(args.job_id)
     print(f"cancel requested for job {summary.job_id} ({summary.status})", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_savepoint(config: Config, args: argparse.Namespace) -> int:
+    return _savepoint(config, args, stop=False, savepoint=True)
+
+
+def cmd_stop(config: Config, args: argparse.Namespace) -> int:
+    return _savepoint(config, args, stop=True, savepoint=args.savepoint)
+
+
+def _savepoint(config: Config, args: argparse.Namespace, stop: bool, savepoint: bool) -> int:
+    from clusterdeck.core.client.jobclient import JobClient
+    from clusterdeck.core.rpc import AskTimeoutError, RemoteError
+    with JobClient(config, connect_timeout=5.0) as client:
+        try:
+            done = client.savepoint(args.job_id, stop, savepoint, args.timeout)
+        except RemoteError as error:
+            print(f"clusterdeck: {'stop' if stop else 'savepoint'} failed: {error}",
+                  file=sys.stderr)
+            return EXIT_FAILED
+        except AskTimeoutError:
+            print(f"clusterdeck: no answer within {args.timeout:g} s; the job may still "
+                  f"take it (see its checkpoints)", file=sys.stderr)
+            return EXIT_UNREACHABLE
+    if stop:
+        print(f"job {done.job_id} stopped at checkpoint {done.checkpoint_id}; it finishes "
+              f"once its sinks committed", file=sys.stderr)
+    if done.path:
+        print(done.path)
     return EXIT_OK
 
 

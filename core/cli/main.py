@@ -27,6 +27,8 @@ from clusterdeck.core.cli.jobcommands import (
     cmd_list,
     cmd_result,
     cmd_run,
+    cmd_savepoint,
+    cmd_stop,
     cmd_submit,
     split_job_args,
 )
@@ -160,7 +162,8 @@ def _run(arguments: list[str]) -> int:
                "jobmanager": cmd_jobmanager, "taskmanager": cmd_taskmanager,
                "config": cmd_config, "credentials": cmd_credentials, "submit": cmd_submit,
                "run": cmd_run, "list": cmd_list,
-               "cancel": cmd_cancel, "result": cmd_result,
+               "cancel": cmd_cancel, "savepoint": cmd_savepoint, "stop": cmd_stop,
+               "result": cmd_result,
                "failures": cmd_failures, "recorder": cmd_recorder,
                "record": cmd_record, "profile": cmd_profile,
                "compare": cmd_compare}[args.command]

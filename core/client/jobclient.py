@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +24,14 @@ from clusterdeck.core.jobapi.loader import load_job
 from clusterdeck.core.node.service import broker_address, connect_service
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
+from clusterdeck.core.protocol.checkpoints import SavepointRestore
 from clusterdeck.core.protocol.gateways import DispatcherGateway
 from clusterdeck.core.rpc import AskTimeoutError, RemoteError, RpcError
 from clusterdeck.core.rpc.mqtt import MqttRpcService, TrafficCallback
 
 SUBMIT_TRIES = 3  # upload and SubmitJob, each try waiting rpc.ask-timeout per ask
 SUBMIT_RETRY_DELAY = 1.0  # seconds before the second try, twice that before the third
+SAVEPOINT_TIMEOUT = 660.0  # the default checkpoint timeout (600 s), and some
 # A JobManager that restarted (new fencing token) or was stopping while the job went in:
 # the next try goes to the leader as it is then.
 LEADER_CHANGED = frozenset({"FencingTokenMismatchError", "EndpointStoppedError"})
@@ -135,13 +138,15 @@ class JobClient(ClusterClient):
     def submit(self, job_file: Path | str, args: Sequence[str] = (), *,
                parallelism: int | None = None, restart_strategy: dict[str, Any] | None = None,
                task_timeout: float = 0.0, cwd: str | None = None,
-               spark_conf: Mapping[str, str] | None = None, job_id: str | None = None) -> str:
+               spark_conf: Mapping[str, str] | None = None, job_id: str | None = None,
+               savepoint: SavepointRestore | None = None) -> str:
         """Load the job here (a broken file raises JobLoadError before anything is sent),
         upload its artifact in chunks, submit it; returns the job id.
 
         A PySpark script goes with ``cwd`` (default: this process's working directory),
         against which its relative paths resolve where the TaskManager sees that folder,
-        and ``spark_conf``, settings for its session (``submit --conf``).
+        and ``spark_conf``, settings for its session (``submit --conf``). A streaming job
+        with ``savepoint`` starts from that savepoint (``submit --from-savepoint``).
 
         The job id is chosen here, so a try that timed out is sent again, under the same
         id, up to SUBMIT_TRIES times: the Dispatcher answers a repeated submission with the
@@ -149,6 +154,7 @@ class JobClient(ClusterClient):
         unanswered raises SubmitUnconfirmedError naming the job id."""
         job = load_job(job_file, args, parallelism=parallelism,
                        cwd=os.getcwd() if cwd is None else cwd, spark_conf=spark_conf)
+        graph = job.graph if savepoint is None else replace(job.graph, savepoint=savepoint)
         artifact = pack_artifact(job_file)
         pieces = list(artifact.chunks(max(1024, self.config["rpc.framesize"] // 2)))
         job_id = job_id or new_job_id()
@@ -163,7 +169,7 @@ class JobClient(ClusterClient):
                         upload_id, index, len(pieces), base64.b64encode(piece).decode(),
                         artifact.sha256)).result()
                 dispatcher.submit_job(p.SubmitJob(
-                    job_id, job.graph, upload_id, artifact.sha256, tuple(args),
+                    job_id, graph, upload_id, artifact.sha256, tuple(args),
                     restart_strategy, task_timeout)).result()
                 return job_id
             except (AskTimeoutError, RemoteError) as error:
@@ -251,6 +257,13 @@ class JobClient(ClusterClient):
 
     def cancel(self, job_id: str) -> p.JobSummary:
         return self.dispatcher().cancel_job(job_id).result()
+
+    def savepoint(self, job_id: str, stop: bool = False, savepoint: bool = True,
+                  timeout: float = SAVEPOINT_TIMEOUT) -> p.SavepointCompleted:
+        """Take a savepoint of a running streaming job (``stop``: and stop it there);
+        RemoteError says why not, AskTimeoutError after ``timeout`` seconds."""
+        return self.dispatcher().trigger_savepoint(
+            p.TriggerSavepoint(job_id, stop, savepoint), timeout).result()
 
     def result(self, job_id: str) -> p.JobResult:
         return self.dispatcher().request_job_result(job_id).result()

@@ -192,6 +192,9 @@ OPTIONS: tuple[Option, ...] = (
            "lazy: at its first task."),
     Option("job.split-size", size, 64 * 1024 * 1024, "Files larger than this are read as "
            "byte-range input splits of this size, cut at line boundaries."),
+    Option("state.savepoints.dir", text, "", "Folder of the cluster's savepoints "
+           "(`clusterdeck savepoint`, `stop --savepoint`); a job starts only from a savepoint "
+           "in it. Empty: `savepoints` in the cluster's folder."),
     Option("jobmanager.cancel-timeout", duration, 30.0, "A cancelled attempt whose "
            "TaskManager has not confirmed the cancel within this long is taken as CANCELED, "
            "so a cancel always ends."),

@@ -89,6 +89,10 @@ class SubtaskResult:
     stdout: str = ""
     stderr: str = ""
     duration: float = 0.0
+    # The file holding all of ``stdout`` when the attempt wrote it as it printed (a
+    # streaming print sink: an unbounded stream's output is not kept in memory); ``stdout``
+    # is then its end. "" when ``stdout`` is all of it.
+    stdout_file: str = ""
     # Not reported: whether this thread made a Spark call (its TaskManager then does not
     # reuse the thread for another attempt: PySpark pins thread-local state to it).
     used_spark: bool = True
@@ -100,7 +104,7 @@ class SubtaskResult:
                 "partitions": [p.to_dict() for p in self.partitions],
                 "collected": dict(self.collected), "sink_files": dict(self.sink_files),
                 "splits": list(self.splits), "stdout": self.stdout, "stderr": self.stderr,
-                "duration": self.duration}
+                "duration": self.duration, "stdout_file": self.stdout_file}
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> SubtaskResult:
@@ -111,7 +115,7 @@ class SubtaskResult:
             tuple(ResultPartition.from_dict(p) for p in data.get("partitions", ())),
             dict(data.get("collected", {})), dict(data.get("sink_files", {})),
             tuple(data.get("splits", ())), data.get("stdout", ""), data.get("stderr", ""),
-            float(data.get("duration", 0.0)))
+            float(data.get("duration", 0.0)), stdout_file=data.get("stdout_file", ""))
 
 
 def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_index: int,

@@ -39,14 +39,18 @@ from clusterdeck.core.protocol.jobgraph import JobGraph, OperatorSpec
 STAGING = "_attempts"
 
 
-def initialize_sinks(graph: JobGraph) -> None:
+def initialize_sinks(graph: JobGraph, keep_output: bool = False) -> None:
     """Create every file sink's folder; remove its ``part-*`` files and what attempts of
-    an earlier run left in staging or in progress (a streaming sink's ``.part-*``)."""
+    an earlier run left in staging or in progress (a streaming sink's ``.part-*``).
+    ``keep_output``: a streaming job started from a savepoint goes on with the output of
+    the job before it, whose pending files its restored sinks commit or delete."""
     for vertex in graph.vertices:
         for op in vertex.operators:
             if op.kind in plan.FILE_SINKS:
                 folder = Path(op.params["path"])
                 folder.mkdir(parents=True, exist_ok=True)
+                if keep_output:
+                    continue
                 for old in [*folder.glob("part-*"), *folder.glob(".part-*")]:
                     if old.is_file():
                         old.unlink()

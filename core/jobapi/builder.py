@@ -86,6 +86,9 @@ def build_graph(env: ExecutionEnvironment) -> tuple[JobGraph, dict[str, UserCode
     streaming = any(t.kind in plan.STREAMING_SOURCES for t in nodes)
     if streaming:
         _check_streaming(nodes, job_edges, env)
+    elif any(t.kind == plan.SINK_PRINT for t in nodes):
+        raise JobDefinitionError("print() is a sink of streaming jobs; a batch job's records "
+                                 "come back to the client with collect()")
     graph = JobGraph(name=env.job_name, kind=JobKind.STREAMING if streaming else JobKind.DATAFLOW,
                      vertices=vertices, edges=job_edges, default_parallelism=env.parallelism,
                      checkpointing=env.checkpointing if streaming else None)
@@ -95,25 +98,32 @@ def build_graph(env: ExecutionEnvironment) -> tuple[JobGraph, dict[str, UserCode
 def _check_streaming(nodes: list[Transformation], edges: tuple[JobEdge, ...],
                      env: ExecutionEnvironment) -> None:
     """What a streaming job may hold today (docs/streaming.md): one chain of operators per
-    subtask, from a replayable source through map/flat_map/filter into a file sink that
-    commits with checkpoints."""
+    subtask, from a replayable source (the rate generator or a watched folder) through
+    map/flat_map/filter into a file sink that commits with checkpoints or a print sink."""
     for t in nodes:
         allowed = (plan.STREAMING_SOURCES if t.is_source else plan.STREAMING_SINKS
                    if t.is_sink else plan.STREAMING_OPERATORS)
         if t.kind not in allowed:
             raise JobDefinitionError(
                 f"{t.name!r} ({t.kind}) cannot run in a streaming job yet: a streaming job is "
-                "rate_source() -> map/flat_map/filter -> write_text() for now "
-                "(docs/streaming.md)")
+                "rate_source()|folder_source() -> map/flat_map/filter -> write_text()|print() "
+                "for now (docs/streaming.md)")
     if edges:
         raise JobDefinitionError(
             "a streaming job runs as one chain of operators per subtask for now: give every "
             "operator the source's parallelism, with no key_by, rebalance or broadcast "
             "(docs/streaming.md)")
+    watched = {t.params["path"] for t in nodes if t.kind == plan.SOURCE_FOLDER}
+    for t in nodes:
+        if t.kind == plan.SINK_TEXT and t.params["path"] in watched:
+            raise JobDefinitionError(
+                f"{t.name!r} writes into the folder its job watches ({t.params['path']}): "
+                "the job would read its own output again; write elsewhere")
     if env.checkpointing is None:
         raise JobDefinitionError(
-            "a streaming job's file sink makes its output visible with each completed "
-            "checkpoint: call env.enable_checkpointing(interval) (docs/streaming.md)")
+            "a streaming job restores its sources from its checkpoints, and its file sink "
+            "makes its output visible with each completed one: call "
+            "env.enable_checkpointing(interval) (docs/streaming.md)")
 
 
 def _reachable_from_sinks(transformations: tuple[Transformation, ...]) -> list[Transformation]:

@@ -86,6 +86,24 @@ def _sink_path(op_name: str, path: PathLike) -> str:
     return _absolute(path)
 
 
+def _watched_folder(path: PathLike) -> str:
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"folder_source(): the folder is one path, got {path!r}")
+    path = os.fspath(path)
+    if path.startswith("file://"):  # a shared mount every TaskManager lists
+        return os.path.abspath(path.removeprefix("file://"))
+    if is_url(path):
+        raise ValueError(f"folder_source(): watches a folder of the machines that run it; "
+                         f"{path!r} is not one (a shared mount is file:///...)")
+    return _absolute(path)
+
+
+def _seconds(value: Any) -> bool:
+    """A finite number of seconds (bools are not)."""
+    return not isinstance(value, bool) and isinstance(value, int | float) \
+        and value == value and value not in (float("inf"), float("-inf"))
+
+
 def _absolute(path: str) -> str:
     """A local path made absolute against the submitter's folder; a URL as it is."""
     return path if is_url(path) else os.path.abspath(os.path.expanduser(path))
@@ -203,6 +221,32 @@ class ExecutionEnvironment:
             raise ValueError(f"rate_source(): count is a whole number >= 0, got {count!r}")
         return self._source(plan.SOURCE_RATE, name or "rate_source", parallelism,
                             {"rate": float(rate), "count": count})
+
+    @_operator("folder_source")
+    def folder_source(self, path: PathLike, pattern: str = "*", *,
+                      monitor_interval: float = 1.0, stop_when_idle: float | None = None,
+                      name: str | None = None, parallelism: int | None = None) -> DataStream:
+        """The lines (``str``) of the text files that appear in the folder ``path`` with
+        names matching ``pattern``, each file read once it is complete, for ever (Flink's
+        ``FileSource.monitorContinuously``), or until ``stop_when_idle`` seconds passed
+        with nothing new; replayable by file and offset, so a job reading it is a
+        streaming job (docs/streaming.md). ``monitor_interval``: seconds between two
+        listings of the folder."""
+        if not isinstance(pattern, str) or not pattern or "/" in pattern:
+            raise ValueError(f"folder_source(): pattern is a glob of file names ('*.txt'), "
+                             f"got {pattern!r}")
+        if not _seconds(monitor_interval) or not monitor_interval > 0:
+            raise ValueError(f"folder_source(): monitor_interval is seconds, > 0; "
+                             f"got {monitor_interval!r}")
+        if stop_when_idle is not None and not (_seconds(stop_when_idle)
+                                               and stop_when_idle >= 0):
+            raise ValueError(f"folder_source(): stop_when_idle is seconds, >= 0, or None "
+                             f"(for ever); got {stop_when_idle!r}")
+        return self._source(plan.SOURCE_FOLDER, name or "folder_source", parallelism,
+                            {"path": _watched_folder(path), "pattern": pattern,
+                             "monitor_interval": float(monitor_interval),
+                             "stop_when_idle": None if stop_when_idle is None
+                             else float(stop_when_idle)})
 
     @_operator("read_text")
     def read_text(self, path: PathLike | Sequence[PathLike], *, name: str | None = None,
@@ -419,6 +463,15 @@ class DataStream:
                       parallelism: int | None = None) -> DataStreamSink:
         return self._sink(plan.SINK_PARQUET, name or "write_parquet", parallelism,
                           {"path": _sink_path("write_parquet", path)})
+
+    @_operator("print")
+    def print(self, *, name: str | None = None,
+              parallelism: int | None = None) -> DataStreamSink:
+        """Each record as a line of the task's printed output (``str(record)``, prefixed
+        ``<subtask>> `` with several subtasks, as Flink's ``print()``), shown by
+        ``clusterdeck submit`` as it comes; at least once (docs/streaming.md). Streaming
+        jobs only: a batch job collects."""
+        return self._sink(plan.SINK_PRINT, name or "print", parallelism, {})
 
     @_operator("collect")
     def collect(self, *, name: str | None = None,

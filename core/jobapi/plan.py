@@ -23,6 +23,7 @@ SOURCE_PARQUET = "source.parquet"
 SOURCE_COLLECTION = "source.collection"
 SOURCE_RANGE = "source.range"
 SOURCE_RATE = "source.rate"  # unbounded (or counted) and replayable: a streaming job's
+SOURCE_FOLDER = "source.folder"  # a watched folder's new files, replayable by file and offset
 MAP = "map"
 FLAT_MAP = "flat_map"
 FILTER = "filter"
@@ -36,12 +37,13 @@ SINK_TEXT = "sink.text"
 SINK_CSV = "sink.csv"
 SINK_PARQUET = "sink.parquet"
 SINK_COLLECT = "sink.collect"
+SINK_PRINT = "sink.print"  # a streaming task's printed output, at least once
 PYSPARK_SCRIPT = "pyspark.script"
 
 FILE_SOURCES = frozenset({SOURCE_TEXT, SOURCE_CSV, SOURCE_PARQUET})
-STREAMING_SOURCES = frozenset({SOURCE_RATE})
+STREAMING_SOURCES = frozenset({SOURCE_RATE, SOURCE_FOLDER})
 STREAMING_OPERATORS = frozenset({MAP, FLAT_MAP, FILTER})
-STREAMING_SINKS = frozenset({SINK_TEXT})
+STREAMING_SINKS = frozenset({SINK_TEXT, SINK_PRINT})
 KEYED = frozenset({REDUCE, SUM, COUNT, AGGREGATE})
 FILE_SINKS = frozenset({SINK_TEXT, SINK_CSV, SINK_PARQUET})
 

@@ -7,6 +7,11 @@ point, flushed to disk) before the tasks hear ``NotifyCheckpointComplete``, snap
 failed or subsumed checkpoints deleted (on a worker thread), and the tasks failed when
 more checkpoints failed in a row than the job tolerates. A restarted subtask is deployed
 with its state of the latest completed checkpoint (``restore_of``).
+
+Savepoints and stops (``savepoint``): the coordinator triggers one at once (or after the
+checkpoint in progress); a savepoint is copied out into its folder on a worker thread
+before it completes as a checkpoint; whoever asked is answered through a future, always:
+with the savepoint, with why it failed, or when the job ends first.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from pathlib import Path
 from typing import Any, Protocol
 
 from clusterdeck.core.checkpointing import (
@@ -21,6 +28,7 @@ from clusterdeck.core.checkpointing import (
     CheckpointStorage,
     CheckpointTask,
     CompletedCheckpointStore,
+    Savepoints,
     SubtaskAck,
 )
 from clusterdeck.core.checkpointing import instructions as ci
@@ -29,6 +37,7 @@ from clusterdeck.core.checkpointing.storage import state_path
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.checkpoints import CheckpointOptions, StateHandle
+from clusterdeck.core.protocol.jobgraph import JobGraph
 from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.core.rpc import ScheduledCall
 
@@ -55,16 +64,35 @@ class Endpoint(Protocol):
     def on_main_thread(self, future: Any, callback: Callable[[Any, Any], None]) -> None: ...
 
 
+def chain(source: Future[Any], target: Future[Any]) -> None:
+    """``target`` completes as ``source`` does (on whichever thread completes it)."""
+    def copy(done: Future[Any]) -> None:
+        if done.exception() is not None:
+            target.set_exception(done.exception())
+        else:
+            target.set_result(done.result())
+    source.add_done_callback(copy)
+
+
+class SavepointFailed(Exception):
+    """A savepoint or stop that did not happen, and why (the job goes on, unless it ended)."""
+
+
 class JobCheckpoints:
     def __init__(self, job_id: str, options: CheckpointOptions, storage: CheckpointStorage,
                  endpoint: Endpoint, tasks: Callable[[], list[CheckpointTask]],
                  tell: Callable[[str, Any], None], fail: Callable[[str], None],
-                 recovered: Iterable[Any] = ()) -> None:
+                 recovered: Iterable[Any] = (), savepoints: Savepoints | None = None,
+                 graph: JobGraph | None = None) -> None:
         """``tasks()``: every task of the job now; ``tell(attempt_id, message)`` sends to
         the TaskExecutor running that attempt; ``fail(reason)`` fails the job's attempts
-        (its restart strategy decides what then)."""
+        (its restart strategy decides what then); ``savepoints`` and ``graph``: where
+        savepoints of this job go, and the job they are of."""
         self.job_id = job_id
         self.storage = storage
+        self._savepoints = savepoints
+        self._graph = graph
+        self._requester: Future[p.SavepointCompleted] | None = None
         self._endpoint = endpoint
         self._tasks = tasks
         self._tell = tell
@@ -78,10 +106,29 @@ class JobCheckpoints:
     def start(self) -> None:
         self._arm()
 
-    def stop(self) -> None:
+    def stop(self, why: str = "the job ended") -> None:
         self._stopped = True
         for timer in self._timers:
             timer.cancel()
+        self._answer(error=f"{why} before the savepoint completed")
+
+    def savepoint(self, stop: bool, savepoint: bool = True) -> Future[p.SavepointCompleted]:
+        """Take a savepoint (``stop``: and stop the job's sources at it): answered once it
+        is written, failed, or the job ended."""
+        future: Future[p.SavepointCompleted] = Future()
+        if savepoint and self._savepoints is None:
+            future.set_exception(SavepointFailed("this job has no savepoint folder"))
+            return future
+        try:
+            if self._stopped:
+                raise ValueError("the job's checkpointing has stopped")
+            self.coordinator.request_savepoint(stop, savepoint)
+        except ValueError as error:
+            future.set_exception(SavepointFailed(str(error)))
+            return future
+        self._requester = future
+        self._arm()
+        return future
 
     def history(self) -> tuple[CheckpointRecord, ...]:
         return self.coordinator.history()
@@ -134,12 +181,19 @@ class JobCheckpoints:
                 for attempt_id in instruction.sources:
                     self._tell(attempt_id, p.TriggerCheckpoint(
                         self.job_id, attempt_id, instruction.checkpoint_id,
-                        instruction.timestamp))
+                        instruction.timestamp, instruction.stop))
             elif isinstance(instruction, ci.CheckpointCompleted):
                 self._commit(instruction)
             elif isinstance(instruction, ci.CheckpointAborted):
                 log.warning("job %s: checkpoint %d failed: %s", self.job_id,
                             instruction.checkpoint_id, instruction.reason)
+                for attempt_id in instruction.notify:  # a stopped source goes on
+                    self._tell(attempt_id, p.NotifyCheckpointAborted(
+                        self.job_id, attempt_id, instruction.checkpoint_id))
+            elif isinstance(instruction, ci.WriteSavepoint):
+                self._write_savepoint(instruction.checkpoint)
+            elif isinstance(instruction, ci.SavepointDone):
+                self._answer(instruction.checkpoint_id, instruction.path, instruction.error)
             elif isinstance(instruction, ci.DiscardStates):
                 self._worker(self.storage.discard_states, self.job_id, instruction.states)
             elif isinstance(instruction, ci.DiscardCheckpoints):
@@ -163,6 +217,31 @@ class JobCheckpoints:
         self._endpoint.on_main_thread(
             self._endpoint.run_in_worker(self.storage.commit, checkpoint, name="checkpoint"),
             written)
+
+    def _write_savepoint(self, checkpoint: Any) -> None:
+        """Copied out on a worker; it completes as a checkpoint once whole."""
+        assert self._savepoints is not None and self._graph is not None
+        checkpoint_id = checkpoint.checkpoint_id
+
+        def written(path: Path | None, error: BaseException | None) -> None:
+            if self._stopped:
+                return
+            self._carry_out(
+                self.coordinator.savepoint_written(checkpoint_id, str(path), time.time())
+                if error is None else
+                self.coordinator.savepoint_not_written(checkpoint_id, str(error), time.time()))
+        self._endpoint.on_main_thread(self._endpoint.run_in_worker(
+            self._savepoints.write, checkpoint, self.storage, self._graph, name="savepoint"),
+            written)
+
+    def _answer(self, checkpoint_id: int = 0, path: str = "", error: str = "") -> None:
+        future, self._requester = self._requester, None
+        if future is None or future.done():
+            return
+        if error:
+            future.set_exception(SavepointFailed(error))
+        else:
+            future.set_result(p.SavepointCompleted(self.job_id, checkpoint_id, path))
 
     def _discard(self, checkpoints: Iterable[Any]) -> None:
         self._discard_ids(tuple(c.checkpoint_id for c in checkpoints))

@@ -17,9 +17,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
+from clusterdeck.core.checkpointing import CheckpointStorageError, Savepoints
+from clusterdeck.core.checkpointing.savepoints import fitting_states
 from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.jobmanager.admission import SubmissionRefused, check_submission
+from clusterdeck.core.jobmanager.checkpoints import SavepointFailed
 from clusterdeck.core.jobmanager.jobmaster import JobMaster, restart_strategy
 from clusterdeck.core.jobmanager.jobstore import (
     BROKEN_RECORD,
@@ -36,6 +39,7 @@ from clusterdeck.core.jobmanager.retention import JobFiles, RetentionPolicy, del
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.gateways import ResourceManagerGateway
+from clusterdeck.core.protocol.jobgraph import JobGraph, JobKind
 from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.rpc import FencedRpcEndpoint, FrameTooLargeError, handler
 
@@ -55,6 +59,10 @@ class Dispatcher(FencedRpcEndpoint):
         self.resource_manager = resource_manager
         self.store = job_store
         self.work_root = work_root
+        # where savepoints go, and the only place a job may start from one
+        self.savepoints = Savepoints(Path(config["state.savepoints.dir"])
+                                     if config["state.savepoints.dir"]
+                                     else work_root.parent / "savepoints")
         self.jobs: dict[str, JobRecord] = {}
         self.jobmasters: dict[str, JobMaster] = {}
         self._progress: dict[str, tuple[int, int]] = {}
@@ -169,8 +177,10 @@ class Dispatcher(FencedRpcEndpoint):
             log.info("job %s submitted again: it is the stored one", request.job_id)
             return p.JobSubmitted(existing.job_id)
         artifact = self._assemble(request.upload_id, request.artifact_sha256)
-        # Refused here, not found failing later: the job's own restart settings.
+        # Refused here, not found failing later: the job's own restart settings, and a
+        # savepoint it cannot start from (its metadata only: the state is copied later).
         restart_strategy(self.config.with_overrides(request.restart_strategy or {}))
+        self._check_savepoint(request.graph)
         record = JobRecord(request.job_id, request.graph, request.artifact_sha256,
                            request.args, request.restart_strategy, request.task_timeout)
         self.store.add(record, artifact)  # on OSError nothing is kept and the client hears it
@@ -179,6 +189,18 @@ class Dispatcher(FencedRpcEndpoint):
         log.info("job %s (%s) submitted", record.job_id, record.graph.name)
         self._start_jobmaster(record)
         return p.JobSubmitted(record.job_id)
+
+    def _check_savepoint(self, graph: JobGraph) -> None:
+        restore = graph.savepoint
+        if restore is None:
+            return
+        if graph.kind is not JobKind.STREAMING:
+            raise SubmissionRefused("only a streaming job starts from a savepoint")
+        try:
+            fitting_states(self.savepoints.read(restore.path), graph,
+                           restore.allow_non_restored_state)
+        except (CheckpointStorageError, ValueError) as error:
+            raise SubmissionRefused(str(error)) from None
 
     def _assemble(self, upload_id: str, sha256: str) -> bytes:
         chunks = self._uploads.pop(upload_id, None)
@@ -200,7 +222,8 @@ class Dispatcher(FencedRpcEndpoint):
         jobmaster = JobMaster(self.config, record, self.resource_manager.with_fencing_token(
             self.fencing_token), self.fencing_token, self.work_root / record.job_id,
             self.store.progress(record.job_id), on_status=self._status_callback(record.job_id),
-            on_terminal=self._terminal_callback(record.job_id))
+            on_terminal=self._terminal_callback(record.job_id),
+            savepoint_root=self.savepoints.root)
         self.jobmasters[record.job_id] = jobmaster
         self.rpc_service.start_endpoint(jobmaster)
 
@@ -303,6 +326,19 @@ class Dispatcher(FencedRpcEndpoint):
         if jobmaster is not None:
             jobmaster.run_async(jobmaster.cancel)
         return record.summary()
+
+    @handler(p.TriggerSavepoint, senders=topics.CLIENTS)
+    def trigger_savepoint(self, request: p.TriggerSavepoint) -> Future[p.SavepointCompleted]:
+        """Answered by the job's JobMaster once the savepoint is written or failed (within
+        the job's checkpoint timeout), or when the job ends first."""
+        record = self._record(request.job_id)
+        jobmaster = self.jobmasters.get(request.job_id)
+        if jobmaster is None or record.is_terminal:
+            raise SavepointFailed(f"job {request.job_id} is {record.status}: savepoints are "
+                                  f"of running streaming jobs")
+        answer: Future[p.SavepointCompleted] = Future()
+        jobmaster.run_async(jobmaster.savepoint, request, answer)
+        return answer
 
     @handler(p.RequestJobResult, fenced=False, senders=topics.CLIENTS)
     def request_job_result(self, request: p.RequestJobResult) -> p.JobResult:

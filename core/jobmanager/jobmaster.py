@@ -14,11 +14,13 @@ import socket
 import time
 import traceback
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from clusterdeck.core.checkpointing import CheckpointStorage
+from clusterdeck.core.checkpointing import CheckpointStorage, CheckpointStorageError, Savepoints
+from clusterdeck.core.checkpointing.stats import stats_of
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.engine.inputsplits import plan_splits
 from clusterdeck.core.engine.sinks import initialize_sinks
@@ -35,7 +37,12 @@ from clusterdeck.core.executiongraph.restart import (
 )
 from clusterdeck.core.executiongraph.scheduler import Scheduler
 from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
-from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints, tasks_to_checkpoint
+from clusterdeck.core.jobmanager.checkpoints import (
+    JobCheckpoints,
+    SavepointFailed,
+    chain,
+    tasks_to_checkpoint,
+)
 from clusterdeck.core.jobmanager.datapeers import DataPeers, fetch_unseen
 from clusterdeck.core.jobmanager.jobevents import JobEvents
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
@@ -45,6 +52,7 @@ from clusterdeck.core.jobmanager.results import fitted
 from clusterdeck.core.jobmanager.slotrequests import SlotRequestQueue
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
+from clusterdeck.core.protocol.checkpointstats import RestoredCheckpointStats
 from clusterdeck.core.protocol.failures import TaskFailure
 from clusterdeck.core.protocol.gateways import ResourceManagerGateway, TaskExecutorGateway
 from clusterdeck.core.protocol.jobgraph import InputSplit, JobKind, is_url
@@ -119,8 +127,10 @@ class JobMaster(FencedRpcEndpoint):
     def __init__(self, config: Config, record: JobRecord,
                  resource_manager: ResourceManagerGateway, fencing_token: str, work_dir: Path,
                  progress: ProgressLog, on_status: Callable[[JobStatus, int, int], None],
-                 on_terminal: Callable[[p.JobResult], None]) -> None:
+                 on_terminal: Callable[[p.JobResult], None],
+                 savepoint_root: Path | None = None) -> None:
         super().__init__(endpoint_id_of(record.job_id), fencing_token)
+        self.savepoint_root = savepoint_root  # where a streaming job's savepoints go
         self.config = config
         self.record = record
         self.job_id = record.job_id
@@ -158,6 +168,7 @@ class JobMaster(FencedRpcEndpoint):
             Outbox(SLOT_MESSAGES_PER_BATCH)
         self.events = JobEvents(self.job_id, self._publish, self.run_async)
         self.checkpoints: JobCheckpoints | None = None  # a streaming job's
+        self._restored: RestoredCheckpointStats | None = None  # last deployed from, when
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -169,7 +180,10 @@ class JobMaster(FencedRpcEndpoint):
             streaming = self.record.graph.kind is JobKind.STREAMING
             if self.record.graph.kind in (JobKind.DATAFLOW, JobKind.STREAMING) \
                     and self.record.epoch == 0:
-                initialize_sinks(self.record.graph)  # a recovered job keeps what it wrote
+                # a recovered job keeps what it wrote; one started from a savepoint what
+                # the job before it committed
+                initialize_sinks(self.record.graph,
+                                 keep_output=self.record.graph.savepoint is not None)
             if streaming:
                 self.checkpoints = self._job_checkpoints()
             splits = InputSplitAssigner({
@@ -220,14 +234,26 @@ class JobMaster(FencedRpcEndpoint):
         if options is None:
             raise ValueError("a streaming job needs its checkpointing options")
         storage = CheckpointStorage(self.work_dir / "checkpoints")
-        recovered, problems = storage.completed(self.job_id) if self.record.epoch else ([], [])
+        savepoints = Savepoints(self.savepoint_root) if self.savepoint_root else None
+        restore = self.record.graph.savepoint
+        if restore is not None and self.record.epoch == 0:
+            if savepoints is None:
+                raise ValueError("this JobManager has no savepoint folder to restore from")
+            try:  # the job's first checkpoint: a copy of the savepoint's
+                savepoints.adopt(restore, self.record.graph, self.job_id, storage)
+            except CheckpointStorageError as error:
+                raise ValueError(str(error)) from None
+        recovered, problems = storage.completed(self.job_id) \
+            if self.record.epoch or restore else ([], [])
         for problem in problems:
             log.info("job %s: %s", self.job_id, problem)
         return JobCheckpoints(self.job_id, options.checked(), storage, self,
                               lambda: tasks_to_checkpoint(self.graph), self._tell_attempt,
-                              self._fail_for_checkpoints, recovered)
+                              self._fail_for_checkpoints, recovered, savepoints,
+                              self.record.graph)
 
     def _tell_attempt(self, attempt_id: str, message: Any) -> None:
+        self._schedule_snapshot()  # a checkpoint started or ended: observers see it
         execution = self.graph.execution(attempt_id)
         taskmanager_id = execution.taskmanager_id if execution is not None else None
         if taskmanager_id not in self._executors:
@@ -235,6 +261,8 @@ class JobMaster(FencedRpcEndpoint):
         gateway = self._executor(taskmanager_id)
         if isinstance(message, p.TriggerCheckpoint):
             gateway.trigger_checkpoint(message)
+        elif isinstance(message, p.NotifyCheckpointAborted):
+            gateway.notify_checkpoint_aborted(message)
         else:
             gateway.notify_checkpoint_complete(message)
 
@@ -248,12 +276,14 @@ class JobMaster(FencedRpcEndpoint):
         self._check_attempt_host(ack.attempt_id)
         if self.checkpoints is not None and not self._ended:
             self.checkpoints.acknowledged(ack)
+            self._schedule_snapshot()
 
     @handler(p.DeclineCheckpoint, senders=(topics.TASKMANAGERS,))
     def decline_checkpoint(self, decline: p.DeclineCheckpoint) -> None:
         self._check_attempt_host(decline.attempt_id)
         if self.checkpoints is not None and not self._ended:
             self.checkpoints.declined(decline)
+            self._schedule_snapshot()
 
     def on_stop(self) -> None:
         """Main thread: let go of what this job held in the process's shared transport."""
@@ -299,6 +329,16 @@ class JobMaster(FencedRpcEndpoint):
     def cancel(self) -> None:
         if self.scheduler is not None and not self._ended:
             self._execute(self.scheduler.cancel(time.time()))
+
+    def savepoint(self, request: p.TriggerSavepoint, answer: Future[p.SavepointCompleted]
+                  ) -> None:
+        """Main thread: take a savepoint or stop; ``answer`` is completed when it is."""
+        if self.checkpoints is None or self._ended:
+            what = "not a streaming job" if self.checkpoints is None else "over"
+            answer.set_exception(SavepointFailed(
+                f"job {self.job_id} is {what}: savepoints are of running streaming jobs"))
+            return
+        chain(self.checkpoints.savepoint(request.stop, request.savepoint), answer)
 
     # -- from the ResourceManager and TaskExecutors ----------------------------------------
 
@@ -534,6 +574,8 @@ class JobMaster(FencedRpcEndpoint):
                 subtask_id(deploy.vertex_id, deploy.subtask))
             task = replace(task, restore_checkpoint=restore_checkpoint,
                            restore_state=restore_state)
+            if restore_checkpoint:  # for the snapshot: the job resumed from it, now
+                self._restored = RestoredCheckpointStats(restore_checkpoint, time.time())
         if self._deployments.add(slot.taskmanager_id, task):
             self.run_async(self._send_deployments)
 
@@ -777,7 +819,7 @@ class JobMaster(FencedRpcEndpoint):
             return
         self._ended = True
         if self.checkpoints is not None:
-            self.checkpoints.stop()
+            self.checkpoints.stop(f"the job ended {result.status}")
         try:
             self.progress_log.close()
             self.events.flush()
@@ -802,13 +844,15 @@ class JobMaster(FencedRpcEndpoint):
 
     def _publish_snapshot(self) -> None:
         self._snapshot_due = False
-        snapshot = replace(self.graph.snapshot(), hosts=dict(self._hosts))
+        snapshot = replace(self.graph.snapshot(), hosts=dict(self._hosts), checkpoints=None
+                           if self.checkpoints is None
+                           else stats_of(self.checkpoints.coordinator, self._restored))
         if self._failed_outside_graph:  # the graph never ran, or its JobMaster failed
             snapshot = replace(snapshot, status=JobStatus.FAILED)
         # A job's snapshot only grows: start from the reduction that fitted last time
         # rather than encode a megabyte that is bound to be refused again.
         first = self._snapshot_level
-        for level, candidate in enumerate(reductions(snapshot, first), start=first):
+        for level, candidate in reductions(snapshot, first):
             try:  # publish encodes first: a snapshot too large is refused before sending
                 self.rpc_service.publish(topics.job_state(self.job_id),
                                          p.JobSnapshot(self.job_id, candidate), retained=True)

@@ -4,7 +4,9 @@ A snapshot is retained so that a late observer can redraw the job at once, and, 
 message, it must stay under ``rpc.framesize``. A large job's full snapshot (every attempt
 of every subtask, with tracebacks) does not: it is published reduced instead, first to the
 current attempt of each subtask, then to per-vertex counts, and says so (``truncated``).
-The events of the job carry every change in full either way.
+A streaming job's checkpoint history goes first, before any of the graph: it is the
+least of what the snapshot says, and the counts, the latest and the restored checkpoint
+stay in every reduction. The events of the job carry every change in full either way.
 """
 
 from __future__ import annotations
@@ -27,11 +29,16 @@ LOG_LINES_KEPT = 5
 LOST_PRODUCERS_KEPT = 20  # a consumer of thousands of producers may name them all
 
 
-def reductions(snapshot: JobGraphSnapshot, first: int = 0) -> Iterator[JobGraphSnapshot]:
-    """The snapshot, then ever smaller versions of it, from the ``first`` on; each is
-    built only when asked for (a large job's first ones are bound not to fit)."""
-    for reduce in _REDUCTIONS[first:]:
-        yield reduce(snapshot)
+def reductions(snapshot: JobGraphSnapshot, first: int = 0
+               ) -> Iterator[tuple[int, JobGraphSnapshot]]:
+    """The snapshot, then ever smaller versions of it, from the ``first`` on, each with its
+    level (what to start from next time); each is built only when asked for (a large
+    job's first ones are bound not to fit). A level that would leave nothing out (a batch
+    job has no checkpoint history to drop) is passed over: it would not fit either."""
+    for level, reduce in enumerate(_REDUCTIONS[first:], start=first):
+        reduced = reduce(snapshot)
+        if reduced is not None:
+            yield level, reduced
 
 
 def _trim_failure(record: FailureRecord) -> FailureRecord:
@@ -46,6 +53,21 @@ def _trim_attempt(attempt: AttemptSnapshot) -> AttemptSnapshot:
     return replace(attempt, failure=_trim_failure(attempt.failure) if attempt.failure else None)
 
 
+def _without_history(snapshot: JobGraphSnapshot) -> JobGraphSnapshot:
+    """The checkpoint summary without its history; the snapshot as it is without one."""
+    stats = snapshot.checkpoints
+    return replace(snapshot, checkpoints=replace(stats, history=())) \
+        if stats is not None and stats.history else snapshot
+
+
+def _checkpoint_history_dropped(snapshot: JobGraphSnapshot) -> JobGraphSnapshot | None:
+    """None when there is no history to drop."""
+    stats = snapshot.checkpoints
+    if stats is None or not stats.history:
+        return None
+    return replace(_without_history(snapshot), truncated=Truncation.CHECKPOINTS)
+
+
 def _current_attempts_only(snapshot: JobGraphSnapshot) -> JobGraphSnapshot:
     vertices = tuple(
         replace(vertex, subtasks=tuple(
@@ -53,7 +75,7 @@ def _current_attempts_only(snapshot: JobGraphSnapshot) -> JobGraphSnapshot:
             for subtask in vertex.subtasks))
         for vertex in snapshot.vertices)
     root = snapshot.root_cause
-    return replace(snapshot, vertices=vertices,
+    return replace(_without_history(snapshot), vertices=vertices,
                    failures=tuple(_trim_failure(f) for f in snapshot.failures[-FAILURES_KEPT:]),
                    root_cause=_trim_failure(root) if root else None,
                    truncated=Truncation.ATTEMPTS)
@@ -61,7 +83,8 @@ def _current_attempts_only(snapshot: JobGraphSnapshot) -> JobGraphSnapshot:
 
 def _counts_only(snapshot: JobGraphSnapshot) -> JobGraphSnapshot:
     root = snapshot.root_cause
-    return replace(snapshot, vertices=tuple(_counted(vertex) for vertex in snapshot.vertices),
+    return replace(_without_history(snapshot),
+                   vertices=tuple(_counted(vertex) for vertex in snapshot.vertices),
                    failures=(), root_cause=_trim_failure(root) if root else None,
                    truncated=Truncation.SUBTASKS)
 
@@ -71,5 +94,6 @@ def _counted(vertex: VertexSnapshot) -> VertexSnapshot:
                    state_counts=dict(Counter(subtask.state for subtask in vertex.subtasks)))
 
 
-_REDUCTIONS: tuple[Callable[[JobGraphSnapshot], JobGraphSnapshot], ...] = (
-    lambda snapshot: snapshot, _current_attempts_only, _counts_only)
+_REDUCTIONS: tuple[Callable[[JobGraphSnapshot], JobGraphSnapshot | None], ...] = (
+    lambda snapshot: snapshot, _checkpoint_history_dropped, _current_attempts_only,
+    _counts_only)

@@ -68,16 +68,29 @@ class StateHandle:
     sha256: str
 
 
+@dataclass(frozen=True)
+class SavepointRestore:
+    """Where a job starts from (Flink's ``SavepointRestoreSettings``): a savepoint under
+    the cluster's ``state.savepoints.dir``. ``allow_non_restored_state``: state of a
+    vertex this job does not have is skipped instead of refusing the job."""
+
+    path: str
+    allow_non_restored_state: bool = False
+
+
 @message
 @dataclass(frozen=True)
 class TriggerCheckpoint:
     """JobMaster -> TaskExecutor (tell), for a source task: inject the barrier of
-    ``checkpoint_id`` after the record it is at, snapshot, and acknowledge."""
+    ``checkpoint_id`` after the record it is at, snapshot, and acknowledge. ``stop``: a
+    stop (with or without a savepoint): the source emits nothing after this barrier and
+    the task finishes once the checkpoint completed (it goes on if it is aborted)."""
 
     job_id: str
     attempt_id: str
     checkpoint_id: int
     timestamp: float
+    stop: bool = False
 
 
 @message
@@ -85,6 +98,17 @@ class TriggerCheckpoint:
 class NotifyCheckpointComplete:
     """JobMaster -> TaskExecutor (tell): checkpoint ``checkpoint_id`` completed; a sink
     commits what it wrote for it and before."""
+
+    job_id: str
+    attempt_id: str
+    checkpoint_id: int
+
+
+@message
+@dataclass(frozen=True)
+class NotifyCheckpointAborted:
+    """JobMaster -> TaskExecutor (tell): checkpoint ``checkpoint_id`` will never complete;
+    a task that stopped its source for it goes on."""
 
     job_id: str
     attempt_id: str
@@ -116,3 +140,27 @@ class DeclineCheckpoint:
     subtask_id: str
     checkpoint_id: int
     reason: str
+
+
+@message
+@dataclass(frozen=True)
+class TriggerSavepoint:
+    """Client -> Dispatcher (ask): take a savepoint of a running streaming job, under the
+    cluster's ``state.savepoints.dir``. ``stop``: the job's sources stop at it and the job
+    finishes once it completed (``clusterdeck stop``); ``savepoint`` False with ``stop``:
+    a stop at a last checkpoint, no savepoint kept. Answered ``SavepointCompleted``."""
+
+    job_id: str
+    stop: bool = False
+    savepoint: bool = True
+
+
+@message
+@dataclass(frozen=True)
+class SavepointCompleted:
+    """Dispatcher -> client: ``path`` (on the JobManager's machine; empty for a stop
+    without savepoint) holds the state of checkpoint ``checkpoint_id``."""
+
+    job_id: str
+    checkpoint_id: int
+    path: str

@@ -50,6 +50,9 @@ class TaskExecutorGateway(Gateway):
     def notify_checkpoint_complete(self, msg: p.NotifyCheckpointComplete) -> None:
         self.tell(msg)
 
+    def notify_checkpoint_aborted(self, msg: p.NotifyCheckpointAborted) -> None:
+        self.tell(msg)
+
 
 class JobMasterGateway(Gateway):
     def offer_slots(self, msg: p.OfferSlots) -> None:
@@ -96,6 +99,10 @@ class DispatcherGateway(Gateway):
     def request_job_list(self, offset: int = 0, limit: int = 0,
                          timeout: float | None = None) -> Future[p.JobList]:
         return self.ask(p.RequestJobList(offset, limit), timeout)
+
+    def trigger_savepoint(self, msg: p.TriggerSavepoint, timeout: float | None = None
+                          ) -> Future[p.SavepointCompleted]:
+        return self.ask(msg, timeout)
 
     def cancel_job(self, job_id: str) -> Future[p.JobSummary]:
         return self.ask(p.CancelJob(job_id))

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from clusterdeck.core.protocol.checkpoints import CheckpointOptions
+from clusterdeck.core.protocol.checkpoints import CheckpointOptions, SavepointRestore
 
 
 class ShipStrategy(StrEnum):
@@ -80,6 +80,7 @@ class JobGraph:
     edges: tuple[JobEdge, ...] = ()
     default_parallelism: int = 1
     checkpointing: CheckpointOptions | None = None  # a streaming job's
+    savepoint: SavepointRestore | None = None  # a streaming job started from a savepoint
 
     def vertex(self, vertex_id: str) -> JobVertex:
         for vertex in self.vertices:

@@ -14,8 +14,11 @@ from typing import Any
 from clusterdeck.core.protocol.checkpoints import (  # noqa: F401 - messages of this namespace
     AcknowledgeCheckpoint,
     DeclineCheckpoint,
+    NotifyCheckpointAborted,
     NotifyCheckpointComplete,
+    SavepointCompleted,
     TriggerCheckpoint,
+    TriggerSavepoint,
 )
 from clusterdeck.core.protocol.deployments import (  # noqa: F401 - messages of this namespace
     JobDeployment,
@@ -38,7 +41,8 @@ from clusterdeck.core.rpc import message
 # 12: deployments, state updates, slots and execution events travel in batches
 # (SubmitTasks, UpdateTaskExecutionStates, SlotRequests, OfferSlots, ExecutionStateEvents)
 # 13: a SubmitTasks carries what its deployments share (the job's graph, artifact, ...) once
-PROTOCOL_VERSION = 14
+# 14: streaming jobs and checkpoints; 15: savepoints, stop, NotifyCheckpointAborted
+PROTOCOL_VERSION = 15
 
 # -- presence and leadership (retained) -------------------------------------------------
 

@@ -7,6 +7,8 @@ by a view later. Field names are the keys the snapshot had as a dict, so the JSO
 is that of the dict; states are the enums, sequences tuples (the classes are frozen).
 
 Job  ->  vertices (JobVertex)  ->  subtasks (one per parallel instance)  ->  attempts.
+A streaming job's snapshot also sums up its checkpoints (``checkpoints``, from its
+JobMaster's checkpoint coordinator, ``clusterdeck.core.protocol.checkpointstats``).
 A large job's snapshot is published reduced (``clusterdeck.core.jobmanager.reductions``):
 ``truncated`` says what was left out.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from clusterdeck.core.protocol.checkpointstats import CheckpointStatsSnapshot
 from clusterdeck.core.protocol.failures import FailureRecord
 from clusterdeck.core.protocol.jobgraph import JobEdge, JobKind
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
@@ -25,6 +28,7 @@ class Truncation(StrEnum):
     """What a reduced snapshot left out; falsy when nothing was (the member is ``""``)."""
 
     NONE = ""
+    CHECKPOINTS = "checkpoints"  # a streaming job's checkpoint history (its counts stay)
     ATTEMPTS = "attempts"  # only each subtask's current attempt; the last 20 failures
     SUBTASKS = "subtasks"  # no subtasks at all: each vertex's ``state_counts`` only
 
@@ -118,7 +122,9 @@ class JobGraphSnapshot:
     ``epoch`` numbers the JobManager runs of the job (0 first); ``status_timestamps``
     says when the job last entered each status; ``failures`` is every failure, oldest
     first, and ``root_cause`` the first of them. ``hosts`` (TaskManager id -> host) is
-    filled by the JobMaster from the slots it was offered.
+    filled by the JobMaster from the slots it was offered. ``checkpoints``: a streaming
+    job's checkpoints, summed up by its JobMaster; None for a batch job (and in the
+    snapshot of a sender that predates them).
     """
 
     job_id: str
@@ -134,6 +140,7 @@ class JobGraphSnapshot:
     root_cause: FailureRecord | None = None
     hosts: dict[str, str] = field(default_factory=dict)
     truncated: Truncation = Truncation.NONE
+    checkpoints: CheckpointStatsSnapshot | None = None
 
     def vertex(self, vertex_id: str) -> VertexSnapshot | None:
         return next((vertex for vertex in self.vertices if vertex.id == vertex_id), None)

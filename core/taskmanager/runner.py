@@ -68,7 +68,10 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any,
         if deployment.graph.kind is JobKind.STREAMING:
             result = run_stream_subtask(spark, job, deployment, task.checkpoint_control,
                                         task.report_checkpoint, Path(kept) / "checkpoints",
-                                        getattr(task, "counts", None))
+                                        getattr(task, "counts", None),
+                                        live=getattr(task, "live", None),
+                                        printed=Path(printed_path(kept, deployment.attempt_id,
+                                                                  "stdout")))
         else:
             result = run_subtask(spark, job, deployment.vertex_id, deployment.subtask,
                                  deployment.attempt_id, input_partitions(deployment, kept),
@@ -90,7 +93,9 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any,
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(rows), encoding="utf-8")
         collected_path = str(path)
-    stdout_path, stderr_path = _printed_files(deployment, kept, result.stdout, result.stderr)
+    stdout_path, stderr_path = _printed_files(
+        deployment, kept, "" if result.stdout_file else result.stdout, result.stderr)
+    stdout_path = result.stdout_file or stdout_path  # a print sink wrote it as it went
     return p.TaskResult(
         records_in=result.records_in, records_out=result.records_out,
         counters=dict(result.counters),

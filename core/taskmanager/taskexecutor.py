@@ -405,6 +405,10 @@ class TaskExecutor(RpcEndpoint):
     def notify_checkpoint_complete(self, notice: p.NotifyCheckpointComplete) -> None:
         self._to_task(notice.job_id, notice.attempt_id, notice)
 
+    @handler(p.NotifyCheckpointAborted, senders=(topics.JOBMANAGER,))
+    def notify_checkpoint_aborted(self, notice: p.NotifyCheckpointAborted) -> None:
+        self._to_task(notice.job_id, notice.attempt_id, notice)
+
     def _to_task(self, job_id: str, attempt_id: str, message: Any) -> None:
         """A streaming task's checkpoint message, for its thread. One for an attempt that
         is gone is dropped: its JobMaster learns of the attempt's end on its own."""

@@ -97,3 +97,42 @@ def test_a_killed_jobmanager_resumes_the_stream_from_its_last_checkpoint(
     assert result.status == JobStatus.FINISHED, described(result)
     assert committed(out) == expected(8000)
     assert client.snapshot(job_id).graph.epoch >= 1
+
+
+def test_a_job_stopped_with_a_savepoint_goes_on_from_it_when_resubmitted(
+        client, tmp_path) -> None:
+    """A savepoint while the job runs, then ``stop --savepoint``: the job FINISHES with part
+    of its output committed; the same job submitted from that savepoint writes the rest,
+    and the output is the undisturbed run's, once each."""
+    from clusterdeck.core.protocol.checkpoints import SavepointRestore
+    from clusterdeck.core.rpc import RemoteError
+    out = tmp_path / "out"
+    job_id = client.submit(EXAMPLE, (str(out), "6000", "500"))
+    wait_for(lambda: len(committed(out)) > 300, 60, "a few checkpoints committed")
+    taken = client.savepoint(job_id, timeout=60)
+    assert (Path(taken.path) / "_metadata").is_file()
+    assert client.snapshot(job_id, 1.0).graph.status is JobStatus.RUNNING
+    stopped = client.savepoint(job_id, stop=True, timeout=60)
+    assert stopped.checkpoint_id > taken.checkpoint_id
+    result = wait_result(client, job_id, 60)
+    assert result.status == JobStatus.FINISHED, described(result)
+    first = committed(out)
+    assert first and len(first) < len(expected(6000)) and set(first) < set(expected(6000))
+    with pytest.raises(RemoteError, match="savepoints are of running streaming jobs"):
+        client.savepoint(job_id, timeout=10)
+
+    resumed = client.submit(EXAMPLE, (str(out), "6000", "500"),
+                            savepoint=SavepointRestore(stopped.path))
+    result = wait_result(client, resumed, 120)
+    assert result.status == JobStatus.FINISHED, described(result)
+    assert committed(out) == expected(6000)
+    read = sum(entry["in"] for entry in result.records.values())
+    assert 0 < read < 6000  # it went on from the savepoint, not from the start
+
+
+def test_a_job_is_refused_a_savepoint_that_is_not_one_of_its_cluster(client, tmp_path) -> None:
+    from clusterdeck.core.protocol.checkpoints import SavepointRestore
+    from clusterdeck.core.rpc import RemoteError
+    with pytest.raises(RemoteError, match="is not a savepoint of this cluster"):
+        client.submit(EXAMPLE, (str(tmp_path / "out"), "10", "500"),
+                      savepoint=SavepointRestore(str(tmp_path)))

@@ -41,3 +41,28 @@ def test_a_scripts_exit_status_is_the_exit_code_of_its_failed_job():
     assert exit_code(result(JobStatus.FAILED, {"exception_type": "TaskManagerLost"}), 1) == 1
     assert exit_code(result(JobStatus.FINISHED), 1) == 0
     assert exit_code(result(JobStatus.CANCELED), 1) == 3
+
+
+def test_submit_from_a_savepoint_sends_its_restore_settings():
+    from clusterdeck.core.cli.jobcommands import job_options
+    from clusterdeck.core.cli.main import build_parser
+    from clusterdeck.core.protocol.checkpoints import SavepointRestore
+    args = build_parser().parse_args(["submit", "job.py", "--from-savepoint", "savepoint-x",
+                                      "--allow-non-restored-state"])
+    assert job_options(args)["savepoint"] == SavepointRestore("savepoint-x", True)
+    assert "savepoint" not in job_options(build_parser().parse_args(["submit", "job.py"]))
+
+
+def test_allowing_non_restored_state_without_a_savepoint_is_a_usage_error():
+    from clusterdeck.core.cli.jobcommands import job_options
+    from clusterdeck.core.cli.main import build_parser
+    args = build_parser().parse_args(["submit", "job.py", "--allow-non-restored-state"])
+    with pytest.raises(ConfigError, match="goes with --from-savepoint"):
+        job_options(args)
+
+
+def test_stop_takes_a_savepoint_only_when_asked():
+    from clusterdeck.core.cli.main import build_parser
+    assert build_parser().parse_args(["stop", "j1"]).savepoint is False
+    assert build_parser().parse_args(["stop", "j1", "--savepoint"]).savepoint is True
+    assert build_parser().parse_args(["savepoint", "j1", "--timeout", "5"]).timeout == 5.0

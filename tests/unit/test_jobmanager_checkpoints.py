@@ -103,3 +103,55 @@ def test_an_acknowledgement_naming_another_subtasks_snapshot_fails_the_checkpoin
     assert driver.coordinator.in_progress is None
     assert len(failed) == 1 and "v#1 declined: its acknowledgement names 'chk-1/v%230.state'" \
         in failed[0]
+
+
+def with_savepoints(tmp_path: Path) -> tuple[JobCheckpoints, Endpoint, list]:
+    from clusterdeck.core.checkpointing import Savepoints
+    from clusterdeck.core.protocol.jobgraph import JobGraph, JobKind, JobVertex, OperatorSpec
+    graph = JobGraph("s", JobKind.STREAMING, (JobVertex("v", "rate", 2, (
+        OperatorSpec("op1", "source.rate", {"rate": 1.0, "count": None}),)),))
+    endpoint, told = Endpoint(), []
+    driver = JobCheckpoints("job-1", CheckpointOptions(interval=1.0),
+                            CheckpointStorage(tmp_path / "checkpoints"), endpoint,
+                            lambda: TASKS, lambda attempt, message: told.append(message),
+                            lambda reason: None, savepoints=Savepoints(tmp_path / "sp"),
+                            graph=graph)
+    driver.start()
+    return driver, endpoint, told
+
+
+def acknowledge(driver: JobCheckpoints, tmp_path: Path, checkpoint_id: int) -> None:
+    storage = CheckpointStorage(tmp_path / "checkpoints")
+    for attempt, subtask in (("a0", "v#0"), ("a1", "v#1")):
+        state = storage.write_state("job-1", checkpoint_id, subtask, b"{}")
+        driver.acknowledged(p.AcknowledgeCheckpoint("job-1", attempt, subtask, checkpoint_id,
+                                                    state))
+
+
+def test_a_stop_with_savepoint_is_answered_with_its_folder_before_the_tasks_commit(tmp_path):
+    driver, endpoint, told = with_savepoints(tmp_path)
+    answer = driver.savepoint(stop=True)
+    endpoint.fire()
+    assert [m.stop for m in told] == [True, True]
+    acknowledge(driver, tmp_path, 1)
+    done = answer.result(timeout=0)
+    assert done.checkpoint_id == 1 and (Path(done.path) / "_metadata").is_file()
+    assert [type(m).__name__ for m in told[2:]] == ["NotifyCheckpointComplete"] * 2
+
+
+def test_a_savepoint_the_job_ends_before_is_answered_with_why(tmp_path):
+    driver, _endpoint, _ = with_savepoints(tmp_path)
+    answer = driver.savepoint(stop=False)
+    driver.stop("the job ended CANCELED")
+    error = answer.exception(timeout=0)
+    assert "the job ended CANCELED before the savepoint completed" in str(error)
+
+
+def test_the_tasks_hear_an_aborted_stop_so_their_sources_go_on(tmp_path):
+    driver, endpoint, told = with_savepoints(tmp_path)
+    answer = driver.savepoint(stop=True)
+    endpoint.fire()
+    driver.declined(p.DeclineCheckpoint("job-1", "a1", "v#1", 1, "disk full"))
+    assert [type(m).__name__ for m in told[2:]] == ["NotifyCheckpointAborted"] * 2
+    assert "v#1 declined: disk full" in str(answer.exception(timeout=0))
+    assert not driver.savepoint(stop=False).done()  # a new one may be asked for now

@@ -5,12 +5,15 @@ own errors all end the job with a cause instead of leaving it waiting for ever."
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
 
+from clusterdeck.core.checkpointing import CheckpointStatus
 from clusterdeck.core.config.settings import Config
+from clusterdeck.core.executiongraph.execution import subtask_id
 from clusterdeck.core.jobapi.builder import build_graph
 from clusterdeck.core.jobapi.environment import ExecutionEnvironment
 from clusterdeck.core.jobapi.loader import script_graph
@@ -18,8 +21,10 @@ from clusterdeck.core.jobmanager import jobmaster as jobmaster_module
 from clusterdeck.core.jobmanager.jobmaster import JobMaster
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.gateways import JobMasterGateway, ResourceManagerGateway
 from clusterdeck.core.protocol.jobgraph import JobGraph
+from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from clusterdeck.core.rpc import FencedRpcEndpoint, LocalRpcService, RpcEndpoint, handler
 from tests.waiting import wait_for
@@ -236,3 +241,72 @@ def test_a_final_update_whose_files_are_still_fetched_is_not_taken_for_lost(
     fetched.set()
     result = wait_for(lambda: outcome.result, 10, "the job to end")
     assert result.status is JobStatus.FINISHED, result.root_cause
+
+
+class CheckpointingTaskExecutor(ScriptedTaskExecutor):
+    """Also takes part in checkpoints: every trigger is kept for the test to acknowledge
+    (a stateless task: no snapshot), and a failed attempt's deployments are counted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.triggers: list[p.TriggerCheckpoint] = []
+        self.deployments: list[p.SubmitTask] = []
+
+    @handler(p.SubmitTasks)
+    def submit_tasks(self, batch: p.SubmitTasks) -> p.TaskOperationResults:
+        self.deployments.extend(batch.deployments())
+        return super().submit_tasks(batch)
+
+    @handler(p.TriggerCheckpoint)
+    def trigger_checkpoint(self, trigger: p.TriggerCheckpoint) -> None:
+        self.triggers.append(trigger)
+
+    @handler(p.NotifyCheckpointComplete)
+    def notify_checkpoint_complete(self, _notice: p.NotifyCheckpointComplete) -> None:
+        pass
+
+
+def rate_to_files(out: Path) -> JobGraph:
+    env = ExecutionEnvironment("rate to files")
+    env.enable_checkpointing(0.05)
+    env.rate_source(10).write_text(str(out))
+    return build_graph(env)[0]
+
+
+def test_a_streaming_jobs_snapshot_carries_its_checkpoints_and_the_one_it_resumed_from(
+        service, tmp_path) -> None:
+    snapshots: list[JobGraphSnapshot] = []
+    service.subscribe(topics.job_state("job-1"),
+                      lambda _topic, message: snapshots.append(message.graph))
+    taskexecutor = CheckpointingTaskExecutor()
+    jobmaster, _ = start_job(service, tmp_path, taskexecutor, rate_to_files(tmp_path / "out"),
+                             **{"restart-strategy.type": "fixed-delay",
+                                "restart-strategy.fixed-delay.attempts": 1,
+                                "restart-strategy.fixed-delay.delay": 0.0})
+    gateway = service.gateway(JobMasterGateway, jobmaster.endpoint_id, TOKEN)
+    (task,) = taskexecutor.deployments
+    for n in (1, 2):  # the second while nothing else of the job changes
+        trigger = wait_for(lambda n=n: len(taskexecutor.triggers) >= n
+                           and taskexecutor.triggers[n - 1], 10, f"checkpoint {n}'s trigger")
+        gateway.acknowledge_checkpoint(p.AcknowledgeCheckpoint(
+            "job-1", trigger.attempt_id, subtask_id(task.vertex_id, task.subtask),
+            trigger.checkpoint_id))
+    completed = wait_for(lambda: next((s for s in reversed(snapshots) if s.checkpoints
+                                       and s.checkpoints.completed == 2), None), 10,
+                         "a snapshot with both checkpoints completed")
+    assert completed.checkpoints.latest.checkpoint_id == trigger.checkpoint_id == 2
+    assert completed.checkpoints.restored is None
+    assert completed.checkpoints.history[-1].status is CheckpointStatus.COMPLETED
+
+    failed_at = time.time()
+    gateway.update_task_execution_states(p.UpdateTaskExecutionStates((
+        p.UpdateTaskExecutionState("job-1", trigger.attempt_id, ExecutionState.FAILED),
+    ))).result(5)
+
+    wait_for(lambda: len(taskexecutor.deployments) == 2, 10, "the attempt deployed again")
+    assert taskexecutor.deployments[1].restore_checkpoint == trigger.checkpoint_id
+    resumed = wait_for(lambda: next((s for s in reversed(snapshots) if s.checkpoints
+                                     and s.checkpoints.restored), None), 10,
+                       "a snapshot naming the restore")
+    assert resumed.checkpoints.restored.checkpoint_id == trigger.checkpoint_id
+    assert resumed.checkpoints.restored.restored >= failed_at
