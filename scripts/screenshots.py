@@ -10,6 +10,13 @@ parallelism 4, and ``examples/pi.py`` (a PySpark script, for its stdout). A file
 not a job is offered too, for the error dialog. Then each view is brought to the front
 and saved with ``QWidget.grab()``; the replay is the word count half way through.
 Takes about a minute and a half, most of it Spark starting in each TaskManager.
+
+    QT_QPA_PLATFORM=offscreen python scripts/screenshots.py --attach CLUSTER
+
+attaches the window to a cluster already running (``clusterdeck up``) instead, waits
+for a streaming job of it with a few completed checkpoints (``clusterdeck submit
+examples/streaming_rate.py -- OUT 0``) and saves its checkpoints view, and its failures
+view when the job resumed from a checkpoint.
 """
 
 from __future__ import annotations
@@ -26,9 +33,10 @@ from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtWidgets import QApplication, QDockWidget, QWidget
 
 from clusterdeck.core.config.settings import Config
+from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.gui.models.replay import JobHistory
-from clusterdeck.gui.session import SessionMode
+from clusterdeck.gui.session import SessionMode, attach_config
 from clusterdeck.gui.views.mainwindow import MainWindow
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -244,6 +252,36 @@ def shoot_live_numbers(shooter: Shooter, small_wordcount: str) -> None:
     shooter.save(window.load_dock, "load")
 
 
+def shoot_checkpoints(shooter: Shooter, cluster_id: str, completed: int = 5) -> None:
+    """A running streaming job of ``cluster_id``: its checkpoints once ``completed`` of
+    them did, and its failures when it was restored from one."""
+    window = shooter.window
+    window.session.attach(attach_config(cluster_id))
+    shooter.wait(lambda: window.session.state.mode is SessionMode.ATTACHED, 30,
+                 f"the window attached to {cluster_id}")
+
+    def streaming_job() -> str:
+        for job_id, snapshot in window.jobs.snapshots.items():
+            stats = snapshot.checkpoints
+            if snapshot.kind is JobKind.STREAMING and stats is not None \
+                    and stats.completed >= completed and not snapshot.status.is_terminal:
+                return job_id
+        return ""
+
+    shooter.wait(streaming_job, 120, f"a running streaming job with {completed} checkpoints")
+    job_id = streaming_job()
+    window.choose_job(job_id)
+    window.jobs.graph.fit()
+    shooter.raise_dock(window.checkpoints_dock, 380)
+    shooter.wait(lambda: window.checkpoints_model.rowCount() > 0, 20, "checkpoint rows")
+    shooter.save(window.checkpoints_dock, "checkpoints")
+    shooter.save(window, "checkpoints-window")
+    snapshot = window.jobs.snapshots[job_id]
+    if snapshot.checkpoints is not None and snapshot.checkpoints.restored is not None:
+        shooter.raise_dock(window.failures_dock, 380)
+        shooter.save(window.failures_dock, "failures-restored")
+
+
 def _change_times(history: JobHistory) -> list[float]:
     """Moments where a subtask of the replayed job changed state (for a telling replay)."""
     snapshot = history.snapshot
@@ -256,6 +294,8 @@ def _change_times(history: JobHistory) -> list[float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
+    parser.add_argument("--attach", metavar="CLUSTER", default="",
+                        help="shoot the checkpoints of a running cluster's streaming job")
     args = parser.parse_args(argv)
     # Read when the QApplication is made and when paths are looked up, both below.
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -268,7 +308,10 @@ def main(argv: list[str] | None = None) -> int:
     window.resize(1500, 940)
     window.show()
     try:
-        shoot_all(Shooter(app, window, args.out))
+        if args.attach:
+            shoot_checkpoints(Shooter(app, window, args.out), args.attach)
+        else:
+            shoot_all(Shooter(app, window, args.out))
     finally:
         window.session.shutdown()
         window.close()

@@ -5,8 +5,10 @@ job's from its ``JobResult`` (``failure_history``, ``root_cause``, flat dicts re
 ``FailureRecord``s), which wins. Each
 failure shows its exception and message, where it ran (TaskManager, slot, input splits,
 attempt), when, the traceback with the user's frames marked (gui/views/failuretext.py) and
-the task's last log lines. Clicking a failure emits ``failure_selected(vertex_id,
-subtask)``, which the window uses to select and centre that subtask in the ExecutionGraph.
+the task's last log lines. A streaming job that resumed from a checkpoint after a
+failover says which, and when (from its snapshot's checkpoint summary). Clicking a
+failure emits ``failure_selected(vertex_id, subtask)``, which the window uses to select
+and centre that subtask in the ExecutionGraph.
 While the view is off screen (another tab of its dock area is on top: ``set_on_screen``)
 it only keeps the data and redraws when it is back, so a job failing many times costs
 nothing there. GUI thread only.
@@ -35,8 +37,10 @@ from PySide6.QtWidgets import (
 )
 
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.checkpointstats import RestoredCheckpointStats
 from clusterdeck.core.protocol.failures import FailureRecord
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
+from clusterdeck.gui.models.checkpointsmodel import restored_text
 from clusterdeck.gui.views.failuretext import USER_COLOUR, attempt_number, clock, failure_html
 
 FAILURE_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -55,11 +59,12 @@ class JobFailures:
     history: tuple[FailureRecord, ...]
     vertex_names: dict[str, str]
     final: bool = False  # from the JobResult: later snapshots do not replace it
+    restored: RestoredCheckpointStats | None = None  # a streaming job resumed from it
 
     @property
     def key(self) -> tuple[Any, ...]:
         return (self.root_cause.attempt_id if self.root_cause else None,
-                tuple(f.attempt_id for f in self.history))
+                tuple(f.attempt_id for f in self.history), self.restored)
 
 
 class FailuresView(QWidget):
@@ -79,6 +84,8 @@ class FailuresView(QWidget):
         self._shown_key: tuple[Any, ...] | None = None
         self.on_screen = True
         self.title = QLabel("Select a job to see its failures.")
+        self.restored = QLabel()
+        self.restored.setVisible(False)
         self.log_button = QPushButton("Show its log lines")
         self.log_button.setToolTip("Every log line of the selected failure's attempt, from "
                                    "every process, in the Logs tab")
@@ -107,6 +114,7 @@ class FailuresView(QWidget):
         top.addWidget(self.title, 1)
         top.addWidget(self.log_button)
         layout.addLayout(top)
+        layout.addWidget(self.restored)
         layout.addWidget(splitter, 1)
         self.tree.currentItemChanged.connect(self._on_current)
         self.tree.itemClicked.connect(self._on_clicked)
@@ -116,18 +124,23 @@ class FailuresView(QWidget):
     def set_snapshot(self, job_id: str, snapshot: JobGraphSnapshot) -> None:
         known = self._jobs.get(job_id)
         names = {v.id: v.name for v in snapshot.vertices}
+        checkpoints = snapshot.checkpoints
+        restored = checkpoints.restored if checkpoints is not None else None
         if known is not None and known.final:
-            if not known.vertex_names:
-                self._jobs[job_id] = JobFailures(known.root_cause, known.history, names, True)
+            if not known.vertex_names or known.restored != restored:
+                self._put(job_id, JobFailures(known.root_cause, known.history,
+                                              known.vertex_names or names, True, restored))
             return
-        self._put(job_id, JobFailures(snapshot.root_cause, snapshot.failures, names))
+        self._put(job_id, JobFailures(snapshot.root_cause, snapshot.failures, names,
+                                      restored=restored))
 
     def set_result(self, job_id: str, result: p.JobResult) -> None:
         known = self._jobs.get(job_id)
         root = FailureRecord.from_dict(result.root_cause) if result.root_cause else None
         self._put(job_id, JobFailures(
             root, tuple(FailureRecord.from_dict(f) for f in result.failure_history),
-            known.vertex_names if known else {}, final=True))
+            known.vertex_names if known else {}, final=True,
+            restored=known.restored if known else None))
 
     def show_job(self, job_id: str | None) -> None:
         """Show ``job_id``'s failures (the job chosen in the window)."""
@@ -145,6 +158,7 @@ class FailuresView(QWidget):
         self.detail.clear()
         self.log_button.setEnabled(False)
         self.title.setText("Select a job to see its failures.")
+        self.restored.setVisible(False)
 
     # -- reading (tests, the window) ----------------------------------------------------------
 
@@ -181,6 +195,7 @@ class FailuresView(QWidget):
             self.log_button.setEnabled(False)
             self.title.setText("Select a job to see its failures." if self.job_id is None
                                else NO_FAILURES)
+            self.restored.setVisible(False)
             return
         if failures.key == self._shown_key:
             return
@@ -189,6 +204,10 @@ class FailuresView(QWidget):
         count = len(failures.history)
         self.title.setText(f"{count} failure{'s' if count != 1 else ''} in job {self.job_id}"
                            if count else NO_FAILURES)
+        if failures.restored is not None:
+            self.restored.setText(f"The job resumed after a failover: "
+                                  f"{restored_text(failures.restored)}")
+        self.restored.setVisible(failures.restored is not None)
         self.tree.blockSignals(True)
         self.tree.clear()
         bold = QFont()

@@ -4,9 +4,9 @@ ExecutionGraph view.
 It wires the parts and owns nothing of the cluster: the bridge's signals feed the models
 and views, the actions call the session, the job commands and the submission flow. One
 job is "current": chosen in the job list or the graph view's selector, it is the one the
-graph, the result and the failures views show. The dock layout and the window geometry
-are kept with QSettings in an ini file under the config dir (so tests, which point
-CLUSTERDECK_HOME elsewhere, never touch the user's settings). GUI thread only.
+graph, the result, the failures and the checkpoints views show. The dock layout and the
+window geometry are kept with QSettings in an ini file under the config dir (so tests,
+which point CLUSTERDECK_HOME elsewhere, never touch the user's settings). GUI thread only.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from clusterdeck.core.recorder.store import FILE_NAME
 from clusterdeck.gui.bridge import ClusterBridge
 from clusterdeck.gui.inspection import ProcessInspector
 from clusterdeck.gui.jobcalls import JobCommands, JobWorker
+from clusterdeck.gui.models.checkpointsmodel import CheckpointsModel
 from clusterdeck.gui.models.health import cluster_health
 from clusterdeck.gui.models.metrics import MetricsStore
 from clusterdeck.gui.models.processmodel import ProcessTableModel
@@ -52,6 +53,7 @@ from clusterdeck.gui.session import (
 from clusterdeck.gui.submission import SubmissionFlow
 from clusterdeck.gui.tray import DesktopNotifier
 from clusterdeck.gui.views.actions import create_actions
+from clusterdeck.gui.views.checkpointsview import CheckpointsView
 from clusterdeck.gui.views.clusterpanel import ClusterPanel
 from clusterdeck.gui.views.comparison import ComparisonWindow
 from clusterdeck.gui.views.failuresview import FailuresView
@@ -66,7 +68,7 @@ from clusterdeck.gui.views.slotsview import SlotsView
 
 ORGANISATION = "clusterdeck"
 APPLICATION = "clusterdeck"
-_SETTINGS_VERSION = 4  # 3: the Logs dock; 4: the Load dock
+_SETTINGS_VERSION = 5  # 3: the Logs dock; 4: the Load dock; 5: the Checkpoints dock
 
 STOP = "stop"
 HEADLESS = "headless"
@@ -138,6 +140,8 @@ class MainWindow(QMainWindow):
         self.comparisons: list[ComparisonWindow] = []
         self.result = ResultView()
         self.failures = FailuresView(self.submission.job_files)
+        self.checkpoints_model = CheckpointsModel(self)
+        self.checkpoints = CheckpointsView(self.checkpoints_model)
         self.messages = MessagesView()
         self.logs = LogSearchView(self.worker.run)
         self.log_docks: dict[str, QDockWidget] = {}
@@ -152,11 +156,13 @@ class MainWindow(QMainWindow):
         self.jobs_dock = self._dock("Jobs", "jobs", self.job_list, bottom)
         self.result_dock = self._dock("Result", "result", self.result, bottom)
         self.failures_dock = self._dock("Failures", "failures", self.failures, bottom)
+        self.checkpoints_dock = self._dock("Checkpoints", "checkpoints", self.checkpoints,
+                                           bottom)
         self.messages_dock = self._dock("Messages", "messages", self.messages, bottom)
         self.logs_dock = self._dock("Logs", "logs", self.logs, bottom)
         self.load_dock = self._dock("Load", "load", self.load, bottom)
-        for dock in (self.result_dock, self.failures_dock, self.messages_dock,
-                     self.logs_dock, self.load_dock):
+        for dock in (self.result_dock, self.failures_dock, self.checkpoints_dock,
+                     self.messages_dock, self.logs_dock, self.load_dock):
             self.tabifyDockWidget(self.jobs_dock, dock)
         self.jobs_dock.raise_()
         self._status_labels()
@@ -214,7 +220,8 @@ class MainWindow(QMainWindow):
         view = self.menuBar().addMenu("&View")
         view.addActions([dock.toggleViewAction() for dock in (
             self.cluster_dock, self.slots_dock, self.jobs_dock, self.result_dock,
-            self.failures_dock, self.messages_dock, self.logs_dock, self.load_dock)])
+            self.failures_dock, self.checkpoints_dock, self.messages_dock, self.logs_dock,
+            self.load_dock)])
         view.addSeparator()
         view.addActions([a.zoom_in, a.zoom_out, a.fit_graph])
         view.addSeparator()
@@ -245,6 +252,7 @@ class MainWindow(QMainWindow):
         bridge.job_changed.connect(self.jobs.set_job)
         bridge.job_changed.connect(self.slots.set_job)
         bridge.job_changed.connect(self.failures.set_snapshot)
+        bridge.job_changed.connect(self.checkpoints_model.set_snapshot)
         bridge.job_changed.connect(self.result.set_snapshot)
         bridge.job_changed.connect(self._on_job_seen)
         bridge.job_changed.connect(self.notifier.job_seen)
@@ -357,6 +365,7 @@ class MainWindow(QMainWindow):
         self.jobs.select_job(job_id)
         self.result.show_job(job_id)
         self.failures.show_job(job_id)
+        self.checkpoints_model.show_job(job_id)
         self._update_actions()
 
     def kill_selected(self) -> None:
@@ -385,7 +394,7 @@ class MainWindow(QMainWindow):
     def reset_layout(self) -> None:
         self.restoreState(self._default_state, _SETTINGS_VERSION)
         for dock in (self.cluster_dock, self.slots_dock, self.jobs_dock, self.result_dock,
-                     self.failures_dock, self.messages_dock):
+                     self.failures_dock, self.checkpoints_dock, self.messages_dock):
             dock.show()
         self.jobs_dock.raise_()
 
@@ -514,6 +523,7 @@ class MainWindow(QMainWindow):
         self.job_model.clear()
         self.result.clear()
         self.failures.clear()
+        self.checkpoints_model.clear()
         self.messages.clear()
         self.current_job = None
         self._on_overview(None)

@@ -3,13 +3,19 @@ click that finds the subtask in the ExecutionGraph."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QPoint, Qt
 
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.checkpointstats import (
+    CheckpointStatsSnapshot,
+    RestoredCheckpointStats,
+)
 from clusterdeck.core.protocol.failures import FailureRecord, TaskFailure
+from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.gui.views.failuresview import FailuresView
 from clusterdeck.gui.views.failuretext import failure_html, traceback_html, user_frames
@@ -121,3 +127,26 @@ def test_a_job_without_failures_says_so(qtbot):
     view.show_job("job-1")
     assert view.failure_items() == []
     assert view.title.text().startswith("No failures")
+
+
+def test_a_streaming_job_that_resumed_after_a_failover_names_the_checkpoint(qtbot):
+    _, snapshot = mixed_word_count()  # source 2 failed
+    restored_at = time.mktime((2026, 11, 26, 12, 3, 41, 0, 0, -1))
+    resumed = replace(snapshot, kind=JobKind.STREAMING, checkpoints=CheckpointStatsSnapshot(
+        completed=7, restored=RestoredCheckpointStats(7, restored_at)))
+    view = FailuresView()
+    qtbot.addWidget(view)
+    view.show()
+    view.show_job("job-1")
+    view.set_snapshot("job-1", replace(resumed, checkpoints=CheckpointStatsSnapshot()))
+    assert view.restored.isHidden()
+
+    view.set_snapshot("job-1", resumed)
+
+    assert view.restored.isVisible()
+    assert view.restored.text().endswith("restored from checkpoint 7 (12:03:41)")
+    view.set_result("job-1", p.JobResult("job-1", "rate", JobStatus.CANCELED))
+    assert "checkpoint 7" in view.restored.text() and view.restored.isVisible()
+    view.set_snapshot("batch", snapshot)
+    view.show_job("batch")
+    assert view.restored.isHidden()
