@@ -24,6 +24,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -302,6 +303,17 @@ def _client(config: Config, connect_timeout: float) -> JobClient:
     except (RpcError, NoBrokerError) as error:
         client.observer_error = f"the messages view stays empty: {error}"
     return client
+
+
+def savepoints_dir(config: Config) -> Path:
+    """Where ``config``'s cluster keeps its savepoints, as its Dispatcher chooses it:
+    ``state.savepoints.dir``, or ``savepoints`` in the cluster's folder. On this machine
+    it is only where the submit dialog's Browse starts: a JobManager elsewhere has its
+    own."""
+    configured = config["state.savepoints.dir"]
+    if configured:
+        return Path(configured)
+    return paths.cluster_dir(config["cluster.id"]) / "savepoints"
 
 
 def attach_config(cluster_id: str) -> Config:

@@ -61,6 +61,9 @@ class SubmissionFlow(QObject):
         self.error_dialog: JobErrorDialog | None = None
         self.job_files: dict[str, Path] = {}
         """Job id -> the local file it was submitted from (to mark the user's frames)."""
+        self.savepoints_dir: Path | None = None
+        """The followed cluster's savepoint folder, where the dialog's Browse starts; the
+        window sets it."""
         self._waiting: deque[Path] = deque()
         self._checking = False
 
@@ -76,7 +79,8 @@ class SubmissionFlow(QObject):
             self._refused(request.path, "There is no cluster to submit to: start a local "
                           "cluster or attach to one, then submit again.")
             return
-        self.notice.emit(f"submitting {request.path.name}\u2026")
+        start = f" from {Path(request.savepoint.path).name}" if request.savepoint else ""
+        self.notice.emit(f"submitting {request.path.name}{start}\u2026")
 
         def done(job_id: str) -> None:
             self.job_files[job_id] = request.path.resolve()
@@ -85,7 +89,8 @@ class SubmissionFlow(QObject):
 
         self.worker.run(lambda: client.submit(
             request.path, request.args, parallelism=request.parallelism,
-            restart_strategy=request.restart_strategy, task_timeout=request.task_timeout),
+            restart_strategy=request.restart_strategy, task_timeout=request.task_timeout,
+            savepoint=request.savepoint),
             done, lambda error: self._failed(request.path, error))
 
     # -- one file after the other -------------------------------------------------------------
@@ -108,7 +113,7 @@ class SubmissionFlow(QObject):
         self.worker.run(lambda: check_job_file(path), checked, refused)
 
     def _ask(self, path: Path, kind: str) -> None:
-        dialog = SubmitDialog(path, kind, self.window)
+        dialog = SubmitDialog(path, kind, self.window, savepoints_dir=self.savepoints_dir)
         self.dialog = dialog
         dialog.accepted.connect(lambda: self.submit(dialog.request()))
         dialog.finished.connect(lambda _result: self._closed(dialog))

@@ -115,6 +115,8 @@ class CheckpointsModel(FixedColumnsModel):
         self._jobs: dict[str, JobCheckpoints] = {}
         self.job_id: str | None = None
         self._rows: list[CheckpointStats] = []
+        self._savepoints: dict[str, str] = {}
+        """Job id -> what came of the latest savepoint or stop of it asked for here."""
 
     # -- feeding (GUI thread, from the bridge and the window) ---------------------------------
 
@@ -139,8 +141,18 @@ class CheckpointsModel(FixedColumnsModel):
         self.endResetModel()
         self._show(self._jobs.get(job_id or ""))
 
+    def set_savepoint(self, job_id: str, line: str) -> None:
+        """What came of the latest savepoint or stop of ``job_id`` asked for in this window
+        (its folder, or why not): the summary's second line, to select and copy. Snapshots
+        do not carry savepoints, so one taken elsewhere (clusterdeck savepoint) is not
+        shown."""
+        self._savepoints[job_id] = line
+        if job_id == self.job_id:
+            self.summary_changed.emit()
+
     def clear(self) -> None:
         self._jobs.clear()
+        self._savepoints.clear()
         self.job_id = None
         self.beginResetModel()
         self._rows = []
@@ -156,9 +168,13 @@ class CheckpointsModel(FixedColumnsModel):
         return self._jobs.get(self.job_id or "")
 
     def summary(self) -> str:
-        """The line above the table; empty when the chosen job has no summary."""
+        """The line above the table, then the latest savepoint asked for here; empty when
+        the chosen job has neither."""
         job = self.job()
-        return summary_text(job.stats) if job is not None and job.stats is not None else ""
+        lines = [summary_text(job.stats)] if job is not None and job.stats is not None else []
+        if self.job_id in self._savepoints:
+            lines.append(self._savepoints[self.job_id])
+        return "\n".join(lines)
 
     def empty_text(self) -> str:
         """Why the table is empty; empty when it has rows."""

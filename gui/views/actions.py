@@ -23,6 +23,9 @@ class WindowActions:
     add_taskmanager: QAction
     submit: QAction
     cancel_job: QAction
+    savepoint_job: QAction
+    stop_job_savepoint: QAction
+    stop_job: QAction
     compare_jobs: QAction
     open_recording: QAction
     quit: QAction
@@ -76,6 +79,16 @@ def create_actions(owner: QWidget) -> WindowActions:
                       "same)"),
         cancel_job=action("&Cancel Job", "Ctrl+Shift+X", pixmap.SP_BrowserStop,
                           "Cancel the selected job"),
+        savepoint_job=action("Take Save&point", "Ctrl+Shift+S", pixmap.SP_DialogSaveButton,
+                             "Take a savepoint of the selected streaming job; it goes on "
+                             "(clusterdeck savepoint)"),
+        stop_job_savepoint=action("Stop &with Savepoint", None, None,
+                                  "Stop the selected streaming job's sources at a savepoint, "
+                                  "to submit it again from there (clusterdeck stop "
+                                  "--savepoint)"),
+        stop_job=action("Stop &Job", None, None,
+                        "Stop the selected streaming job at a last checkpoint, which "
+                        "commits its output; nothing is kept (clusterdeck stop)"),
         compare_jobs=action("C&ompare Jobs", "Ctrl+Shift+C", None,
                             "Two runs side by side: select two jobs in the Jobs list "
                             "(Ctrl+click)"),

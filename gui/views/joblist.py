@@ -15,22 +15,25 @@ Model, delegate and view live on the GUI thread, fed by the bridge's signals.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from PySide6.QtCore import (
     QModelIndex,
+    QPoint,
     Qt,
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QBrush, QPainter
+from PySide6.QtGui import QAction, QBrush, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QMenu,
     QStackedLayout,
     QStyle,
     QStyledItemDelegate,
@@ -239,15 +242,18 @@ class ProgressDelegate(QStyledItemDelegate):
 
 
 class JobListView(QWidget):
-    """The jobs dock: Submit and Cancel, then the table; a drop hint while it is empty."""
+    """The jobs dock: Submit and Cancel, then the table; a drop hint while it is empty.
+    Right-click a job for ``job_actions`` (cancel, savepoint, stop), the window's own
+    actions, enabled for the job the click selected."""
 
     job_chosen = Signal(str)
     """The user selected a job in the table."""
 
     def __init__(self, model: JobListModel, submit: Any, cancel: Any, compare: Any = None,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, job_actions: Sequence[QAction] = ()) -> None:
         super().__init__(parent)
         self.model = model
+        self.job_actions = list(job_actions)
         self.table = QTableView()
         self.table.setModel(model)
         self.table.setItemDelegateForColumn(COLUMNS.index("Progress"), ProgressDelegate(self))
@@ -292,6 +298,8 @@ class JobListView(QWidget):
         model.modelReset.connect(self._show_table)
         model.counted.connect(self._show_count)
         self.table.selectionModel().currentRowChanged.connect(self._on_current)
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._context_menu)
 
     @property
     def selected_job(self) -> str | None:
@@ -320,6 +328,22 @@ class JobListView(QWidget):
 
     def _show_table(self, *_: Any) -> None:
         self._stack.setCurrentIndex(1 if self.model.rowCount() else 0)
+
+    def job_menu(self, position: QPoint) -> QMenu | None:
+        """The menu of the job under ``position`` (viewport coordinates), which it makes
+        the current job first; None off the rows."""
+        index = self.table.indexAt(position)
+        if not index.isValid() or not self.job_actions:
+            return None
+        self.select(str(index.data(JOB_ID_ROLE)))
+        menu = QMenu(self)
+        menu.addActions(self.job_actions)
+        return menu
+
+    def _context_menu(self, position: QPoint) -> None:
+        menu = self.job_menu(position)
+        if menu is not None:
+            menu.popup(self.table.viewport().mapToGlobal(position))
 
     def _on_current(self, current: QModelIndex, _previous: QModelIndex) -> None:
         if current.isValid():

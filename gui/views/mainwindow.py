@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, Signal
-from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
@@ -32,10 +32,12 @@ from clusterdeck.core import __version__
 from clusterdeck.core.client.comparison import RunSummary
 from clusterdeck.core.config import paths
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.jobgraph import JobKind
+from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.recorder.store import FILE_NAME
 from clusterdeck.gui.bridge import ClusterBridge
 from clusterdeck.gui.inspection import ProcessInspector
-from clusterdeck.gui.jobcalls import JobCommands, JobWorker
+from clusterdeck.gui.jobcalls import JobCommands, JobWorker, SavepointAsk
 from clusterdeck.gui.models.checkpointsmodel import CheckpointsModel
 from clusterdeck.gui.models.health import cluster_health
 from clusterdeck.gui.models.metrics import MetricsStore
@@ -49,6 +51,7 @@ from clusterdeck.gui.session import (
     SessionState,
     attach_config,
     known_clusters,
+    savepoints_dir,
 )
 from clusterdeck.gui.submission import SubmissionFlow
 from clusterdeck.gui.tray import DesktopNotifier
@@ -136,7 +139,7 @@ class MainWindow(QMainWindow):
         self.slots = SlotsView()
         self.job_model = JobListModel(self)
         self.job_list = JobListView(self.job_model, self.actions.submit, self.actions.cancel_job,
-                                    self.actions.compare_jobs)
+                                    self.actions.compare_jobs, job_actions=self._job_actions())
         self.comparisons: list[ComparisonWindow] = []
         self.result = ResultView()
         self.failures = FailuresView(self.submission.job_files)
@@ -189,7 +192,15 @@ class MainWindow(QMainWindow):
         self.addDockWidget(area, dock)
         return dock
 
+    def _job_actions(self) -> list[QAction]:
+        a = self.actions
+        return [a.cancel_job, a.savepoint_job, a.stop_job_savepoint, a.stop_job]
+
     def _status_labels(self) -> None:
+        self.savepoint_label = QLabel()  # while a savepoint asked for here is in progress
+        self.savepoint_label.setContentsMargins(8, 0, 8, 0)
+        self.savepoint_label.hide()
+        self.statusBar().addPermanentWidget(self.savepoint_label)
         self.session_label = QLabel("no cluster")
         self.broker_label = QLabel("broker: \u2013")
         self.taskmanagers_label = QLabel("TaskManagers: \u2013")
@@ -202,7 +213,9 @@ class MainWindow(QMainWindow):
     def _menus_and_toolbar(self) -> None:
         a = self.actions
         file = self.menuBar().addMenu("&File")
-        file.addActions([a.submit, a.cancel_job, a.compare_jobs])
+        file.addAction(a.submit)
+        file.addActions(self._job_actions())
+        file.addAction(a.compare_jobs)
         file.addSeparator()
         file.addAction(a.open_recording)
         self.recent_menu = file.addMenu("Recent Recordings")
@@ -232,7 +245,7 @@ class MainWindow(QMainWindow):
         toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         toolbar.addActions([a.start, a.stop, a.restart, a.attach])
         toolbar.addSeparator()
-        toolbar.addActions([a.submit, a.cancel_job])
+        toolbar.addActions([a.submit, a.cancel_job, a.savepoint_job])
         toolbar.addSeparator()
         toolbar.addActions([a.show_log, a.restart_process, a.kill_process])
         toolbar.addSeparator()
@@ -291,12 +304,18 @@ class MainWindow(QMainWindow):
         self.result.rows_wanted.connect(self.commands.load_rows)
         self.commands.rows_loaded.connect(self.result.show_rows)
         self.commands.notice.connect(self._on_notice)
+        self.commands.waiting_changed.connect(self._on_savepoints_waiting)
+        self.commands.savepoint_answered.connect(self.checkpoints_model.set_savepoint)
         self.submission.notice.connect(lambda text: self.statusBar().showMessage(text, 10000))
         self.submission.submitted.connect(self._on_submitted)
         self.job_file_dropped.connect(self.submission.offer)
         a.submit.triggered.connect(self.choose_job_file)
         a.open_recording.triggered.connect(self.choose_recording)
         a.cancel_job.triggered.connect(self.cancel_current_job)
+        a.savepoint_job.triggered.connect(lambda: self.savepoint_current_job())
+        a.stop_job_savepoint.triggered.connect(lambda: self.savepoint_current_job(stop=True))
+        a.stop_job.triggered.connect(
+            lambda: self.savepoint_current_job(stop=True, keep=False))
         a.start.triggered.connect(self.start_cluster)
         a.stop.triggered.connect(lambda: self.session.stop())
         a.restart.triggered.connect(self.session.restart)
@@ -355,6 +374,14 @@ class MainWindow(QMainWindow):
     def cancel_current_job(self) -> None:
         if self.current_job is not None:
             self.commands.cancel(self.current_job)
+
+    def savepoint_current_job(self, stop: bool = False, keep: bool = True) -> None:
+        """Take a savepoint of the current job (``stop``: and stop it there; ``keep``
+        False: a stop at a last checkpoint); its answer goes to the status bar and the
+        Checkpoints view."""
+        job = self.job_model.row(self.current_job or "")
+        if job is not None:
+            self.commands.savepoint(SavepointAsk(job.job_id, job.name, stop, keep))
 
     def choose_job(self, job_id: str) -> None:
         """Make ``job_id`` the current job of every job view."""
@@ -526,6 +553,7 @@ class MainWindow(QMainWindow):
         self.checkpoints_model.clear()
         self.messages.clear()
         self.current_job = None
+        self.commands.forget_waiting()
         self._on_overview(None)
         for dock in list(self.log_docks.values()):
             dock.close()
@@ -533,6 +561,9 @@ class MainWindow(QMainWindow):
     def _on_session(self, state: SessionState) -> None:
         if state.active:
             self.recording = None
+        config = self.session.config
+        self.submission.savepoints_dir = (savepoints_dir(config) if state.active
+                                          and config is not None else None)
         if state.active or self.recording is None:
             self._follow_cluster_logs(state)
         self.cluster_panel.set_session_state(state)
@@ -548,6 +579,18 @@ class MainWindow(QMainWindow):
         recording = paths.cluster_dir(state.cluster_id) / FILE_NAME if state.active else None
         if recording != self.logs.path:
             self.logs.show_recording(recording, live=state.active)
+
+    def _on_savepoints_waiting(self) -> None:
+        """The status bar says which savepoints asked for here are in progress (they can
+        take minutes); the job's savepoint actions wait for the answer."""
+        waiting = list(self.commands.waiting.values())
+        if len(waiting) == 1:
+            self.savepoint_label.setText(f"{waiting[0].doing} of {waiting[0].job} in "
+                                         f"progress\u2026")
+        elif waiting:
+            self.savepoint_label.setText(f"{len(waiting)} savepoints in progress\u2026")
+        self.savepoint_label.setVisible(bool(waiting))
+        self._update_actions()
 
     def _on_notice(self, message: str) -> None:
         self.statusBar().showMessage(message, 10000)
@@ -575,6 +618,11 @@ class MainWindow(QMainWindow):
         a.submit.setEnabled(connected)
         job = self.job_model.row(self.current_job or "")
         a.cancel_job.setEnabled(connected and job is not None and not job.ended)
+        streaming = (connected and job is not None and job.kind == JobKind.STREAMING
+                     and job.status == JobStatus.RUNNING
+                     and job.job_id not in self.commands.waiting)
+        for savepoint in (a.savepoint_job, a.stop_job_savepoint, a.stop_job):
+            savepoint.setEnabled(streaming)
         a.compare_jobs.setEnabled(len(self.job_list.selected_jobs) == 2)
 
     # -- layout and closing -------------------------------------------------------------------

@@ -3,10 +3,12 @@ refused.
 
 ``SubmitDialog`` asks for what ``clusterdeck submit`` takes as options: the default
 parallelism, the program's arguments, the job's own restart strategy (none, fixed-delay,
-failure-rate or exponential-delay, with its attempts and delay) and a task timeout; its
+failure-rate or exponential-delay, with its attempts and delay), a task timeout and a
+savepoint to start from (``--from-savepoint``, ``--allow-non-restored-state``); its
 ``request()`` is the ``SubmitRequest`` the worker hands to ``JobClient.submit``. Restart
 settings use the configuration's keys (``restart-strategy.*``), checked like any
-configuration value.
+configuration value. A savepoint is named, not checked, here: it lies on the JobManager's
+machine, whose Dispatcher refuses a job it does not fit, with the reason.
 
 ``JobErrorDialog`` shows the loader's one-line message and the user's traceback when a
 file is not a loadable job. Both are opened non-modally (``open``/``show``): the window
@@ -23,11 +25,14 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
+    QFileDialog,
     QFormLayout,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
@@ -38,6 +43,7 @@ from PySide6.QtWidgets import (
 )
 
 from clusterdeck.core.config.settings import Config
+from clusterdeck.core.protocol.checkpoints import SavepointRestore
 
 CLUSTER_DEFAULT = "cluster default"
 STRATEGIES = (CLUSTER_DEFAULT, "none", "fixed-delay", "failure-rate", "exponential-delay")
@@ -57,6 +63,7 @@ class SubmitRequest:
     parallelism: int | None = None
     restart_strategy: dict[str, Any] | None = None
     task_timeout: float = 0.0
+    savepoint: SavepointRestore | None = None
 
 
 def restart_settings(strategy: str, attempts: int, delay: float) -> dict[str, Any] | None:
@@ -75,9 +82,12 @@ def restart_settings(strategy: str, attempts: int, delay: float) -> dict[str, An
 class SubmitDialog(QDialog):
     """Settings for one job file; ``accepted`` means submit ``request()``."""
 
-    def __init__(self, path: Path, kind: str = "", parent: QWidget | None = None) -> None:
+    def __init__(self, path: Path, kind: str = "", parent: QWidget | None = None, *,
+                 savepoints_dir: Path | None = None) -> None:
         super().__init__(parent)
         self.path = Path(path)
+        self.savepoints_dir = savepoints_dir
+        """The cluster's savepoint folder, where Browse starts (None: not known)."""
         self.setWindowTitle(f"Submit {self.path.name}")
         self.setObjectName("submit-dialog")
         title = QLabel(f"<b>{self.path.name}</b>" + (f" \u2014 {kind}" if kind else ""))
@@ -107,6 +117,19 @@ class SubmitDialog(QDialog):
         self.task_timeout.setDecimals(0)
         self.task_timeout.setSuffix(" s")
         self.task_timeout.setSpecialValueText("none")
+        self.savepoint = QLineEdit()
+        self.savepoint.setPlaceholderText("none: the job starts afresh")
+        self.savepoint.setToolTip("A streaming job goes on from a savepoint of its cluster: "
+                                  "its folder, or the folder's name (savepoint-\u2026)")
+        browse = QPushButton("Browse\u2026")
+        browse.setToolTip("Choose a savepoint folder of the cluster")
+        browse.clicked.connect(self._browse)
+        savepoint_row = QHBoxLayout()
+        savepoint_row.addWidget(self.savepoint, 1)
+        savepoint_row.addWidget(browse)
+        self.allow_non_restored = QCheckBox("Allow non-restored state")
+        self.allow_non_restored.setToolTip("Skip the savepoint's state of operators this job "
+                                           "does not have instead of refusing the job")
         self.problem = QLabel()
         self.problem.setStyleSheet("color: #b03a36;")
         self.problem.hide()
@@ -117,6 +140,8 @@ class SubmitDialog(QDialog):
         form.addRow("Attempts", self.attempts)
         form.addRow("Delay", self.delay)
         form.addRow("Task timeout", self.task_timeout)
+        form.addRow("Start from savepoint", savepoint_row)
+        form.addRow("", self.allow_non_restored)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
         self.submit_button: QPushButton = self.buttons.addButton(
             "Submit", QDialogButtonBox.ButtonRole.AcceptRole)
@@ -131,6 +156,8 @@ class SubmitDialog(QDialog):
         self.buttons.rejected.connect(self.reject)
         self.strategy.currentTextChanged.connect(self._strategy_changed)
         self._strategy_changed(self.strategy.currentText())
+        self.savepoint.textChanged.connect(self._savepoint_changed)
+        self._savepoint_changed(self.savepoint.text())
         self.setMinimumWidth(480)
 
     def request(self) -> SubmitRequest:
@@ -140,7 +167,23 @@ class SubmitDialog(QDialog):
             self.path, tuple(shlex.split(self.arguments.text())),
             self.parallelism.value() or None,
             restart_settings(strategy, self.attempts.value(), self.delay.value()),
-            self.task_timeout.value())
+            self.task_timeout.value(), self.savepoint_restore())
+
+    def savepoint_restore(self) -> SavepointRestore | None:
+        """The savepoint to start from, None when the field is empty."""
+        path = self.savepoint.text().strip()
+        if not path:
+            return None
+        return SavepointRestore(path, self.allow_non_restored.isChecked())
+
+    def browse_start(self) -> str:
+        """Where the folder chooser opens: the folder of a path typed, else the cluster's
+        savepoint folder when it is on this machine, else the working directory."""
+        typed = Path(self.savepoint.text().strip()).expanduser()
+        for folder in (typed.parent if typed.name else None, self.savepoints_dir):
+            if folder is not None and folder.is_absolute() and folder.is_dir():
+                return str(folder)
+        return str(Path.cwd())
 
     def accept(self) -> None:
         try:
@@ -150,6 +193,16 @@ class SubmitDialog(QDialog):
             self.problem.show()
             return
         super().accept()
+
+    def _browse(self) -> None:
+        """Modal, as a file chooser is; the folder chosen fills the field."""
+        folder = QFileDialog.getExistingDirectory(self, "Start from a savepoint",
+                                                  self.browse_start())
+        if folder:
+            self.savepoint.setText(folder)
+
+    def _savepoint_changed(self, text: str) -> None:
+        self.allow_non_restored.setEnabled(bool(text.strip()))
 
     def _strategy_changed(self, strategy: str) -> None:
         self.attempts.setEnabled(strategy in _ATTEMPTS_KEY)
