@@ -236,10 +236,17 @@ class CheckpointCoordinator:
     # -- endings -------------------------------------------------------------------------------
 
     def _checkpoint(self, pending: _Pending, now: float) -> CompletedCheckpoint:
-        return CompletedCheckpoint(
-            self.job_id, pending.checkpoint_id, pending.triggered, now,
-            {subtask: ack.state for subtask, ack in sorted(pending.acks.items())
-             if ack.state is not None})
+        """The acknowledged states, and those of finished tasks (which take no part in
+        checkpoints after their last) carried on from the latest checkpoint, so that a
+        restore of a finished task starts from its end, not from the beginning."""
+        latest = self.store.latest()
+        states = {subtask: handle for subtask, handle in (latest.states.items() if latest
+                                                          else ())
+                  if subtask not in pending.tasks}
+        states.update((subtask, ack.state) for subtask, ack in pending.acks.items()
+                      if ack.state is not None)
+        return CompletedCheckpoint(self.job_id, pending.checkpoint_id, pending.triggered,
+                                   now, dict(sorted(states.items())))
 
     def _complete(self, pending: _Pending, now: float) -> list[CheckpointInstruction]:
         checkpoint = self._checkpoint(pending, now)
@@ -250,7 +257,8 @@ class CheckpointCoordinator:
         done: list[CheckpointInstruction] = [
             CheckpointCompleted(checkpoint, tuple(pending.tasks.values()))]
         if subsumed:
-            done.append(DiscardCheckpoints(tuple(c.checkpoint_id for c in subsumed)))
+            done.append(DiscardCheckpoints(tuple(c.checkpoint_id for c in subsumed),
+                                           self.store.referenced()))
         if pending.request is not None and not pending.request.savepoint:
             done.append(SavepointDone(pending.checkpoint_id))  # a stop at a last checkpoint
         return done

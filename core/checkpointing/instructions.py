@@ -80,9 +80,11 @@ class DiscardStates:
 
 @dataclass(frozen=True)
 class DiscardCheckpoints:
-    """Delete these completed checkpoints' state: newer ones subsumed them."""
+    """Delete these completed checkpoints' state: newer ones subsumed them. ``keep``:
+    snapshots (paths) a retained checkpoint still names, a finished task's carried on."""
 
     checkpoint_ids: tuple[int, ...]
+    keep: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

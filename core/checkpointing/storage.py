@@ -92,11 +92,20 @@ class CheckpointStorage:
                 problems.append(str(error))
         return found, problems
 
-    def discard(self, job_id: str, checkpoint_ids: Iterable[int]) -> None:
-        """Delete whole checkpoints (subsumed, aborted or never committed)."""
+    def discard(self, job_id: str, checkpoint_ids: Iterable[int],
+                keep: Iterable[str] = ()) -> None:
+        """Delete whole checkpoints (subsumed, aborted or never committed), but for the
+        snapshots in ``keep`` (paths a retained checkpoint still names)."""
         folder = self.job_folder(job_id)
+        kept = set(keep)
         for checkpoint_id in checkpoint_ids:
-            shutil.rmtree(folder / f"chk-{int(checkpoint_id)}", ignore_errors=True)
+            checkpoint = folder / f"chk-{int(checkpoint_id)}"
+            if not any(path.startswith(f"{checkpoint.name}/") for path in kept):
+                shutil.rmtree(checkpoint, ignore_errors=True)
+                continue
+            for entry in list(checkpoint.iterdir()):  # its metadata goes: not complete now
+                if f"{checkpoint.name}/{entry.name}" not in kept:
+                    entry.unlink(missing_ok=True)
 
     def discard_states(self, job_id: str, handles: Iterable[StateHandle]) -> None:
         """Delete single snapshots (acknowledged too late, or of an aborted checkpoint),

@@ -44,6 +44,11 @@ class CompletedCheckpointStore:
     def all(self) -> tuple[CompletedCheckpoint, ...]:
         return tuple(self._kept)
 
+    def referenced(self) -> tuple[str, ...]:
+        """Every snapshot a kept checkpoint names (one may name an older one's)."""
+        return tuple(sorted({handle.path for checkpoint in self._kept
+                             for handle in checkpoint.states.values()}))
+
     def _trim(self) -> list[CompletedCheckpoint]:
         subsumed = []
         while len(self._kept) > self.retained:

@@ -62,11 +62,13 @@ class DataServer:
         self._thread: threading.Thread | None = None
 
     def start(self, bind: str, advertised_host: str, tls_folder: Path | None,
-              port: int = 0) -> DataServiceAddress:
+              port: int = 0, certificate: selfsigned.SelfSigned | None = None
+              ) -> DataServiceAddress:
+        """TLS with ``certificate``, or one made in ``tls_folder``; neither: plain HTTP."""
         httpd = _Server((bind, port), _Handler, self)
         fingerprint = ""
-        if tls_folder is not None:
-            made = selfsigned.make(tls_folder, advertised_host)
+        if tls_folder is not None or certificate is not None:
+            made = certificate or selfsigned.make(tls_folder, advertised_host)
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.minimum_version = ssl.TLSVersion.TLSv1_2
             context.load_cert_chain(made.cert_file, made.key_file)
@@ -77,7 +79,7 @@ class DataServer:
         self._thread = threading.Thread(target=httpd.serve_forever, name="data-service",
                                         kwargs={"poll_interval": 0.5}, daemon=True)
         self._thread.start()
-        scheme = "https" if tls_folder is not None else "http"
+        scheme = "https" if fingerprint else "http"
         host = f"[{advertised_host}]" if ":" in advertised_host else advertised_host
         return DataServiceAddress(f"{scheme}://{host}:{httpd.server_address[1]}",
                                   fingerprint)

@@ -41,3 +41,20 @@ def failover_region(graph: ExecutionGraph,
                 stack.append(member)
     return [subtask for subtask in graph.subtasks() if subtask.id in region]
 
+
+
+def pipelined_region(graph: ExecutionGraph,
+                     failed: Iterable[ExecutionVertex]) -> list[ExecutionVertex]:
+    """``failed`` and every subtask connected to them by an exchange, whatever its state: a
+    streaming exchange is pipelined, so a restarted consumer needs its producers to send
+    again (from the checkpoint, finished ones too) and a restarted producer its consumers
+    to read again. In topological order."""
+    region = {subtask.id: subtask for subtask in failed}
+    stack = list(region.values())
+    while stack:
+        subtask = stack.pop()
+        for member in graph.producers_of(subtask) + graph.consumers_reading(subtask):
+            if member.id not in region:
+                region[member.id] = member
+                stack.append(member)
+    return [subtask for subtask in graph.subtasks() if subtask.id in region]

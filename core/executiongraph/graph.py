@@ -226,6 +226,17 @@ class ExecutionGraph:
                                     tuple(refs)))
         return tuple(inputs)
 
+    def stream_producers(self, vertex_id: str, subtask: int) -> list[tuple[Execution, int]]:
+        """A streaming consumer subtask's producers: each one's current attempt and the
+        subpartition of its output this subtask reads, edge by edge."""
+        producers = []
+        for edge in self.vertices[vertex_id].inputs:
+            source = self.vertices[edge.source]
+            for producer, partition in consumed_partitions(edge.ship_strategy, subtask,
+                                                           source.parallelism):
+                producers.append((source.subtasks[producer].current, partition))
+        return producers
+
     def output_partitions(self, vertex_id: str) -> tuple[EdgeOutput, ...]:
         """The partitions each subtask of ``vertex_id`` writes, per output edge."""
         return tuple(

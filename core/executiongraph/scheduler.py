@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from clusterdeck.core.executiongraph.execution import Execution, ExecutionVertex, SlotRef, epoch_of
-from clusterdeck.core.executiongraph.failover import failover_region
+from clusterdeck.core.executiongraph.failover import failover_region, pipelined_region
 from clusterdeck.core.executiongraph.graph import ExecutionGraph, ExecutionJobVertex
 from clusterdeck.core.executiongraph.instructions import (
     AllocateSlot,
@@ -88,7 +88,8 @@ class Scheduler:
     def __init__(self, graph: ExecutionGraph, restart_strategy: RestartStrategy | None = None,
                  splits: InputSplitAssigner | None = None, *,
                  partitions_outlive_taskmanagers: bool = True,
-                 failover: FailoverStrategy = "region", deploy_ahead: float = 1.0) -> None:
+                 failover: FailoverStrategy = "region", deploy_ahead: float = 1.0,
+                 pipelined: bool = False) -> None:
         if failover not in FAILOVER_STRATEGIES:
             raise ValueError(f"failover must be one of {FAILOVER_STRATEGIES}, got {failover!r}")
         self.graph = graph
@@ -109,6 +110,10 @@ class Scheduler:
         self._task_times = TaskTimes()
         self._pending_restarts: list[_PendingRestart] = []
         self._started_at: float | None = None
+        # A streaming job's exchanges are pipelined: every subtask runs at once, a
+        # consumer is deployed knowing where its producers run, and a failure restarts
+        # everything connected to it (Flink's pipelined region).
+        self.pipelined = pipelined
 
     @property
     def status(self) -> JobStatus:
@@ -136,7 +141,7 @@ class Scheduler:
         self._started_at = now
         out: list[Instruction] = [self._job(JobStatus.RUNNING, now)]
         for vertex in self.graph.vertices.values():
-            if vertex.inputs:
+            if vertex.inputs and not self.pipelined:
                 out += self._schedule_consumers(vertex, now)
                 continue
             for subtask in vertex.subtasks:
@@ -155,7 +160,24 @@ class Scheduler:
         execution = self._next_waiting() if self.status is JobStatus.RUNNING else None
         if execution is None:
             return [ReleaseSlot(slot)]
+        if self.pipelined:
+            return self._gather(slot, execution, now)
         return self._deploy_into(slot, execution, now) + self._ahead(slot, now)
+
+    def _gather(self, slot: SlotRef, execution: Execution, now: float) -> list[Instruction]:
+        """Pipelined: hold the slot for ``execution``; once no attempt waits for one, deploy
+        every attempt holding a slot (Flink's pipelined region scheduling allocates a
+        region's slots before it deploys the region)."""
+        self._slots_in_use[slot] = execution
+        execution.slot = slot
+        if any(waiting.state is ExecutionState.SCHEDULED and waiting.slot is None
+               and self.graph.is_current(waiting) for waiting in self._waiting_for_slot):
+            return []
+        out: list[Instruction] = []
+        for held_slot, held in list(self._slots_in_use.items()):
+            if held.state is ExecutionState.SCHEDULED and self.graph.is_current(held):
+                out += self._deploy(held_slot, held, now)
+        return out
 
     def _deploy_into(self, slot: SlotRef, execution: Execution,
                      now: float) -> list[Instruction]:
@@ -207,6 +229,9 @@ class Scheduler:
         execution = self._next_waiting() if self.status is JobStatus.RUNNING else None
         if execution is None:
             return [ReleaseSlot(slot)]
+        if self.pipelined:
+            return [WithdrawSlotRequest(execution.attempt_id),
+                    *self._gather(slot, execution, now)]
         return [WithdrawSlotRequest(execution.attempt_id),
                 *self._deploy_into(slot, execution, now)]
 
@@ -348,7 +373,9 @@ class Scheduler:
                        else [self._subtask(s) for s in pending.subtasks])
             for subtask in members:
                 previous = subtask.current
-                if not (previous.state.is_terminal and not previous.has_usable_partitions):
+                # a pipelined output is gone with its attempt: a finished producer too
+                usable = previous.has_usable_partitions and not self.pipelined
+                if not (previous.state.is_terminal and not usable):
                     continue
                 self.splits.return_splits(subtask.vertex_id, subtask.subtask)
                 execution = self.graph.new_attempt(subtask)
@@ -358,7 +385,7 @@ class Scheduler:
                                       execution.subtask, execution.attempt,
                                       previous.attempt_id, now))
         for execution in fresh:
-            if self.graph.inputs_available(execution.vertex_id):
+            if self.pipelined or self.graph.inputs_available(execution.vertex_id):
                 out += self._schedule(execution, now)
         return out
 
@@ -437,7 +464,8 @@ class Scheduler:
         if self.failover == "full":
             return self._restart_everything(subtask_ids, now)
         failed = [self._subtask(subtask_id) for subtask_id in subtask_ids]
-        region = failover_region(self.graph, failed)
+        region = pipelined_region(self.graph, failed) if self.pipelined \
+            else failover_region(self.graph, failed)
         delay = self.restart_strategy.backoff()
         region_ids = tuple(subtask.id for subtask in region)
         self._pending_restarts.append(_PendingRestart(now + delay, region_ids))
@@ -502,6 +530,7 @@ class Scheduler:
         for execution in executions:
             if execution.state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
                 out.append(self._move(execution, ExecutionState.CANCELED, now))
+                out += self._release(execution)  # a slot held for a pipelined deployment
             elif execution.state in _ON_A_TASKMANAGER:
                 assert execution.taskmanager_id is not None
                 out.append(self._move(execution, ExecutionState.CANCELING, now))

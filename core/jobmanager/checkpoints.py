@@ -197,7 +197,7 @@ class JobCheckpoints:
             elif isinstance(instruction, ci.DiscardStates):
                 self._worker(self.storage.discard_states, self.job_id, instruction.states)
             elif isinstance(instruction, ci.DiscardCheckpoints):
-                self._discard_ids(instruction.checkpoint_ids)
+                self._discard_ids(instruction.checkpoint_ids, instruction.keep)
             elif isinstance(instruction, ci.FailJob):
                 self._fail(instruction.reason)
         self._arm()
@@ -244,11 +244,12 @@ class JobCheckpoints:
             future.set_result(p.SavepointCompleted(self.job_id, checkpoint_id, path))
 
     def _discard(self, checkpoints: Iterable[Any]) -> None:
-        self._discard_ids(tuple(c.checkpoint_id for c in checkpoints))
+        self._discard_ids(tuple(c.checkpoint_id for c in checkpoints),
+                          self.coordinator.store.referenced())
 
-    def _discard_ids(self, checkpoint_ids: tuple[int, ...]) -> None:
+    def _discard_ids(self, checkpoint_ids: tuple[int, ...], keep: tuple[str, ...]) -> None:
         if checkpoint_ids:
-            self._worker(self.storage.discard, self.job_id, checkpoint_ids)
+            self._worker(self.storage.discard, self.job_id, checkpoint_ids, keep)
 
     def _worker(self, fn: Callable[..., Any], *args: Any) -> None:
         """Deleting old state: a failure costs disk space, said in the log."""

@@ -15,7 +15,12 @@ from collections.abc import Iterable, Sequence
 from clusterdeck.core.dataservice.capability import capability
 from clusterdeck.core.dataservice.client import FetchError, fetch_file
 from clusterdeck.core.protocol import messages as p
-from clusterdeck.core.protocol.wiring import DataEndpoint, EdgeInput
+from clusterdeck.core.protocol.wiring import DataEndpoint, EdgeInput, StreamChannel
+from clusterdeck.core.streaming.network import partition_capability
+
+
+class NoChannelServer(LookupError):
+    """A streaming producer's TaskManager announced no channel server."""
 
 
 class DataPeers:
@@ -24,6 +29,7 @@ class DataPeers:
     def __init__(self, work_dir: str) -> None:
         self.work_dir = work_dir
         self._endpoints: dict[str, DataEndpoint] = {}
+        self._channels: dict[str, tuple[str, int, str, str]] = {}  # host, port, print, key
 
     def offered(self, offer: p.OfferSlot) -> None:
         """Remember the offering TaskManager's data service (its latest registration's)."""
@@ -31,6 +37,22 @@ class DataPeers:
             self._endpoints[offer.resource_id] = DataEndpoint(
                 offer.resource_id, offer.data_url, offer.data_fingerprint,
                 capability(offer.data_key, self.work_dir))
+        host, _, port = offer.stream_address.rpartition(":")
+        if host and port.isdigit() and offer.data_key:
+            self._channels[offer.resource_id] = (host.strip("[]"), int(port),
+                                                 offer.data_fingerprint, offer.data_key)
+
+    def stream_channel(self, taskmanager_id: str | None, partition_id: str,
+                       subpartition: int) -> StreamChannel:
+        """Where a consumer reads ``subpartition`` of the partition a producer on
+        ``taskmanager_id`` writes; NoChannelServer when that TaskManager has none."""
+        found = self._channels.get(taskmanager_id or "")
+        if found is None:
+            raise NoChannelServer(f"TaskManager {taskmanager_id} announced no stream channel "
+                                  f"server")
+        host, port, fingerprint, key = found
+        return StreamChannel(host, port, fingerprint, partition_id, subpartition,
+                             partition_capability(key, partition_id))
 
     def endpoint(self, taskmanager_id: str | None) -> DataEndpoint | None:
         return self._endpoints.get(taskmanager_id or "")

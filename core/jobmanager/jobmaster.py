@@ -43,7 +43,7 @@ from clusterdeck.core.jobmanager.checkpoints import (
     chain,
     tasks_to_checkpoint,
 )
-from clusterdeck.core.jobmanager.datapeers import DataPeers, fetch_unseen
+from clusterdeck.core.jobmanager.datapeers import DataPeers, NoChannelServer, fetch_unseen
 from clusterdeck.core.jobmanager.jobevents import JobEvents
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
 from clusterdeck.core.jobmanager.reconciliation import DeploymentReconciler
@@ -57,7 +57,7 @@ from clusterdeck.core.protocol.failures import TaskFailure
 from clusterdeck.core.protocol.gateways import ResourceManagerGateway, TaskExecutorGateway
 from clusterdeck.core.protocol.jobgraph import InputSplit, JobKind, is_url
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
-from clusterdeck.core.protocol.wiring import EdgeInput
+from clusterdeck.core.protocol.wiring import EdgeInput, StreamChannel
 from clusterdeck.core.rpc import (
     AskTimeoutError,
     FencedRpcEndpoint,
@@ -199,7 +199,8 @@ class JobMaster(FencedRpcEndpoint):
                 self.graph, restart_strategy(settings), splits,
                 failover=settings["jobmanager.execution.failover-strategy"],
                 # a streaming task never ends: nothing may wait behind it in its slot
-                deploy_ahead=settings["jobmanager.scheduler.deploy-ahead"] and not streaming)
+                deploy_ahead=settings["jobmanager.scheduler.deploy-ahead"] and not streaming,
+                pipelined=streaming)
         except ValueError as error:  # ConfigError included: a job's own bad settings
             self._fail_before_start(error)
             return
@@ -572,12 +573,26 @@ class JobMaster(FencedRpcEndpoint):
         if self.checkpoints is not None:
             restore_checkpoint, restore_state = self.checkpoints.restore_of(
                 subtask_id(deploy.vertex_id, deploy.subtask))
+            try:
+                stream_inputs = self._stream_inputs(deploy)
+            except NoChannelServer as error:
+                self.run_async(self._deployment_failed, deploy.attempt_id, str(error))
+                return
             task = replace(task, restore_checkpoint=restore_checkpoint,
-                           restore_state=restore_state)
+                           restore_state=restore_state, stream_inputs=stream_inputs)
             if restore_checkpoint:  # for the snapshot: the job resumed from it, now
                 self._restored = RestoredCheckpointStats(restore_checkpoint, time.time())
         if self._deployments.add(slot.taskmanager_id, task):
             self.run_async(self._send_deployments)
+
+    def _stream_inputs(self, deploy: ins.DeployTask) -> tuple[StreamChannel, ...]:
+        """Where a streaming consumer reads each producer: the producers hold their slots
+        already (the scheduler deploys a pipelined job once every subtask has one)."""
+        return tuple(
+            self._data_peers.stream_channel(producer.taskmanager_id, producer.attempt_id,
+                                            subpartition)
+            for producer, subpartition in self.graph.stream_producers(deploy.vertex_id,
+                                                                      deploy.subtask))
 
     def _send_deployments(self) -> None:
         for taskmanager_id, tasks in self._deployments.take():

@@ -192,7 +192,8 @@ class ResourceManager(FencedRpcEndpoint):
             offers.setdefault(allocation.request.jobmaster, []).append(p.OfferSlot(
                 allocation.request.allocation_id, allocation.slot.resource_id,
                 registered.endpoint_id, registered.host, allocation.slot.index,
-                registered.data_url, registered.data_fingerprint, registered.data_key))
+                registered.data_url, registered.data_fingerprint, registered.data_key,
+                registered.stream_address))
         for jobmaster, batch in offers.items():
             gateway = self.rpc_service.gateway(JobMasterGateway, jobmaster, self.fencing_token)
             for start in range(0, len(batch), OFFERS_PER_MESSAGE):

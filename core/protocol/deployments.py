@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 
 from clusterdeck.core.protocol.checkpoints import StateHandle
 from clusterdeck.core.protocol.jobgraph import InputSplit, JobGraph
-from clusterdeck.core.protocol.wiring import DataEndpoint, EdgeInput, EdgeOutput
+from clusterdeck.core.protocol.wiring import DataEndpoint, EdgeInput, EdgeOutput, StreamChannel
 from clusterdeck.core.rpc import message
 
 
@@ -57,6 +57,7 @@ class SubmitTask:
     splits_given: bool = False
     restore_checkpoint: int = 0
     restore_state: StateHandle | None = None
+    stream_inputs: tuple[StreamChannel, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ class TaskDeployment:
     splits_given: bool = False
     restore_checkpoint: int = 0  # a streaming task's: the checkpoint it resumes from
     restore_state: StateHandle | None = None
+    stream_inputs: tuple[StreamChannel, ...] = ()  # a streaming consumer's, per producer
 
 
 _JOB_FIELDS = tuple(f.name for f in fields(JobDeployment))

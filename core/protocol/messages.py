@@ -122,6 +122,7 @@ class RegisterTaskManager:
     data_url: str = ""  # its data service (core/dataservice), "" when it runs none
     data_fingerprint: str = ""
     data_key: str = ""
+    stream_address: str = ""  # host:port of its channel server (same key and certificate)
 
 
 @message
@@ -461,6 +462,7 @@ class OfferSlot:
     data_url: str = ""  # the TaskManager's data service, as it registered it
     data_fingerprint: str = ""
     data_key: str = ""
+    stream_address: str = ""  # its channel server, as it registered it
 
 
 @message

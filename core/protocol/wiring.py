@@ -95,3 +95,19 @@ class DataEndpoint:
     url: str
     fingerprint: str
     capability: str
+
+
+@dataclass(frozen=True)
+class StreamChannel:
+    """Where a streaming consumer subtask reads one producer subtask's output: the
+    producer TaskManager's channel server (``host``, ``port``; ``fingerprint`` of its TLS
+    certificate, "" on loopback), the result partition (named by the producer's attempt
+    id), this consumer's subpartition in it, and the capability that opens it
+    (core/streaming/network, docs/streaming.md "The data plane")."""
+
+    host: str
+    port: int
+    fingerprint: str
+    partition_id: str
+    subpartition: int
+    capability: str

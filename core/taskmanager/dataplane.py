@@ -6,6 +6,9 @@ announcing the address this machine reaches the broker from (a peer that reaches
 broker most likely reaches us the same way). Beyond loopback it speaks TLS, as the
 broker does (docs/security.md); its certificate is self-signed and pinned through the
 registration (core/dataservice/selfsigned.py).
+
+Beside it, on the same address and with the same key and certificate, the channel server
+of streaming tasks' pipelined exchanges (core/streaming/network, another port).
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from pathlib import Path
 from clusterdeck.broker.address import BrokerAddress
 from clusterdeck.broker.tls import is_loopback, is_wildcard
 from clusterdeck.core.config.settings import Config
-from clusterdeck.core.dataservice import capability
+from clusterdeck.core.dataservice import capability, selfsigned
 from clusterdeck.core.dataservice.server import DataServer, DataServiceAddress
+from clusterdeck.core.streaming.network import ChannelServer, ChannelServerAddress
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,22 @@ class DataPlane:
     server: DataServer
     address: DataServiceAddress
     key: str
+    channels: ChannelServer | None = None
+    channel_address: ChannelServerAddress | None = None
+
+    @property
+    def stream_address(self) -> str:
+        """``host:port`` of the channel server, as the registration announces it."""
+        address = self.channel_address
+        if address is None:
+            return ""
+        host = f"[{address.host}]" if ":" in address.host else address.host
+        return f"{host}:{address.port}"
+
+    def stop(self) -> None:
+        self.server.stop()
+        if self.channels is not None:
+            self.channels.close()
 
 
 def start_data_plane(config: Config, broker: BrokerAddress, scratch: Path,
@@ -41,11 +61,19 @@ def start_data_plane(config: Config, broker: BrokerAddress, scratch: Path,
         bind if not is_wildcard(bind) else _address_towards(broker.host, broker.port))
     encrypted = config["taskmanager.data.tls"] == "always" or not is_loopback(bind)
     key = capability.new_key()
+    certificate = selfsigned.make(scratch / "tls", advertised) if encrypted else None
     server = DataServer(key, max_connections=config["taskmanager.data.max-connections"],
                         locate=locate)
-    address = server.start(bind, advertised, scratch / "tls" if encrypted else None,
-                           port=config["taskmanager.data.port"])
-    return DataPlane(server, address, key)
+    address = server.start(bind, advertised, None, port=config["taskmanager.data.port"],
+                           certificate=certificate)
+    channels = ChannelServer(key, certificate=certificate)
+    try:
+        channel_address = channels.start(bind, advertised)
+    except BaseException:
+        channels.close()
+        server.stop()
+        raise
+    return DataPlane(server, address, key, channels, channel_address)
 
 
 def _address_towards(host: str, port: int) -> str:

@@ -63,13 +63,14 @@ def run_taskmanager(config: Config, resource_id: str | None = None,
     executor = TaskExecutor(config, resource_id, service.instance_id, on_refused=refused,
                             data_plane=data_plane)
     service.start_endpoint(executor)
-    log.info("TaskManager %s started with %d slots; data service at %s", resource_id,
-             config["taskmanager.slots"], data_plane.address.url)
+    log.info("TaskManager %s started with %d slots; data service at %s, stream channels at "
+             "%s", resource_id, config["taskmanager.slots"], data_plane.address.url,
+             data_plane.stream_address)
     try:
         disconnected = wait_for_termination(service, config["broker.reconnect-timeout"])
     finally:
         service.close()
-        data_plane.server.stop()
+        data_plane.stop()
     if disconnected:
         return exitcodes.DISCONNECTED
     if refusal:

@@ -274,7 +274,7 @@ class TaskExecutor(RpcEndpoint):
         if plane is None:
             return {}
         return {"data_url": plane.address.url, "data_fingerprint": plane.address.fingerprint,
-                "data_key": plane.key}
+                "data_key": plane.key, "stream_address": plane.stream_address}
 
     def _on_registration_answer(self, attempt: int, answer: Any,
                                 error: BaseException | None) -> None:

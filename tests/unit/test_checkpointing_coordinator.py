@@ -202,3 +202,30 @@ def test_the_history_is_bounded():
 def test_options_that_make_no_sense_are_refused(options):
     with pytest.raises(ValueError):
         CheckpointOptions(**options).checked()
+
+
+def test_a_finished_tasks_last_state_is_carried_into_later_checkpoints_and_kept_on_disk(
+        tmp_path):
+    from clusterdeck.core.checkpointing import CheckpointStorage
+    storage = CheckpointStorage(tmp_path)
+    c = coordinator()
+    c.trigger(110.0, TASKS)
+    for task in TASKS:
+        state = storage.write_state("job-1", 1, task.subtask_id, b"{}")
+        c.acknowledge(1, task.subtask_id, task.attempt_id, SubtaskAck(state), 111.0)
+    storage.commit(c.latest())
+    running = TASKS[1:]  # source#0 finished after checkpoint 1: it takes part no more
+    c.trigger(121.0, running)
+    out = []
+    for task in running:
+        state = storage.write_state("job-1", 2, task.subtask_id, b"{}")
+        out += c.acknowledge(2, task.subtask_id, task.attempt_id, SubtaskAck(state), 122.0)
+    latest = c.latest()
+    assert latest.states["source#0"].path == "chk-1/source%230.state"
+    discard = next(i for i in out if isinstance(i, DiscardCheckpoints))
+    assert discard.checkpoint_ids == (1,) and "chk-1/source%230.state" in discard.keep
+    storage.discard("job-1", discard.checkpoint_ids, discard.keep)
+    assert storage.read_state("job-1", latest.states["source#0"]) == b"{}"
+    assert sorted(p.name for p in (tmp_path / "job-1" / "chk-1").iterdir()) == [
+        "source%230.state"]  # the rest went, its metadata too: it is no checkpoint now
+    assert [c.checkpoint_id for c in storage.completed("job-1")[0]] == []  # 2 not committed here

@@ -1,0 +1,228 @@
+"""A streaming task's exchanges: its output into its consumers' subpartitions and its
+input from its producers, with the checkpoint barriers, watermarks and ends of input that
+travel in order with the records (docs/streaming.md, "The data plane").
+
+On the wire (core/streaming/network carries bytes): a data buffer is a JSON array of
+``[timestamp, record]`` elements, the record in the engine's tagged form
+(``records.encode_record``, so tuples and rows come back as they went); an event is a
+JSON object, ``{"barrier": n}``, ``{"cancel": n}`` (checkpoint n was declined upstream) or
+``{"watermark": t}`` (``"inf"``: event time is over). Whatever a peer sends is checked
+when read: a buffer or event that is not one of these fails the task, naming its channel.
+
+A keyed output picks a record's consumer by a stable hash of its key string (BLAKE2b, the
+same in every process and run; Python's ``hash`` of a string is not), so a restored job
+sends every key where its state is.
+
+Slot thread only; the network's own thread is behind the writer and the gate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterdeck.core.checkpointing.alignment import AlignmentAction, barrier_handler
+from clusterdeck.core.engine.records import decode_record, encode_record
+from clusterdeck.core.protocol.checkpoints import CheckpointingMode
+from clusterdeck.core.protocol.wiring import StreamChannel
+from clusterdeck.core.streaming.eventtime import InputWatermarks
+from clusterdeck.core.streaming.network import (
+    BufferKind,
+    ChannelError,
+    ChannelServer,
+    InputGate,
+    SubpartitionLocation,
+)
+
+Element = tuple[float | None, Any]  # (event timestamp or None, record)
+BUFFER_BYTES = 256 * 1024  # a buffer is cut after this much JSON (the channel takes 1 MiB)
+EMIT_TIMEOUT = 600.0
+"""Seconds an emit waits for a consumer to take its buffers: past it the consumer is
+taken as stuck and the task fails (a slow consumer only slows this one down)."""
+
+
+def subpartition_of(key: str, subpartitions: int) -> int:
+    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % subpartitions
+
+
+class PartitionOutput:
+    """A producing task's result partition: one subpartition per consumer subtask."""
+
+    def __init__(self, server: ChannelServer, partition_id: str, subpartitions: int,
+                 key_of: Callable[[Any], str] | None, cancelled: Callable[[], bool]) -> None:
+        """``key_of``: a record's key string (None: an unkeyed edge, records go round
+        robin)."""
+        self.writer = server.register(partition_id, subpartitions, cancelled=cancelled)
+        self.key_of = key_of
+        self.backpressured = 0.0  # seconds emit waited for a consumer to take buffers
+        self._next = 0
+
+    def emit(self, elements: Sequence[Element]) -> None:
+        """Send ``elements``, each to its key's consumer; waits while a consumer is full
+        (the backpressure that slows this task, and so its source)."""
+        count = self.writer.subpartitions
+        parts: list[list[list[Any]]] = [[] for _ in range(count)]
+        for timestamp, record in elements:
+            if self.key_of is not None:
+                index = subpartition_of(self.key_of(record), count)
+            else:
+                index, self._next = self._next, (self._next + 1) % count
+            parts[index].append([timestamp, encode_record(record)])
+        for index, part in enumerate(parts):
+            for payload in _buffers(part):
+                self._timed(lambda i=index, b=payload: self.writer.emit(i, b, EMIT_TIMEOUT))
+
+    def barrier(self, checkpoint_id: int) -> None:
+        self._event({"barrier": checkpoint_id})
+
+    def cancel_marker(self, checkpoint_id: int) -> None:
+        self._event({"cancel": checkpoint_id})
+
+    def watermark(self, watermark: float) -> None:
+        self._event({"watermark": "inf" if math.isinf(watermark) else watermark})
+
+    def finish(self) -> None:
+        """End of partition: the consumers' inputs from this task are over."""
+        self._timed(lambda: self.writer.finish(EMIT_TIMEOUT))
+
+    def release(self, reason: str) -> None:
+        self.writer.release(reason)
+
+    def _event(self, event: dict[str, Any]) -> None:
+        payload = json.dumps(event).encode()
+        self._timed(lambda: self.writer.broadcast_event(payload, EMIT_TIMEOUT))
+
+    def _timed(self, send: Callable[[], None]) -> None:
+        started = time.monotonic()
+        try:
+            send()
+        finally:
+            self.backpressured += time.monotonic() - started
+
+
+def _buffers(part: list[list[Any]]) -> list[bytes]:
+    """``part`` as JSON arrays of at most about BUFFER_BYTES each."""
+    buffers, start, size = [], 0, 0
+    encoded = [json.dumps(element) for element in part]
+    for index, text in enumerate(encoded):
+        if size and size + len(text) > BUFFER_BYTES:
+            buffers.append(f"[{','.join(encoded[start:index])}]".encode())
+            start, size = index, 0
+        size += len(text) + 1
+    if start < len(encoded):
+        buffers.append(f"[{','.join(encoded[start:])}]".encode())
+    return buffers
+
+
+@dataclass
+class Polled:
+    """What a consuming task got in one ``GateInput.poll``: records (in arrival order), then
+    what to do after processing them: snapshots to take or checkpoints to decline, the
+    new input watermark, and whether every input has ended."""
+
+    elements: list[Element] = field(default_factory=list)
+    actions: list[AlignmentAction] = field(default_factory=list)
+    cancels: list[int] = field(default_factory=list)  # cancel markers to pass on
+    watermark: float | None = None
+    ended: bool = False
+
+
+class GateInput:
+    """A consuming task's input gate with its barrier alignment and input watermark."""
+
+    def __init__(self, channels: Sequence[StreamChannel], mode: CheckpointingMode,
+                 loop: Any = None) -> None:
+        self.channels = tuple(channels)
+        self.gate = InputGate([SubpartitionLocation(c.host, c.port, c.partition_id,
+                                                    c.subpartition, c.capability,
+                                                    c.fingerprint) for c in channels],
+                              loop=loop)
+        self.barriers = barrier_handler(len(channels), mode)
+        self.watermarks = InputWatermarks(len(channels))
+        self.ended = False
+
+    def poll(self, timeout: float, limit: int) -> Polled:
+        """Records until ``limit`` or the next event, waiting at most ``timeout`` for the
+        first thing; an event ends the poll (the records before it go through first)."""
+        polled = Polled(ended=self.ended)
+        deadline = time.monotonic() + timeout
+        while len(polled.elements) < limit and not self.ended:
+            wait = 0.0 if polled.elements else max(0.0, deadline - time.monotonic())
+            received = self.gate.poll(wait)
+            if received is None:
+                break
+            if received.kind is BufferKind.DATA:
+                polled.elements.extend(_elements(received.payload,
+                                                 self._name_of(received.channel)))
+                continue
+            self._on_event(received.channel, received.kind, received.payload, polled)
+            break
+        polled.ended = self.ended
+        return polled
+
+    def close(self) -> None:
+        self.gate.close()
+
+    def _on_event(self, channel: int, kind: BufferKind, payload: bytes,
+                  polled: Polled) -> None:
+        now = time.monotonic()
+        if kind is BufferKind.END_OF_PARTITION:
+            polled.actions += self.barriers.on_end_of_input(channel, now)
+            polled.watermark = self.watermarks.on_end_of_input(channel)
+            self.ended = all(self.gate.ended(c) for c in range(len(self.channels)))
+        else:
+            event = _event(payload, self._name_of(channel))
+            if "barrier" in event:
+                polled.actions += self.barriers.on_barrier(channel, event["barrier"], now)
+            elif "cancel" in event:
+                polled.actions += self.barriers.on_cancel(channel, event["cancel"])
+                polled.cancels.append(event["cancel"])
+            else:
+                polled.watermark = self.watermarks.on_watermark(channel, event["watermark"])
+        for index in range(len(self.channels)):  # exactly-once holds aligned channels back
+            if self.barriers.blocked(index):
+                self.gate.block(index)
+            else:
+                self.gate.unblock(index)
+
+    def _name_of(self, channel: int) -> str:
+        found = self.channels[channel]
+        return f"input channel {channel} ({found.partition_id}, subpartition " \
+               f"{found.subpartition})"
+
+
+def _elements(payload: bytes, where: str) -> list[Element]:
+    try:
+        items = json.loads(payload)
+        if not isinstance(items, list):
+            raise ValueError("not an array")
+        elements = []
+        for timestamp, text in items:
+            if timestamp is not None and not isinstance(timestamp, int | float):
+                raise ValueError(f"timestamp {timestamp!r}")
+            elements.append((timestamp, decode_record(text)))
+        return elements
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        raise ChannelError(f"{where} sent a buffer that is not records: {error}") from None
+
+
+def _event(payload: bytes, where: str) -> dict[str, Any]:
+    try:
+        event = json.loads(payload)
+        if not isinstance(event, dict) or len(event) != 1:
+            raise ValueError("not one event")
+        (name, value), = event.items()
+        if name in ("barrier", "cancel") and type(value) is int and value > 0:
+            return event
+        if name == "watermark" and (value == "inf" or (type(value) in (int, float)
+                                                      and math.isfinite(value))):
+            return {"watermark": math.inf if value == "inf" else float(value)}
+        raise ValueError(f"{name}={value!r}")
+    except (ValueError, TypeError) as error:
+        raise ChannelError(f"{where} sent an event that is not one: {error}") from None
