@@ -276,6 +276,17 @@ def decode_record(text: str) -> Any:
     return _unpack(json.loads(text))
 
 
+def to_tagged(value: Any) -> Any:
+    """A value as tagged JSON data (not text): how keyed state keeps the user's keys and
+    aggregates in a checkpoint, with tuples, dicts, bytes and dates surviving."""
+    return _pack(value)
+
+
+def from_tagged(data: Any) -> Any:
+    """``to_tagged`` backwards."""
+    return _unpack(data)
+
+
 def decode_record_row(row: Row) -> Any:
     """A row of an exchange's ``__record`` column back to its record (for workers)."""
     return decode_record(row[0])

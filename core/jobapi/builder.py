@@ -4,8 +4,9 @@ Like Flink's StreamingJobGraphGenerator, in four steps:
 
 1. keep only operators that lead to a sink (others are never run);
 2. give every operator its parallelism: its own, else the environment's, except that a
-   sink defaults to its input's (so it chains, and collect() keeps the input's order)
-   and a ``sql`` without ``partition_by`` to 1 (it must see all of its input);
+   sink defaults to its input's (so it chains, and collect() keeps the input's order),
+   so does every operator of a streaming job but its keyed one (its vertices are
+   chains), and a ``sql`` without ``partition_by`` to 1 (it must see all of its input);
 3. pick each connection's ship strategy: HASH into keyed operators, joins and
    partitioned SQL; BROADCAST/REBALANCE where the user asked; otherwise FORWARD when
    both sides have the same parallelism, REBALANCE when they differ;
@@ -44,9 +45,10 @@ def build_graph(env: ExecutionEnvironment) -> tuple[JobGraph, dict[str, UserCode
     Raises JobDefinitionError when the pipeline cannot run.
     """
     nodes = _reachable_from_sinks(env.transformations)
+    streaming = any(t.kind in plan.STREAMING_SOURCES for t in nodes)
     parallelism: dict[str, int] = {}
     for t in nodes:
-        parallelism[t.id] = _parallelism(t, env.parallelism, parallelism)
+        parallelism[t.id] = _parallelism(t, env.parallelism, parallelism, streaming)
     groups = _slot_sharing_groups(nodes)
     consumers: dict[str, int] = defaultdict(int)
     for t in nodes:
@@ -83,36 +85,51 @@ def build_graph(env: ExecutionEnvironment) -> tuple[JobGraph, dict[str, UserCode
         for chain in chains)
     job_edges = tuple(JobEdge(vertex_of[source.id], vertex_of[target.id], strategy, index)
                       for source, target, strategy, index in edges)
-    streaming = any(t.kind in plan.STREAMING_SOURCES for t in nodes)
     if streaming:
         _check_streaming(nodes, job_edges, env)
     elif any(t.kind == plan.SINK_PRINT for t in nodes):
         raise JobDefinitionError("print() is a sink of streaming jobs; a batch job's records "
                                  "come back to the client with collect()")
+    else:
+        for t in nodes:
+            if t.kind in plan.STREAMING_ONLY:
+                raise JobDefinitionError(
+                    f"{t.name!r} ({t.kind}) is event time, for streaming jobs "
+                    "(rate_source, folder_source); a batch job groups with key_by and "
+                    "reduce/sum/count/aggregate, or sql")
     graph = JobGraph(name=env.job_name, kind=JobKind.STREAMING if streaming else JobKind.DATAFLOW,
                      vertices=vertices, edges=job_edges, default_parallelism=env.parallelism,
                      checkpointing=env.checkpointing if streaming else None)
     return graph, {t.id: t.code for t in nodes}
 
 
+_STREAMING_SHAPE = (
+    "rate_source()|folder_source() -> [map/flat_map/filter/assign_timestamps]* -> "
+    "[key_by() -> window(...).count()|sum()|reduce()|aggregate() or reduce()|sum()|count() "
+    "-> [map/flat_map/filter]*] -> write_text()|print()")
+
+
 def _check_streaming(nodes: list[Transformation], edges: tuple[JobEdge, ...],
                      env: ExecutionEnvironment) -> None:
-    """What a streaming job may hold today (docs/streaming.md): one chain of operators per
-    subtask, from a replayable source (the rate generator or a watched folder) through
-    map/flat_map/filter into a file sink that commits with checkpoints or a print sink."""
+    """What a streaming job may hold today (docs/streaming.md): one pipeline from a
+    replayable source (the rate generator or a watched folder) through
+    map/flat_map/filter/assign_timestamps, optionally a key_by into one keyed window or
+    running aggregate and map/flat_map/filter after it, into a file sink that commits with
+    checkpoints or a print sink: one vertex, or two joined by a HASH edge."""
     for t in nodes:
         allowed = (plan.STREAMING_SOURCES if t.is_source else plan.STREAMING_SINKS
-                   if t.is_sink else plan.STREAMING_OPERATORS)
+                   if t.is_sink else plan.STREAMING_OPERATORS | plan.STREAMING_KEYED)
         if t.kind not in allowed:
             raise JobDefinitionError(
                 f"{t.name!r} ({t.kind}) cannot run in a streaming job yet: a streaming job is "
-                "rate_source()|folder_source() -> map/flat_map/filter -> write_text()|print() "
-                "for now (docs/streaming.md)")
-    if edges:
+                f"{_STREAMING_SHAPE} for now (docs/streaming.md)")
+    _check_streaming_order(_pipeline(nodes))
+    if any(edge.ship_strategy is not ShipStrategy.HASH for edge in edges) or len(edges) > 1:
         raise JobDefinitionError(
-            "a streaming job runs as one chain of operators per subtask for now: give every "
-            "operator the source's parallelism, with no key_by, rebalance or broadcast "
-            "(docs/streaming.md)")
+            "a streaming job runs as one chain of operators per subtask, and one more after "
+            "a key_by, for now: give every operator before the key_by the source's "
+            "parallelism and every one after it its keyed operator's, with no rebalance, "
+            "broadcast or slot sharing group in between (docs/streaming.md)")
     watched = {t.params["path"] for t in nodes if t.kind == plan.SOURCE_FOLDER}
     for t in nodes:
         if t.kind == plan.SINK_TEXT and t.params["path"] in watched:
@@ -124,6 +141,49 @@ def _check_streaming(nodes: list[Transformation], edges: tuple[JobEdge, ...],
             "a streaming job restores its sources from its checkpoints, and its file sink "
             "makes its output visible with each completed one: call "
             "env.enable_checkpointing(interval) (docs/streaming.md)")
+
+
+def _pipeline(nodes: list[Transformation]) -> list[Transformation]:
+    """The operators of a streaming job from its source to its sink, which must be one
+    line: one source, one sink, no operator feeding two or reading two."""
+    consumers: dict[str, list[Transformation]] = defaultdict(list)
+    for t in nodes:
+        for ref in t.inputs:
+            consumers[ref.source.id].append(t)
+    sources = [t for t in nodes if t.is_source]
+    if len(sources) != 1 or any(len(t.inputs) > 1 or len(consumers[t.id]) > 1 for t in nodes):
+        raise JobDefinitionError(
+            "a streaming job is one pipeline from one source to one sink for now, with no "
+            f"operator feeding two or reading two: {_STREAMING_SHAPE} (docs/streaming.md)")
+    line = [sources[0]]
+    while consumers[line[-1].id]:
+        line.append(consumers[line[-1].id][0])
+    return line
+
+
+def _check_streaming_order(line: list[Transformation]) -> None:
+    """At most one keyed operator (a window or a running aggregate), with event time
+    assigned once, before it; only stateless operators after it."""
+    keyed = [t for t in line if t.kind in plan.STREAMING_KEYED]
+    stamps = [t for t in line if t.kind == plan.ASSIGN_TIMESTAMPS]
+    if len(keyed) > 1:
+        raise JobDefinitionError(
+            f"{keyed[1].name!r} is a second keyed operator after {keyed[0].name!r}: a "
+            "streaming job has one key_by with one window or running aggregate for now "
+            "(docs/streaming.md)")
+    if len(stamps) > 1:
+        raise JobDefinitionError(
+            f"{stamps[1].name!r}: a streaming job assigns timestamps once, before its key_by")
+    after = line.index(keyed[0]) if keyed else len(line)
+    if stamps and line.index(stamps[0]) > after:
+        raise JobDefinitionError(
+            f"{stamps[0].name!r} comes after the keyed operator {keyed[0].name!r}: assign "
+            "timestamps before key_by (docs/streaming.md)")
+    if keyed and keyed[0].kind == plan.WINDOW and not stamps:
+        raise JobDefinitionError(
+            f"window {keyed[0].name!r} needs event time: call assign_timestamps(fn) before "
+            "key_by, so records carry their time and the stream a watermark "
+            "(docs/streaming.md)")
 
 
 def _reachable_from_sinks(transformations: tuple[Transformation, ...]) -> list[Transformation]:
@@ -142,11 +202,14 @@ def _reachable_from_sinks(transformations: tuple[Transformation, ...]) -> list[T
     return [t for t in transformations if t.id in keep]
 
 
-def _parallelism(t: Transformation, default: int, resolved: Mapping[str, int]) -> int:
+def _parallelism(t: Transformation, default: int, resolved: Mapping[str, int],
+                 streaming: bool = False) -> int:
     if t.parallelism is not None:
         return t.parallelism
     if t.is_sink:
         return resolved[t.inputs[0].source.id]
+    if streaming and len(t.inputs) == 1 and t.kind not in plan.STREAMING_KEYED:
+        return resolved[t.inputs[0].source.id]  # chains: a streaming job has no REBALANCE
     if t.kind == plan.SQL and not t.params.get("partition_by"):
         return 1
     return default

@@ -22,7 +22,13 @@ from typing import Any, TypeVar
 
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.counters import Counter
-from clusterdeck.core.jobapi.plan import InputRef, KeySpec, Transformation, UserCode
+from clusterdeck.core.jobapi.plan import (
+    AggregateFunctions,
+    InputRef,
+    KeySpec,
+    Transformation,
+    UserCode,
+)
 from clusterdeck.core.protocol.checkpoints import CheckpointingMode, CheckpointOptions
 from clusterdeck.core.protocol.jobgraph import is_url
 
@@ -36,6 +42,7 @@ JOIN_TYPES = {"inner": "inner", "left": "left", "left_outer": "left", "right": "
               "semi": "left_semi", "left_semi": "left_semi", "anti": "left_anti",
               "left_anti": "left_anti"}
 _SQL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_WINDOWS_PER_RECORD = 1000  # size / slide of a sliding window: each is state per record
 
 
 def _operator(op_name: str) -> Callable[[F], F]:
@@ -347,6 +354,23 @@ class DataStream:
                        UserCode(fn=_function("filter", fn)))
         return DataStream(self._env, t)
 
+    @_operator("assign_timestamps")
+    def assign_timestamps(self, fn: Callable[[Any], float], max_out_of_orderness: float = 0.0,
+                          *, name: str | None = None,
+                          parallelism: int | None = None) -> DataStream:
+        """Event time, streaming jobs only: ``fn(record)`` is the record's time in seconds,
+        and the stream carries a watermark trailing the largest time seen by
+        ``max_out_of_orderness`` seconds (Flink's ``forBoundedOutOfOrderness``): records
+        may come that much out of order before a window they belong to fires without
+        them (docs/streaming.md)."""
+        if not _seconds(max_out_of_orderness) or max_out_of_orderness < 0:
+            raise ValueError(f"assign_timestamps(): max_out_of_orderness is seconds, >= 0; "
+                             f"got {max_out_of_orderness!r}")
+        t = self._then(plan.ASSIGN_TIMESTAMPS, name or "assign_timestamps", parallelism,
+                       {"max_out_of_orderness": float(max_out_of_orderness)},
+                       UserCode(fn=_function("assign_timestamps", fn)))
+        return DataStream(self._env, t)
+
     @_operator("key_by")
     def key_by(self, key: str | int | Sequence[str | int] | Callable[[Any], Any]) -> KeyedStream:
         """Group by a key for the next operator: a field name (``"word"``, ``"_1"``), a
@@ -494,31 +518,61 @@ class KeyedStream:
         self._key_fn = key_fn
 
     def _keyed(self, kind: str, name: str, parallelism: int | None,
-               params: dict[str, Any], fn: Callable[..., Any] | None = None) -> DataStream:
+               params: dict[str, Any], fn: Callable[..., Any] | None = None,
+               aggregate: AggregateFunctions | None = None) -> DataStream:
         stream = self._stream
         t = stream._then(kind, name, parallelism, {"key": self._key.to_params(), **params},
-                         UserCode(fn=fn, keys=(self._key_fn,)),
+                         UserCode(fn=fn, keys=(self._key_fn,), aggregate=aggregate),
                          inputs=(InputRef(stream._transformation, plan.HASH),))
         return DataStream(stream._env, t)
+
+    @_operator("window")
+    def window(self, size: float, slide: float | None = None,
+               offset: float = 0.0) -> WindowedStream:
+        """Event-time windows of each key, streaming jobs only (timestamps assigned
+        earlier with ``assign_timestamps``): ``[start, start + size)`` seconds, one after
+        the other (tumbling), or starting every ``slide`` seconds (sliding, ``slide <
+        size``), from ``offset``. Aggregate them with ``count``, ``sum``, ``reduce`` or
+        ``aggregate``: each window emits ``(key, start, end, value)`` once the watermark
+        passes its end (docs/streaming.md)."""
+        if not _seconds(size) or not size > 0:
+            raise ValueError(f"window(): size is seconds, > 0; got {size!r}")
+        step = size if slide is None else slide
+        if not _seconds(step) or not 0 < step <= size:
+            raise ValueError(f"window(): slide is seconds, > 0 and at most size ({size!r}): "
+                             f"a record then falls into at least one window; got {slide!r}")
+        if size / step > MAX_WINDOWS_PER_RECORD:
+            raise ValueError(f"window(): size / slide is {size / step:g}: each record would "
+                             f"be state in that many windows; at most "
+                             f"{MAX_WINDOWS_PER_RECORD}")
+        if not _seconds(offset) or not abs(offset) < step:
+            raise ValueError(f"window(): offset is seconds, smaller than the slide (or size) "
+                             f"{step!r}; got {offset!r}")
+        return WindowedStream(self, {"size": float(size), "slide": float(step),
+                                     "offset": float(offset)})
 
     @_operator("reduce")
     def reduce(self, fn: Callable[[Any, Any], Any], *, name: str | None = None,
                parallelism: int | None = None) -> DataStream:
-        """Combine the records of each key pairwise with ``fn(a, b)``; one record per key."""
+        """Combine the records of each key pairwise with ``fn(a, b)``. In a batch job one
+        record per key comes out at the end; in a streaming job the running result,
+        each time a batch of records updated the key (docs/streaming.md)."""
         return self._keyed(plan.REDUCE, name or "reduce", parallelism, {},
                            _function("reduce", fn))
 
     @_operator("sum")
     def sum(self, field: str | int | None = None, *, name: str | None = None,
             parallelism: int | None = None) -> DataStream:
-        """``(key, total)`` per key: the sum of ``field`` (or of the records themselves)."""
+        """``(key, total)`` per key: the sum of ``field`` (or of the records themselves);
+        in a streaming job the running total, each time a batch updated the key."""
         if field is not None and (isinstance(field, bool) or not isinstance(field, str | int)):
             raise TypeError(f"sum(): field is a name or a position, got {field!r}")
         return self._keyed(plan.SUM, name or "sum", parallelism, {"field": field})
 
     @_operator("count")
     def count(self, *, name: str | None = None, parallelism: int | None = None) -> DataStream:
-        """``(key, number of records)`` per key."""
+        """``(key, number of records)`` per key; in a streaming job the running count,
+        each time a batch updated the key."""
         return self._keyed(plan.COUNT, name or "count", parallelism, {})
 
     @_operator("aggregate")
@@ -540,6 +594,61 @@ class KeyedStream:
             specs.append([str(output), spec[0], spec[1]])
         return self._keyed(plan.AGGREGATE, name or "aggregate", parallelism,
                            {"aggregations": specs})
+
+
+class WindowedStream:
+    """A keyed stream cut into event-time windows (``KeyedStream.window``); each of its
+    aggregates emits ``(key, window_start, window_end, value)`` per key and window once
+    the watermark passes the window's end. Streaming jobs only."""
+
+    def __init__(self, keyed: KeyedStream, window: dict[str, float]) -> None:
+        self._keyed = keyed
+        self._window = window
+
+    def _aggregate(self, function: str, name: str, parallelism: int | None,
+                   field: str | int | None = None, fn: Callable[..., Any] | None = None,
+                   aggregate: AggregateFunctions | None = None) -> DataStream:
+        return self._keyed._keyed(plan.WINDOW, name, parallelism,
+                                  {**self._window, "function": function, "field": field},
+                                  fn, aggregate)
+
+    @_operator("count")
+    def count(self, *, name: str | None = None, parallelism: int | None = None) -> DataStream:
+        """The number of records of each key and window."""
+        return self._aggregate("count", name or "window count", parallelism)
+
+    @_operator("sum")
+    def sum(self, field: str | int | None = None, *, name: str | None = None,
+            parallelism: int | None = None) -> DataStream:
+        """The sum of ``field`` (or of the records themselves) of each key and window."""
+        if field is not None and (isinstance(field, bool) or not isinstance(field, str | int)):
+            raise TypeError(f"sum(): field is a name or a position, got {field!r}")
+        return self._aggregate("sum", name or "window sum", parallelism, field=field)
+
+    @_operator("reduce")
+    def reduce(self, fn: Callable[[Any, Any], Any], *, name: str | None = None,
+               parallelism: int | None = None) -> DataStream:
+        """The records of each key and window combined pairwise with ``fn(a, b)``
+        (associative and commutative, as batch ``reduce``)."""
+        return self._aggregate("reduce", name or "window reduce", parallelism,
+                               fn=_function("reduce", fn))
+
+    @_operator("aggregate")
+    def aggregate(self, create: Callable[[], Any], add: Callable[[Any, Any], Any],
+                  merge: Callable[[Any, Any], Any], result: Callable[[Any], Any] | None = None,
+                  *, name: str | None = None, parallelism: int | None = None) -> DataStream:
+        """Flink's AggregateFunction: ``create()`` a fresh accumulator, ``add(accumulator,
+        record)`` the accumulator with one more record, ``merge(a, b)`` two accumulators
+        as one, ``result(accumulator)`` the window's value (default: the accumulator).
+        Accumulators are checkpointed: scalars, tuples, lists, dicts (as records between
+        vertices), e.g. an average: ``aggregate(lambda: (0, 0), lambda a, r: (a[0] +
+        r[1], a[1] + 1), lambda a, b: (a[0] + b[0], a[1] + b[1]), lambda a: a[0] / a[1])``."""
+        functions = AggregateFunctions(_function("aggregate", create),
+                                       _function("aggregate", add),
+                                       _function("aggregate", merge),
+                                       None if result is None else _function("aggregate", result))
+        return self._aggregate("aggregate", name or "window aggregate", parallelism,
+                               aggregate=functions)
 
 
 class DataStreamSink:

@@ -27,10 +27,12 @@ SOURCE_FOLDER = "source.folder"  # a watched folder's new files, replayable by f
 MAP = "map"
 FLAT_MAP = "flat_map"
 FILTER = "filter"
+ASSIGN_TIMESTAMPS = "assign_timestamps"  # event time and a watermark (streaming jobs)
 REDUCE = "reduce"
 SUM = "sum"
 COUNT = "count"
 AGGREGATE = "aggregate"
+WINDOW = "window"  # a keyed event-time window's count/sum/reduce/aggregate (streaming jobs)
 JOIN = "join"
 SQL = "sql"
 SINK_TEXT = "sink.text"
@@ -42,9 +44,13 @@ PYSPARK_SCRIPT = "pyspark.script"
 
 FILE_SOURCES = frozenset({SOURCE_TEXT, SOURCE_CSV, SOURCE_PARQUET})
 STREAMING_SOURCES = frozenset({SOURCE_RATE, SOURCE_FOLDER})
-STREAMING_OPERATORS = frozenset({MAP, FLAT_MAP, FILTER})
+STREAMING_OPERATORS = frozenset({MAP, FLAT_MAP, FILTER, ASSIGN_TIMESTAMPS})
+STATELESS = frozenset({MAP, FLAT_MAP, FILTER})
+STREAMING_KEYED = frozenset({WINDOW, REDUCE, SUM, COUNT})  # windows, running aggregates
+STREAMING_ONLY = frozenset({ASSIGN_TIMESTAMPS, WINDOW})
+WINDOW_FUNCTIONS = ("count", "sum", "reduce", "aggregate")
 STREAMING_SINKS = frozenset({SINK_TEXT, SINK_PRINT})
-KEYED = frozenset({REDUCE, SUM, COUNT, AGGREGATE})
+KEYED = frozenset({REDUCE, SUM, COUNT, AGGREGATE, WINDOW})
 FILE_SINKS = frozenset({SINK_TEXT, SINK_CSV, SINK_PARQUET})
 
 # How a Transformation's input is partitioned (None: FORWARD or REBALANCE, by parallelism).
@@ -84,16 +90,31 @@ class KeySpec:
 
 
 @dataclass(frozen=True)
+class AggregateFunctions:
+    """A window's ``aggregate(create, add, merge, result)`` (Flink's AggregateFunction):
+    ``create()`` a fresh accumulator, ``add(accumulator, record)`` one record folded in,
+    ``merge(a, b)`` two accumulators of the same key and window, ``result(accumulator)``
+    what the window emits (None: the accumulator itself)."""
+
+    create: Callable[[], Any]
+    add: Callable[[Any, Any], Any]
+    merge: Callable[[Any, Any], Any]
+    result: Callable[[Any], Any] | None = None
+
+
+@dataclass(frozen=True)
 class UserCode:
     """What an operator needs that cannot travel in the JobGraph.
 
-    ``fn``: the map/flat_map/filter/reduce function; ``keys``: a key function per input
-    (None where the key is given by fields); ``items``: a collection source's items.
+    ``fn``: the map/flat_map/filter/reduce/assign_timestamps function; ``keys``: a key
+    function per input (None where the key is given by fields); ``items``: a collection
+    source's items; ``aggregate``: a window's aggregate functions.
     """
 
     fn: Callable[..., Any] | None = None
     keys: tuple[Callable[[Any], Any] | None, ...] = ()
     items: Sequence[Any] | None = None
+    aggregate: AggregateFunctions | None = None
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,12 @@ fires it (Flink's ``WindowOperator`` with an incremental ``AggregateFunction``).
 
 ``add`` folds a record's value into every window its timestamp falls into; a record for
 a window that fired already is late: dropped and counted (Flink's default allowed
-lateness of 0). ``fire(watermark)`` hands out, in order of window end then key, every
-window the watermark passed, and forgets it. ``snapshot``/``restore`` carry the open
-windows, the late count and the fired bound through a checkpoint; keys and values are
-the user's Python values (the task encodes them as records).
+lateness of 0); ``merge`` folds in the aggregate of several records of one window made
+elsewhere (a streaming task pre-aggregates each batch on Spark). ``fire(watermark)``
+hands out, in order of window end then key, every window the watermark passed, and
+forgets it. ``snapshot``/``restore`` carry the open windows, the late count and the
+fired bound through a checkpoint; keys and values are the user's Python values (the
+task encodes them as records).
 """
 
 from __future__ import annotations
@@ -46,6 +48,29 @@ class KeyedWindows:
         if not taken:
             self.late += 1
         return taken
+
+    def merge(self, key: Any, window: Window, partial: Any) -> bool:
+        """Fold ``partial`` (several records of one key and window, aggregated elsewhere
+        with ``combine``, e.g. by Spark over a batch) into the window; False (dropped, not
+        counted: the caller counts the records) when the window fired already."""
+        if window[1] <= self._fired_to:
+            return False
+        slot = (key, window)
+        self._open[slot] = self.combine(self._open[slot], partial) if slot in self._open \
+            else partial
+        return True
+
+    def count_late(self, records: int) -> None:
+        """Records found late elsewhere (against ``fired_to``) and dropped there."""
+        self.late += records
+
+    @property
+    def fired_to(self) -> float:
+        """Windows ending at or before this have fired: a record only for them is late."""
+        return self._fired_to
+
+    def is_open(self, key: Any, window: Window) -> bool:
+        return (key, window) in self._open
 
     def fire(self, watermark: float) -> list[tuple[Any, Window, Any]]:
         """``(key, window, aggregate)`` of every window that ends at or before

@@ -9,7 +9,7 @@ from clusterdeck.core.jobapi.builder import build_graph
 from clusterdeck.core.jobapi.environment import ExecutionEnvironment
 from clusterdeck.core.jobapi.errors import JobDefinitionError
 from clusterdeck.core.protocol.checkpoints import CheckpointingMode, CheckpointOptions
-from clusterdeck.core.protocol.jobgraph import JobKind
+from clusterdeck.core.protocol.jobgraph import JobKind, ShipStrategy
 
 
 def streaming_env() -> ExecutionEnvironment:
@@ -74,7 +74,7 @@ def test_a_batch_job_stays_a_dataflow_job():
 
 
 @pytest.mark.parametrize("declare, complaint", [
-    (lambda env: env.rate_source(10).key_by(0).count().write_text("/tmp/o"),
+    (lambda env: env.rate_source(10).key_by(0).aggregate({"n": ("*", "count")}).print(),
      "cannot run in a streaming job yet"),
     (lambda env: env.rate_source(10).collect(), "cannot run in a streaming job yet"),
     (lambda env: env.rate_source(10).map(str, parallelism=1).write_text("/tmp/o"),
@@ -109,3 +109,109 @@ def test_a_streaming_file_sink_needs_checkpoints():
 def test_nonsense_arguments_are_refused(call, complaint):
     with pytest.raises(ValueError, match=complaint):
         call(ExecutionEnvironment("s"))
+
+
+def stamped(env: ExecutionEnvironment, delay: float = 0.0):
+    return env.rate_source(100).assign_timestamps(lambda record: record[0] / 100, delay)
+
+
+def test_a_keyed_window_makes_a_source_vertex_and_a_keyed_vertex_joined_by_a_hash_edge():
+    env = streaming_env()
+    (stamped(env, 0.5).filter(bool).key_by(1).window(10, 5, offset=1).count(parallelism=3)
+        .map(str).write_text("/tmp/out"))   # map and sink take their input's parallelism
+    graph, code = build_graph(env)
+    source, keyed = graph.vertices
+    assert [op.kind for op in source.operators] == ["source.rate", "assign_timestamps",
+                                                    "filter"]
+    assert [op.kind for op in keyed.operators] == ["window", "map", "sink.text"]
+    assert (source.parallelism, keyed.parallelism) == (2, 3)
+    assert [(e.source, e.target, e.ship_strategy) for e in graph.edges] == [
+        (source.id, keyed.id, ShipStrategy.HASH)]
+    assert source.operators[1].params == {"max_out_of_orderness": 0.5}
+    assert keyed.operators[0].params == {"key": {"fields": [1]}, "size": 10.0, "slide": 5.0,
+                                         "offset": 1.0, "function": "count", "field": None}
+    assert callable(code[source.operators[1].id].fn)
+
+
+@pytest.mark.parametrize("aggregate, function", [
+    (lambda w: w.count(), "count"), (lambda w: w.sum(0), "sum"),
+    (lambda w: w.reduce(max), "reduce"),
+    (lambda w: w.aggregate(list, lambda a, r: [*a, r], lambda a, b: a + b, len), "aggregate"),
+])
+def test_every_window_aggregate_declares_its_function(aggregate, function):
+    env = streaming_env()
+    aggregate(stamped(env).key_by(lambda record: record[1]).window(2.5)).print()
+    graph, code = build_graph(env)
+    window = graph.vertices[1].operators[0]
+    assert (window.params["function"], window.params["slide"]) == (function, 2.5)
+    functions = code[window.id].aggregate
+    assert (functions is not None) == (function == "aggregate")
+    assert code[window.id].keys[0] is not None   # the key function travels as code
+
+
+@pytest.mark.parametrize("running", ["count", "sum", "reduce"])
+def test_a_running_aggregate_needs_no_event_time(running):
+    env = streaming_env()
+    keyed = env.folder_source("/tmp/in").map(lambda line: (line, 1)).key_by(0)
+    (keyed.reduce(lambda a, b: a) if running == "reduce" else getattr(keyed, running)()
+     ).print()
+    graph, _ = build_graph(env)
+    assert [v.operators[0].kind for v in graph.vertices] == ["source.folder", running]
+    assert [e.ship_strategy for e in graph.edges] == [ShipStrategy.HASH]
+
+
+@pytest.mark.parametrize("declare, complaint", [
+    (lambda env: env.rate_source(10).key_by(0).window(5).count().print(),
+     "needs event time: call assign_timestamps"),
+    (lambda env: env.rate_source(10).key_by(0).count().assign_timestamps(
+        lambda r: r[1]).print(), "assign timestamps before key_by"),
+    (lambda env: stamped(env).assign_timestamps(lambda r: 0).print(),
+     "assigns timestamps once"),
+    (lambda env: stamped(env).key_by(0).window(5).count().key_by(0).count().print(),
+     "second keyed operator"),
+    (lambda env: stamped(env).key_by(0).count().map(str, parallelism=5).print(),
+     "one chain of operators per subtask, and one more after a key_by"),
+    (lambda env: stamped(env).map(str).slot_sharing_group("other").print(),
+     "one chain of operators per subtask"),
+    (lambda env: [stream.print() for stream in [stamped(env).map(str)] * 2],
+     "one pipeline from one source to one sink"),
+    (lambda env: stamped(env).key_by(0).window(5).count().collect(),
+     "cannot run in a streaming job yet"),
+])
+def test_streaming_shapes_beyond_one_keyed_operator_are_refused_saying_why(declare, complaint):
+    env = streaming_env()
+    declare(env)
+    with pytest.raises(JobDefinitionError, match=complaint):
+        build_graph(env)
+
+
+@pytest.mark.parametrize("declare", [
+    lambda env: env.from_range(5).assign_timestamps(float).collect(),
+    lambda env: env.from_range(5).map(lambda i: (i, i)).assign_timestamps(
+        lambda r: r[0]).key_by(0).window(2).count().collect(),
+])
+def test_event_time_is_refused_in_a_batch_job(declare):
+    env = ExecutionEnvironment("b")
+    declare(env)
+    with pytest.raises(JobDefinitionError, match="event time, for streaming jobs"):
+        build_graph(env)
+
+
+@pytest.mark.parametrize("call, error, complaint", [
+    (lambda s: s.key_by(0).window(0), ValueError, "size is seconds, > 0"),
+    (lambda s: s.key_by(0).window(5, 10), ValueError, "at most size"),
+    (lambda s: s.key_by(0).window(5, 0), ValueError, "slide is seconds"),
+    (lambda s: s.key_by(0).window(5, offset=5), ValueError, "offset is seconds"),
+    (lambda s: s.key_by(0).window(5000, 1), ValueError, "each record would be state"),
+    (lambda s: s.key_by(0).window(float("inf")), ValueError, "size is seconds"),
+    (lambda s: s.assign_timestamps(len, -1), ValueError, "max_out_of_orderness"),
+    (lambda s: s.assign_timestamps(3), TypeError, "expected a function"),
+    (lambda s: s.key_by(0).window(5).sum(True), TypeError, "field is a name or a position"),
+    (lambda s: s.key_by(0).window(5).aggregate(list, len, None), TypeError, "aggregate"),
+    (lambda s: s.key_by(0).window(5).count(paralelism=2), TypeError,
+     "did you mean 'parallelism'"),
+    (lambda s: s.key_by(0).window(5, sliding=2), TypeError, "window\\(\\) got an unknown"),
+])
+def test_nonsense_window_arguments_are_refused(call, error, complaint):
+    with pytest.raises(error, match=complaint):
+        call(streaming_env().rate_source(10))
