@@ -147,13 +147,19 @@ class GateInput:
         self.watermarks = InputWatermarks(len(channels))
         self.ended = False
 
-    def poll(self, timeout: float, limit: int) -> Polled:
+    def poll(self, timeout: float, limit: int, linger: float = 0.0) -> Polled:
         """Records until ``limit`` or the next event, waiting at most ``timeout`` for the
-        first thing; an event ends the poll (the records before it go through first)."""
+        first thing and then up to ``linger`` seconds for more (a batch is one Spark job:
+        fewer, larger ones, at that much latency); an event ends the poll (the records
+        before it go through first)."""
         polled = Polled(ended=self.ended)
         deadline = time.monotonic() + timeout
+        lingering: float | None = None  # until when, once the first record came
         while len(polled.elements) < limit and not self.ended:
-            wait = 0.0 if polled.elements else max(0.0, deadline - time.monotonic())
+            if polled.elements and lingering is None:
+                lingering = time.monotonic() + linger
+            until = deadline if lingering is None else lingering
+            wait = max(0.0, until - time.monotonic())
             received = self.gate.poll(wait)
             if received is None:
                 break

@@ -1,26 +1,31 @@
-"""One streaming subtask: a task that runs until its source ends (or for ever), reading
-its replayable source in small batches, running each batch's records through its
-operators on Spark and into its sink, and taking part in checkpoints (docs/streaming.md).
+"""One streaming subtask: a task that runs until its input ends (or for ever), taking its
+records in batches from its replayable source or from the exchange with the vertex
+before it, running each batch through its operators (``StreamChain``: Spark per batch,
+keyed state and windows in the task) into its sink or the exchange to the next vertex,
+and taking part in checkpoints (docs/streaming.md).
 
-Its chain is ``rate_source|folder_source -> map/flat_map/filter -> write_text|print``;
-the source and the sink are behind the protocols of ``streamparts``. Between two batches
-nothing is in flight inside the chain (the operators run within a batch), so the trigger
-of checkpoint *n* is the task's barrier: its snapshot is the source's position and the
-sink's state (the file sink's pending files), consistent with each other, written to the
-checkpoint storage and acknowledged. When the JobMaster says *n* completed, the sink
-commits. Restored from a checkpoint, the source goes on from its position and the file
-sink keeps exactly that checkpoint's output (the print sink prints again what came after
-it: at least once).
+Barriers. A source task's barrier is the JobMaster's trigger: between two batches
+nothing is in flight inside the chain, so it snapshots (source position, chain state,
+sink's pending files), sends barrier *n* after the records it emitted and acknowledges.
+A task reading the exchange snapshots when barrier *n* came on every input
+(``GateInput``: aligned for exactly-once, so each input's records after its barrier
+wait), then sends the barrier on. When the JobMaster says *n* completed, the sink
+commits.
 
-A source with a count ends: the task then waits for one more checkpoint (its final one,
-taken after its last record), and once that completed (its output committed) it
-finishes. Runs on the slot thread; checkpoint messages come from the TaskExecutor's main
-thread through ``control``, acknowledgements go back through ``report``.
+Ends. A counted source ends: it fires every open window (watermark infinity), takes part
+in one more checkpoint (its final one), and once that completed, ends its output and
+finishes; a task reading the exchange finishes once every input ended and its last
+checkpoint completed. A stop's barrier (``stop``) ends a source at that checkpoint the
+same way; if the checkpoint is aborted instead, the source goes on.
+
+Runs on the slot thread; checkpoint messages come from the TaskExecutor's main thread
+through ``control``, acknowledgements go back through ``report``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import queue
 import time
 from collections.abc import Callable
@@ -28,10 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from clusterdeck.core.checkpointing import CheckpointStorage, CheckpointStorageError
+from clusterdeck.core.checkpointing.alignment import AbortCheckpoint, TakeSnapshot
 from clusterdeck.core.engine.cancellation import attempt_scope
 from clusterdeck.core.engine.liveoutput import LiveOutput
 from clusterdeck.core.engine.records import text_line
 from clusterdeck.core.engine.runtime import SubtaskResult, failure_of
+from clusterdeck.core.engine.streamio import Element, GateInput, PartitionOutput
+from clusterdeck.core.engine.streamoperators import StreamChain, output_key
 from clusterdeck.core.engine.streamparts import (
     SINKS,
     SOURCES,
@@ -42,13 +50,18 @@ from clusterdeck.core.engine.streamparts import (
     open_source,
 )
 from clusterdeck.core.engine.tally import LiveCounts
-from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.errors import SubtaskCancelled, SubtaskFailed
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.streaming.network import ChannelServer
 
 BATCH_RECORDS = 2000  # records through Spark at most per batch (one Spark job)
 IDLE_WAIT = 0.1       # seconds a task with nothing due waits for a message at most
+BATCH_INTERVAL = 0.1
+"""Seconds a task gathers records into one batch at most (Flink's buffer timeout, 100 ms
+by default): each batch is a Spark job of some tens of milliseconds, so batches of a
+few records each would keep a task busy with Spark's overhead at a few hundred records
+a second; a full batch goes at once."""
 
 Report = Callable[[Any], None]
 
@@ -56,10 +69,12 @@ Report = Callable[[Any], None]
 def run_stream_subtask(spark: Any, job: LoadedJob, deployment: p.SubmitTask,
                        control: queue.SimpleQueue[Any], report: Report, storage_root: Path,
                        counts: LiveCounts | None = None, *, live: LiveOutput | None = None,
-                       printed: Path | None = None) -> SubtaskResult:
+                       printed: Path | None = None,
+                       channels: ChannelServer | None = None) -> SubtaskResult:
     """Run the subtask until its final checkpoint completed; raises SubtaskCancelled
-    once cancelled, SubtaskFailed when its user code or its files fail. ``printed``: the
-    attempt's output file, where a print sink writes (and to ``live`` as it does)."""
+    once cancelled, SubtaskFailed when its user code, its files or its exchanges fail.
+    ``printed``: the attempt's output file, where a print sink writes (and to ``live`` as
+    it does); ``channels``: its TaskManager's channel server, for its exchanges."""
     started = time.monotonic()
     feed = (lambda text: live.write("stdout", text)) if live is not None else None
     task = _StreamTask(spark, job, deployment, report, CheckpointStorage(storage_root),
@@ -71,23 +86,26 @@ def run_stream_subtask(spark: Any, job: LoadedJob, deployment: p.SubmitTask,
     with attempt_scope(spark.sparkContext, deployment.attempt_id, description) as (
             cancelled, _group):
         try:
+            task.connect(job, channels, cancelled)
             task.restore()
             while not task.done:
                 if cancelled():
                     raise SubtaskCancelled(deployment.attempt_id)
                 task.step(control)
-        except (SubtaskCancelled, SubtaskFailed):
-            task.sink.close()
+            task.finish()
+        except (SubtaskCancelled, SubtaskFailed) as error:
+            task.close(str(error))
             raise
         except Exception as error:
-            task.sink.close()
+            task.close(str(error))
             raise failure_of(error, deployment.vertex_id, deployment.subtask,
                              deployment.attempt_id) from error
-    output = task.sink.output()
+    output = task.sink.output() if task.sink is not None else None
     return SubtaskResult(deployment.vertex_id, deployment.subtask, deployment.attempt_id,
                          task.counts.records_in, task.counts.records_out,
-                         sink_files={task.sink_op.id: list(output.files)},
-                         stdout=output.stdout_tail, stdout_file=output.stdout_file,
+                         sink_files={task.sink_id: list(output.files)} if output else {},
+                         stdout=output.stdout_tail if output else "",
+                         stdout_file=output.stdout_file if output else "",
                          duration=time.monotonic() - started)
 
 
@@ -97,73 +115,189 @@ class _StreamTask:
     def __init__(self, spark: Any, job: LoadedJob, deployment: p.SubmitTask, report: Report,
                  storage: CheckpointStorage, counts: LiveCounts,
                  printed: Printed | None = None) -> None:
-        self.spark = spark
         self.deployment = deployment
         self.report = report
         self.storage = storage
         self.counts = counts
         vertex = job.graph.vertex(deployment.vertex_id)
-        source_op, *operators, self.sink_op = vertex.operators
-        if source_op.kind not in SOURCES or self.sink_op.kind not in SINKS:
-            raise ValueError(f"{vertex.name} is not a streaming chain this runtime runs")
-        self.functions = [(op.kind, job.code[op.id].fn) for op in operators]
+        first, last = vertex.operators[0], vertex.operators[-1]
         self.subtask_id = f"{deployment.vertex_id}#{deployment.subtask}"
         self.attempt = deployment.attempt_id.rsplit("/", 1)[-1]  # a3, or e1a3 after failover
         # Fresh and untouched until ``restore`` (no file is read or written before it)
-        self.source: StreamSource = open_source(source_op, deployment.subtask,
-                                                deployment.parallelism)
-        self.sink: StreamSink = open_sink(self.sink_op, deployment.subtask,
-                                          deployment.parallelism, self.attempt, printed)
-        self.final: int | None = None  # the checkpoint taken after the last record
+        self.source: StreamSource | None = open_source(
+            first, deployment.subtask, deployment.parallelism) if first.kind in SOURCES \
+            else None
+        self.sink: StreamSink | None = open_sink(
+            last, deployment.subtask, deployment.parallelism, self.attempt, printed) \
+            if last.kind in SINKS else None
+        self.sink_id = last.id
+        self.chain = StreamChain(spark, job, vertex, deployment.subtask,
+                                 deployment.parallelism)
+        self.input: GateInput | None = None
+        self.output: PartitionOutput | None = None
+        self.watermark: float | None = None  # the last one sent on
+        self.drained = False  # a source's input ended and its windows fired
+        self.last_snapshot: int | None = None
+        self.committed = 0  # the newest checkpoint known complete
+        self.final: int | None = None  # the checkpoint after which nothing more comes
         self.stopping: int | None = None  # a stop's checkpoint: no record after its barrier
         self.done = False
+        self.batch_started = 0.0  # monotonic time of the last source batch
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def connect(self, job: LoadedJob, channels: ChannelServer | None,
+                cancelled: Callable[[], bool]) -> None:
+        """Serve its output partition (named by this attempt) and open its input gate."""
+        deployment, graph = self.deployment, job.graph
+        outputs = graph.outputs_of(deployment.vertex_id)
+        needs = bool(outputs) or (self.source is None)
+        if needs and channels is None:
+            raise RuntimeError("this TaskManager runs no stream channel server")
+        if outputs:
+            assert channels is not None
+            consumers = graph.vertex(outputs[0].target).parallelism
+            self.output = PartitionOutput(channels, deployment.attempt_id, consumers,
+                                          output_key(job, graph, deployment.vertex_id),
+                                          cancelled)
+        if self.source is None:
+            assert channels is not None and graph.checkpointing is not None
+            if not deployment.stream_inputs:
+                raise RuntimeError(f"{self.subtask_id} reads an exchange but its deployment "
+                                   f"names no input channels")
+            self.input = GateInput(deployment.stream_inputs, graph.checkpointing.mode,
+                                   loop=channels.loop)
 
     def restore(self) -> None:
         """From the deployment's checkpoint (its state read and checked), or afresh: the
         file sink drops whatever an earlier attempt left uncommitted either way. The sink
-        first: it commits what the checkpoint holds even when the source then fails."""
+        first: it commits what the checkpoint holds even when the rest then fails."""
         deployment = self.deployment
-        data: dict[str, Any] = {"source": None, "sink": None}
+        data: dict[str, Any] = {}
         if deployment.restore_state is not None:
             data = json.loads(self.storage.read_state(deployment.job_id,
                                                       deployment.restore_state))
-        self.sink.restore(data["sink"])
-        self.source.restore(data["source"])
+        if self.sink is not None:
+            self.sink.restore(data.get("sink"))
+        if self.source is not None:
+            self.source.restore(data.get("source"))
+        self.chain.restore(data.get("chain"))
+        self.committed = deployment.restore_checkpoint
+
+    def finish(self) -> None:
+        """Done: the consumers' inputs from this task end; the gate closes."""
+        if self.output is not None:
+            self.output.finish()
+        if self.input is not None:
+            self.input.close()
+
+    def close(self, reason: str) -> None:
+        """Failed or cancelled: what is in progress stays uncommitted; the consumers hear
+        that this partition is gone."""
+        if self.sink is not None:
+            self.sink.close()
+        if self.output is not None:
+            self.output.release(reason[:200])
+        if self.input is not None:
+            self.input.close()
+
+    # -- one step -----------------------------------------------------------------------------
 
     def step(self, control: queue.SimpleQueue[Any]) -> None:
         """Handle the messages that came, then run one batch or wait a little."""
-        wait = 0.0
-        if self.source.exhausted or self.stopping is not None:
-            wait = IDLE_WAIT
+        if self.input is not None:
+            self._from_input()
+            wait = 0.0
         else:
-            now = time.time()
-            batch = self.source.poll(now, BATCH_RECORDS)
-            if batch:
-                self._through(batch)
-            else:
-                wait = min(IDLE_WAIT, self.source.seconds_to_next(now))
+            wait = self._from_source()
         waited = time.monotonic()
         for message in _messages(control, wait):
             self._handle(message)
         if wait > 0:  # the task's busy share: it had nothing to do meanwhile
             self.counts.idle += time.monotonic() - waited
 
-    def _through(self, records: list[Any]) -> None:
-        rdd = self.spark.sparkContext.parallelize(records, 1)
-        for kind, function in self.functions:
-            rdd = rdd.map(function) if kind == plan.MAP else rdd.flatMap(function) \
-                if kind == plan.FLAT_MAP else rdd.filter(function)
-        out = rdd.collect() if self.functions else records
-        self.sink.write(text_line(record) for record in out)
-        self.counts.records_in += len(records)
-        self.counts.records_out += len(out)
+    def _from_source(self) -> float:
+        """One batch of the source; how long to wait for messages after it."""
+        assert self.source is not None
+        self._drain_if_exhausted()
+        if self.source.exhausted or self.stopping is not None:
+            return IDLE_WAIT
+        gathering = self.batch_started + BATCH_INTERVAL - time.monotonic()
+        if gathering > 0:
+            return gathering  # messages meanwhile; the source's records wait to be a batch
+        now = time.time()
+        batch = self.source.poll(now, BATCH_RECORDS)
+        if not batch:
+            return min(IDLE_WAIT, self.source.seconds_to_next(now))
+        full = len(batch) >= BATCH_RECORDS
+        self.batch_started = 0.0 if full else time.monotonic()  # a full one: more at once
+        self._through([(None, record) for record in batch])
+        self._advance(None)
+        self._drain_if_exhausted()
+        return 0.0
+
+    def _drain_if_exhausted(self) -> None:
+        """The source's last record went: the end of its event time, so every window
+        fires now, before the barrier of its final checkpoint (whatever fired after that
+        barrier would never be committed)."""
+        if self.source is not None and self.source.exhausted and not self.drained:
+            self.drained = True
+            self._advance(math.inf)
+
+    def _from_input(self) -> None:
+        """Records from the exchange until the next event, then what that event says."""
+        assert self.input is not None
+        waited = time.monotonic()
+        polled = self.input.poll(IDLE_WAIT, BATCH_RECORDS, BATCH_INTERVAL)
+        if not polled.elements and not polled.actions and polled.watermark is None:
+            self.counts.idle += time.monotonic() - waited
+        if polled.elements:
+            self._through(polled.elements)
+        if polled.watermark is not None:
+            self._advance(polled.watermark)
+        for action in polled.actions:
+            if isinstance(action, TakeSnapshot):
+                self._snapshot(action.checkpoint_id, action.alignment)
+            elif isinstance(action, AbortCheckpoint):
+                self._decline(action.checkpoint_id, action.reason)
+        if polled.ended and self.final is None:
+            # producers end only after their final checkpoint, whose barrier came first
+            self.final = self.last_snapshot or 0
+            self.done = self.committed >= self.final
+
+    def _through(self, elements: list[Element]) -> None:
+        self.counts.records_in += len(elements)
+        self._emit(self.chain.process(elements))
+
+    def _advance(self, watermark: float | None) -> None:
+        fired, outgoing = self.chain.advance(watermark)
+        self._emit(fired)
+        if outgoing is not None and outgoing != self.watermark:
+            self.watermark = outgoing
+            if self.output is not None:
+                self.output.watermark(outgoing)
+
+    def _emit(self, elements: list[Element]) -> None:
+        if not elements:
+            return
+        self.counts.records_out += len(elements)
+        if self.output is not None:
+            self.output.emit(elements)
+        elif self.sink is not None:
+            self.sink.write(text_line(record) for _, record in elements)
+
+    # -- checkpoints --------------------------------------------------------------------------
 
     def _handle(self, message: Any) -> None:
         if isinstance(message, p.TriggerCheckpoint):
-            if self._snapshot(message.checkpoint_id) and message.stop:
+            if self.source is None:
+                return  # a trigger goes to sources only; this task's come as barriers
+            if self._snapshot(message.checkpoint_id, 0.0) and message.stop:
                 self.stopping = message.checkpoint_id
         elif isinstance(message, p.NotifyCheckpointComplete):
-            self.sink.committed(message.checkpoint_id)
+            self.committed = max(self.committed, message.checkpoint_id)
+            if self.sink is not None:
+                self.sink.committed(message.checkpoint_id)
             if any(last is not None and message.checkpoint_id >= last
                    for last in (self.final, self.stopping)):
                 self.done = True
@@ -171,28 +305,39 @@ class _StreamTask:
                 and self.stopping == message.checkpoint_id:  # the stop failed: go on
             self.stopping = None
 
-    def _snapshot(self, checkpoint_id: int) -> bool:
-        """Snapshot and acknowledge (True), or decline (False)."""
+    def _snapshot(self, checkpoint_id: int, alignment: float) -> bool:
+        """Snapshot, send the barrier on and acknowledge (True), or decline (False)."""
         started = time.monotonic()
         deployment = self.deployment
-        exhausted = self.source.exhausted
+        self._drain_if_exhausted()
+        exhausted = self.source is not None and self.source.exhausted
         try:
-            sink_state = self.sink.snapshot(checkpoint_id)
-            state = json.dumps({"source": self.source.snapshot(),
-                                "sink": sink_state}).encode()
+            state = {"chain": self.chain.snapshot()}
+            if self.source is not None:
+                state["source"] = self.source.snapshot()
+            if self.sink is not None:
+                state["sink"] = self.sink.snapshot(checkpoint_id)
             handle = self.storage.write_state(deployment.job_id, checkpoint_id,
-                                              self.subtask_id, state)
-        except (OSError, CheckpointStorageError) as error:
-            self.report(p.DeclineCheckpoint(deployment.job_id, deployment.attempt_id,
-                                            self.subtask_id, checkpoint_id,
-                                            f"its snapshot could not be written: {error}"))
+                                              self.subtask_id, json.dumps(state).encode())
+        except (OSError, CheckpointStorageError, ValueError) as error:
+            self._decline(checkpoint_id, f"its snapshot could not be written: {error}")
             return False
+        if self.output is not None:
+            self.output.barrier(checkpoint_id)
+        self.last_snapshot = checkpoint_id
         if exhausted and self.final is None:
             self.final = checkpoint_id
         self.report(p.AcknowledgeCheckpoint(deployment.job_id, deployment.attempt_id,
-                                            self.subtask_id, checkpoint_id, handle, 0.0,
-                                            time.monotonic() - started))
+                                            self.subtask_id, checkpoint_id, handle,
+                                            alignment, time.monotonic() - started))
         return True
+
+    def _decline(self, checkpoint_id: int, reason: str) -> None:
+        deployment = self.deployment
+        if self.output is not None:
+            self.output.cancel_marker(checkpoint_id)
+        self.report(p.DeclineCheckpoint(deployment.job_id, deployment.attempt_id,
+                                        self.subtask_id, checkpoint_id, reason))
 
 
 def _messages(control: queue.SimpleQueue[Any], wait: float) -> list[Any]:
@@ -205,3 +350,4 @@ def _messages(control: queue.SimpleQueue[Any], wait: float) -> list[Any]:
     except queue.Empty:
         pass
     return messages
+

@@ -71,7 +71,8 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any,
                                         getattr(task, "counts", None),
                                         live=getattr(task, "live", None),
                                         printed=Path(printed_path(kept, deployment.attempt_id,
-                                                                  "stdout")))
+                                                                  "stdout")),
+                                        channels=getattr(task, "channels", None))
         else:
             result = run_subtask(spark, job, deployment.vertex_id, deployment.subtask,
                                  deployment.attempt_id, input_partitions(deployment, kept),

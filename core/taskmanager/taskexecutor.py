@@ -389,6 +389,7 @@ class TaskExecutor(RpcEndpoint):
                        lambda t, outcome: self.run_async(self._task_done, t, outcome))
         running.report_checkpoint = lambda message: self.run_async(
             self._checkpoint_report, jobmaster, message)
+        running.channels = self.data_plane.channels if self.data_plane else None
         self.tasks[task.attempt_id] = running
         if task.slot_index in self._holders:  # deployed ahead: it starts when the slot frees
             self._queued.setdefault(task.slot_index, collections.deque()).append(running)

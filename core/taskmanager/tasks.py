@@ -72,6 +72,7 @@ class Task:
         # acknowledgements go to its JobMaster (set by the TaskExecutor)
         self.checkpoint_control: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.report_checkpoint: Callable[[Any], None] = lambda _message: None
+        self.channels: Any = None  # its TaskManager's stream channel server (streaming tasks)
         self.live = LiveOutput()  # what a script prints, taken by the main thread
         self.counts = LiveCounts()  # records and bytes so far, read by the main thread
         # Set when the TaskExecutor fails it (a timeout, a dead Spark JVM): the cause to
