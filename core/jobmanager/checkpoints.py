@@ -107,9 +107,11 @@ class JobCheckpoints:
         self._arm()
 
     def stop(self, why: str = "the job ended") -> None:
+        """The job ended: what is in progress never completes (its history says so)."""
         self._stopped = True
         for timer in self._timers:
             timer.cancel()
+        self._carry_out(self.coordinator.abort_in_progress(time.time(), why))
         self._answer(error=f"{why} before the savepoint completed")
 
     def savepoint(self, stop: bool, savepoint: bool = True) -> Future[p.SavepointCompleted]:

@@ -4,10 +4,13 @@ records the job should write, once each, even with a TaskManager killed mid-stre
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from clusterdeck.core.client.jobclient import JobClient
@@ -185,3 +188,60 @@ def test_a_job_is_refused_a_savepoint_that_is_not_one_of_its_cluster(client, tmp
     with pytest.raises(RemoteError, match="is not a savepoint of this cluster"):
         client.submit(EXAMPLE, (str(tmp_path / "out"), "10", "500"),
                       savepoint=SavepointRestore(str(tmp_path)))
+
+
+SLOW_SINK_JOB = '''
+import time
+
+
+def slow(a, b):
+    time.sleep(0.002)  # about 500 records a second at most: the consumer is the bottleneck
+    return b
+
+
+def build(env):
+    env.set_parallelism(1)
+    env.enable_checkpointing(0.5)
+    (env.rate_source(float(env.args[1]))
+        .map(lambda record: (record[1], record[0], "x" * 1000))  # a kilobyte each
+        .key_by(0)
+        .reduce(slow)
+        .map(lambda record: record[1])
+        .write_text(env.args[0]))
+'''
+
+
+def source_position(work: Path, job_id: str) -> int:
+    """How far the source had read at its newest checkpoint (its snapshot's position)."""
+    newest = max((path for path in work.glob(f"**/checkpoints/{job_id}/chk-*/vertex-1%230.state")),
+                 key=lambda path: int(path.parent.name[4:]), default=None)
+    return 0 if newest is None else int(json.loads(newest.read_text())["source"])
+
+
+def test_a_slow_consumer_slows_the_source_and_no_process_grows(
+        client, cluster, tmp_path) -> None:
+    """Backpressure: a source offering 5,000 records (5 MB) a second to a consumer that
+    takes about 500: the exchange's bounded buffers fill, the source's emits wait, and it
+    reads at the consumer's pace; no TaskManager's memory grows with what is offered."""
+    local_cluster, _ = cluster
+    job = tmp_path / "slow_sink.py"
+    job.write_text(SLOW_SINK_JOB)
+    job_id = client.submit(job, (str(tmp_path / "out"), "5000"))
+    work = Path(local_cluster.cluster_dir)
+    wait_for(lambda: source_position(work, job_id) > 0, 90, "a checkpoint of the source")
+    wait_for(lambda: committed(tmp_path / "out"), 60, "output flowing")
+    processes = {name: psutil.Process(pid_of(local_cluster, name))
+                 for name in ("taskmanager-1", "taskmanager-2")}
+    first_position, first_time = source_position(work, job_id), time.monotonic()
+    first_memory = {name: process.memory_info().rss for name, process in processes.items()}
+    wait_for(lambda: time.monotonic() - first_time > 10, 20, "ten seconds")
+    read = source_position(work, job_id) - first_position
+    elapsed = time.monotonic() - first_time
+    grown = {name: (process.memory_info().rss - first_memory[name]) // 2 ** 20
+             for name, process in processes.items()}
+    client.cancel(job_id)
+    assert wait_result(client, job_id, 60).status == JobStatus.CANCELED
+    assert all(mib < 30 for mib in grown.values()), grown  # 50 MB were offered meanwhile
+    # checkpoints go on (their barriers wait behind a few buffers only), and the source's
+    # position in them moves at the consumer's pace, not at the rate offered
+    assert 0 < read / elapsed < 5000 * 0.4, f"{read} records in {elapsed:.1f} s"
