@@ -107,6 +107,8 @@ RULES: tuple[Rule, ...] = (
     Rule("taskmanager", R, f"rpc/taskexecutor/{LEVEL}/+", "its own TaskExecutor's messages"),
     Rule("taskmanager", R, f"heartbeat/taskexecutor/{LEVEL}/+",
          "its own TaskExecutor's heartbeats"),
+    Rule("taskmanager", R, "data/#", "streaming jobs' MQTT sources on the cluster's broker"),
+    Rule("taskmanager", W, "data/#", "streaming jobs' MQTT sinks on the cluster's broker"),
 
     Rule("client", W, f"rpc/dispatcher/{LEVEL}", "submits, lists and cancels jobs"),
     Rule("client", R, "state/#", "leader, cluster and job snapshots, results"),
@@ -114,6 +116,8 @@ RULES: tuple[Rule, ...] = (
     Rule("client", R, "presence/#", "who is online"),
     Rule("client", R, "metrics/#", "the TaskManagers' live numbers, for the window"),
     Rule("client", R, f"reply/{LEVEL}/{CLIENT_ID}/+", "answers to its own asks"),
+    Rule("client", W, "data/#", "feeds streaming jobs' MQTT sources"),
+    Rule("client", R, "data/#", "reads what streaming jobs' MQTT sinks publish"),
 
     Rule("observer", R, "#", "everything, the whole control plane too: a GUI watching "
          "somebody else's cluster, and the messages view"),

@@ -7,6 +7,10 @@ checkpoint needs to commit them. Both give their checkpoint state as plain JSON 
 (``snapshot``) and take it back (``restore``; None: a fresh start). The parts themselves
 live in core/streaming (positions, files, no Spark); this module maps operator kinds to
 them. Everything here runs on the task's slot thread.
+
+The MQTT source and sink (mqttsource.py, mqttsink.py) hold a connection of their own
+(core/rpc/mqttdata.py): to the cluster's broker with the TaskManager's login, under the
+cluster's ``data/`` topics, unless the job names a broker of its own (``url``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from clusterdeck.core.engine.mqttparts import ClusterBroker, MqttMessages, MqttPublished
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.protocol.jobgraph import OperatorSpec
 from clusterdeck.core.rpc import from_data, to_data
@@ -24,16 +29,17 @@ from clusterdeck.core.streaming.foldersource import FolderPosition, FolderSource
 from clusterdeck.core.streaming.printsink import PrintSink
 from clusterdeck.core.streaming.ratesource import RatePosition, RateSource, rate_record
 
-SOURCES = frozenset({plan.SOURCE_RATE, plan.SOURCE_FOLDER})
-SINKS = frozenset({plan.SINK_TEXT, plan.SINK_PRINT})
+SOURCES = frozenset({plan.SOURCE_RATE, plan.SOURCE_FOLDER, plan.SOURCE_MQTT})
+SINKS = frozenset({plan.SINK_TEXT, plan.SINK_PRINT, plan.SINK_MQTT})
 FILES_LISTED = 50
 """Output files a subtask's result names at most: one is committed per checkpoint, so a
 long job has thousands, which would not fit its final update (the folder has them all)."""
 
 
 class StreamSource(Protocol):
-    """A replayable source: what it emits after ``restore(snapshot())`` is exactly what
-    it would have emitted next."""
+    """A replayable source: what it emits after ``restore(snapshot(n))`` is exactly what
+    it would have emitted next. (The MQTT source is not replayable: its broker keeps what
+    it has not acknowledged, and it acknowledges when told a checkpoint ``committed``.)"""
 
     @property
     def exhausted(self) -> bool: ...
@@ -44,9 +50,19 @@ class StreamSource(Protocol):
 
     def seconds_to_next(self, now: float) -> float: ...
 
-    def snapshot(self) -> Any: ...
+    def snapshot(self, checkpoint_id: int) -> Any:
+        """Its position for checkpoint ``checkpoint_id``, as JSON data."""
+        ...
+
+    def committed(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` completed."""
+        ...
 
     def restore(self, state: Any) -> None: ...
+
+    def close(self) -> None:
+        """The task ends, fails or is cancelled: let go of what it holds."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -83,19 +99,27 @@ class Printed:
     feed: Callable[[str], None] | None = None
 
 
-def open_source(op: OperatorSpec, subtask: int, parallelism: int) -> StreamSource:
-    """A fresh source of kind ``op.kind``, before ``restore``."""
+def open_source(op: OperatorSpec, subtask: int, parallelism: int,
+                broker: ClusterBroker | None = None, owner: str = "") -> StreamSource:
+    """A fresh source of kind ``op.kind``, before ``restore``. ``broker``: the cluster's,
+    for an MQTT source without a ``url``; ``owner``: ``<job id>.<vertex id>``, which names
+    an MQTT source's session (the same for every attempt)."""
     if op.kind == plan.SOURCE_RATE:
         return _RateRecords(op.params, subtask, parallelism)
     if op.kind == plan.SOURCE_FOLDER:
         return _FolderLines(op.params, subtask, parallelism)
+    if op.kind == plan.SOURCE_MQTT:
+        return MqttMessages(op.params, subtask, parallelism, broker, owner)
     raise ValueError(f"{op.kind} is not a streaming source")
 
 
 def open_sink(op: OperatorSpec, subtask: int, parallelism: int, attempt: str,
-              printed: Printed | None) -> StreamSink:
+              printed: Printed | None, broker: ClusterBroker | None = None) -> StreamSink:
     """A sink of kind ``op.kind``, before ``restore``. ``attempt``: the attempt's short
-    name (file names of the file sink); ``printed``: for a print sink."""
+    name (file names of the file sink); ``printed``: for a print sink; ``broker``: the
+    cluster's, for an MQTT sink without a ``url``."""
+    if op.kind == plan.SINK_MQTT:
+        return _PublishedLines(op.params, broker)
     if op.kind == plan.SINK_TEXT:
         return _CommittingFiles(Path(op.params["path"]), subtask, attempt)
     if op.kind == plan.SINK_PRINT:
@@ -122,12 +146,18 @@ class _RateRecords:
     def seconds_to_next(self, now: float) -> float:
         return self._source.seconds_to_next(now)
 
-    def snapshot(self) -> Any:
+    def snapshot(self, checkpoint_id: int) -> Any:
         return self._source.position().next_index
+
+    def committed(self, checkpoint_id: int) -> None:
+        """Replayable: nothing waits for a checkpoint."""
 
     def restore(self, state: Any) -> None:
         position = RatePosition(int(state)) if state is not None else None
         self._source = RateSource(*self._args, position)
+
+    def close(self) -> None:
+        """Holds nothing."""
 
 
 class _FolderLines:
@@ -153,12 +183,18 @@ class _FolderLines:
     def seconds_to_next(self, now: float) -> float:
         return self._source.seconds_to_next(now)
 
-    def snapshot(self) -> Any:
+    def snapshot(self, checkpoint_id: int) -> Any:
         return to_data(self._source.position())
+
+    def committed(self, checkpoint_id: int) -> None:
+        """Replayable: nothing waits for a checkpoint."""
 
     def restore(self, state: Any) -> None:
         if state is not None:
             self._source = self._open(from_data(state, FolderPosition, "folder position"))
+
+    def close(self) -> None:
+        """Opens its files only while it reads them."""
 
 
 class _CommittingFiles:
@@ -222,3 +258,11 @@ class _PrintedLines:
         printed = self._sink.printed > 0
         return SinkOutput(stdout_file=str(self._sink.path) if printed else "",
                           stdout_tail=self._sink.tail)
+
+
+class _PublishedLines(MqttPublished):
+    """The MQTT sink: at least once, its messages at the broker before a checkpoint
+    completes; it names no files."""
+
+    def output(self) -> SinkOutput:
+        return SinkOutput()

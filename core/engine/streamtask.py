@@ -43,6 +43,7 @@ from clusterdeck.core.engine.streamoperators import StreamChain, output_key
 from clusterdeck.core.engine.streamparts import (
     SINKS,
     SOURCES,
+    ClusterBroker,
     Printed,
     StreamSink,
     StreamSource,
@@ -70,16 +71,19 @@ def run_stream_subtask(spark: Any, job: LoadedJob, deployment: p.SubmitTask,
                        control: queue.SimpleQueue[Any], report: Report, storage_root: Path,
                        counts: LiveCounts | None = None, *, live: LiveOutput | None = None,
                        printed: Path | None = None,
-                       channels: ChannelServer | None = None) -> SubtaskResult:
+                       channels: ChannelServer | None = None,
+                       broker: ClusterBroker | None = None) -> SubtaskResult:
     """Run the subtask until its final checkpoint completed; raises SubtaskCancelled
     once cancelled, SubtaskFailed when its user code, its files or its exchanges fail.
     ``printed``: the attempt's output file, where a print sink writes (and to ``live`` as
-    it does); ``channels``: its TaskManager's channel server, for its exchanges."""
+    it does); ``channels``: its TaskManager's channel server, for its exchanges;
+    ``broker``: the cluster's broker with its TaskManager's login, for MQTT sources and
+    sinks."""
     started = time.monotonic()
     feed = (lambda text: live.write("stdout", text)) if live is not None else None
     task = _StreamTask(spark, job, deployment, report, CheckpointStorage(storage_root),
                        counts or LiveCounts(),
-                       Printed(printed, feed) if printed is not None else None)
+                       Printed(printed, feed) if printed is not None else None, broker)
     vertex = job.graph.vertex(deployment.vertex_id)
     description = f"{job.graph.name}: {vertex.name} ({deployment.subtask + 1}/" \
                   f"{vertex.parallelism})"
@@ -114,7 +118,7 @@ class _StreamTask:
 
     def __init__(self, spark: Any, job: LoadedJob, deployment: p.SubmitTask, report: Report,
                  storage: CheckpointStorage, counts: LiveCounts,
-                 printed: Printed | None = None) -> None:
+                 printed: Printed | None = None, broker: ClusterBroker | None = None) -> None:
         self.deployment = deployment
         self.report = report
         self.storage = storage
@@ -125,11 +129,11 @@ class _StreamTask:
         self.attempt = deployment.attempt_id.rsplit("/", 1)[-1]  # a3, or e1a3 after failover
         # Fresh and untouched until ``restore`` (no file is read or written before it)
         self.source: StreamSource | None = open_source(
-            first, deployment.subtask, deployment.parallelism) if first.kind in SOURCES \
-            else None
+            first, deployment.subtask, deployment.parallelism, broker,
+            f"{deployment.job_id}.{deployment.vertex_id}") if first.kind in SOURCES else None
         self.sink: StreamSink | None = open_sink(
-            last, deployment.subtask, deployment.parallelism, self.attempt, printed) \
-            if last.kind in SINKS else None
+            last, deployment.subtask, deployment.parallelism, self.attempt, printed,
+            broker) if last.kind in SINKS else None
         self.sink_id = last.id
         self.chain = StreamChain(spark, job, vertex, deployment.subtask,
                                  deployment.parallelism)
@@ -160,6 +164,8 @@ class _StreamTask:
             self.output = PartitionOutput(channels, deployment.attempt_id, consumers,
                                           output_key(job, graph, deployment.vertex_id),
                                           cancelled)
+            output = self.output  # its backpressure, read live for the live numbers
+            self.counts.consumers_waited = lambda: output.backpressured
         if self.source is None:
             assert channels is not None and graph.checkpointing is not None
             if not deployment.stream_inputs:
@@ -185,7 +191,9 @@ class _StreamTask:
         self.committed = deployment.restore_checkpoint
 
     def finish(self) -> None:
-        """Done: the consumers' inputs from this task end; the gate closes."""
+        """Done: the consumers' inputs from this task end; the gate closes; the source
+        and sink let go of their connections."""
+        self._release()
         if self.output is not None:
             self.output.finish()
         if self.input is not None:
@@ -194,12 +202,17 @@ class _StreamTask:
     def close(self, reason: str) -> None:
         """Failed or cancelled: what is in progress stays uncommitted; the consumers hear
         that this partition is gone."""
-        if self.sink is not None:
-            self.sink.close()
+        self._release()
         if self.output is not None:
             self.output.release(reason[:200])
         if self.input is not None:
             self.input.close()
+
+    def _release(self) -> None:
+        if self.sink is not None:
+            self.sink.close()
+        if self.source is not None:
+            self.source.close()
 
     # -- one step -----------------------------------------------------------------------------
 
@@ -273,7 +286,7 @@ class _StreamTask:
         fired, outgoing = self.chain.advance(watermark)
         self._emit(fired)
         if outgoing is not None and outgoing != self.watermark:
-            self.watermark = outgoing
+            self.watermark = self.counts.watermark = outgoing  # for the live numbers
             if self.output is not None:
                 self.output.watermark(outgoing)
 
@@ -298,6 +311,8 @@ class _StreamTask:
             self.committed = max(self.committed, message.checkpoint_id)
             if self.sink is not None:
                 self.sink.committed(message.checkpoint_id)
+            if self.source is not None:  # an MQTT source acknowledges what it covers
+                self.source.committed(message.checkpoint_id)
             if any(last is not None and message.checkpoint_id >= last
                    for last in (self.final, self.stopping)):
                 self.done = True
@@ -314,7 +329,7 @@ class _StreamTask:
         try:
             state = {"chain": self.chain.snapshot()}
             if self.source is not None:
-                state["source"] = self.source.snapshot()
+                state["source"] = self.source.snapshot(checkpoint_id)
             if self.sink is not None:
                 state["sink"] = self.sink.snapshot(checkpoint_id)
             handle = self.storage.write_state(deployment.job_id, checkpoint_id,

@@ -35,6 +35,7 @@ from clusterdeck.core.protocol.jobgraph import (
     OperatorSpec,
     ShipStrategy,
 )
+from clusterdeck.core.rpc import topic_matches
 
 DEFAULT_SLOT_SHARING_GROUP = "default"
 
@@ -90,6 +91,10 @@ def build_graph(env: ExecutionEnvironment) -> tuple[JobGraph, dict[str, UserCode
     elif any(t.kind == plan.SINK_PRINT for t in nodes):
         raise JobDefinitionError("print() is a sink of streaming jobs; a batch job's records "
                                  "come back to the client with collect()")
+    elif any(t.kind == plan.SINK_MQTT for t in nodes):
+        raise JobDefinitionError("write_mqtt() is a sink of streaming jobs (its guarantee "
+                                 "rests on checkpoints); a batch job writes files or "
+                                 "collects")
     else:
         for t in nodes:
             if t.kind in plan.STREAMING_ONLY:
@@ -104,9 +109,9 @@ def build_graph(env: ExecutionEnvironment) -> tuple[JobGraph, dict[str, UserCode
 
 
 _STREAMING_SHAPE = (
-    "rate_source()|folder_source() -> [map/flat_map/filter/assign_timestamps]* -> "
-    "[key_by() -> window(...).count()|sum()|reduce()|aggregate() or reduce()|sum()|count() "
-    "-> [map/flat_map/filter]*] -> write_text()|print()")
+    "rate_source()|folder_source()|mqtt_source() -> [map/flat_map/filter/assign_timestamps]* "
+    "-> [key_by() -> window(...).count()|sum()|reduce()|aggregate() or reduce()|sum()|count() "
+    "-> [map/flat_map/filter]*] -> write_text()|print()|write_mqtt()")
 
 
 def _check_streaming(nodes: list[Transformation], edges: tuple[JobEdge, ...],
@@ -136,11 +141,28 @@ def _check_streaming(nodes: list[Transformation], edges: tuple[JobEdge, ...],
             raise JobDefinitionError(
                 f"{t.name!r} writes into the folder its job watches ({t.params['path']}): "
                 "the job would read its own output again; write elsewhere")
+    _check_mqtt_loop(nodes)
     if env.checkpointing is None:
         raise JobDefinitionError(
             "a streaming job restores its sources from its checkpoints, and its file sink "
             "makes its output visible with each completed one: call "
             "env.enable_checkpointing(interval) (docs/streaming.md)")
+
+
+def _check_mqtt_loop(nodes: list[Transformation]) -> None:
+    """A job may not publish to a topic its own MQTT source reads on the same broker: it
+    would read its own output again, for ever."""
+    reads = [t.params for t in nodes if t.kind == plan.SOURCE_MQTT]
+    for t in nodes:
+        if t.kind != plan.SINK_MQTT:
+            continue
+        for source in reads:
+            if source["url"] == t.params["url"] and topic_matches(source["topic"],
+                                                                   t.params["topic"]):
+                raise JobDefinitionError(
+                    f"{t.name!r} publishes to {t.params['topic']!r}, which its job's MQTT "
+                    f"source reads ({source['topic']!r}): the job would read its own output "
+                    "again; publish elsewhere")
 
 
 def _pipeline(nodes: list[Transformation]) -> list[Transformation]:

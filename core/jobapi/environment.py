@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from clusterdeck.core.jobapi import plan
+from clusterdeck.core.jobapi import mqttparams, plan
 from clusterdeck.core.jobapi.counters import Counter
 from clusterdeck.core.jobapi.plan import (
     AggregateFunctions,
@@ -254,6 +254,24 @@ class ExecutionEnvironment:
                              "monitor_interval": float(monitor_interval),
                              "stop_when_idle": None if stop_when_idle is None
                              else float(stop_when_idle)})
+
+    @_operator("mqtt_source")
+    def mqtt_source(self, topic: str, *, url: str | None = None, qos: int = 1,
+                    format: str = "text", max_buffered: int = mqttparams.MAX_BUFFERED,
+                    max_payload: int = mqttparams.MAX_PAYLOAD, name: str | None = None,
+                    parallelism: int | None = None) -> DataStream:
+        """The messages of an MQTT topic (a filter: ``+`` and ``#`` allowed), each payload
+        a record: a ``str`` (``format="text"``, UTF-8) or what ``json.loads`` makes of it
+        (``"json"``). From the cluster's own broker under its ``data/`` topics when ``url``
+        is None (``"sensors/+"`` is ``clusterdeck/<cluster>/data/sensors/+``), else from
+        ``mqtt[s]://[user:password@]host:port``. With QoS 1 a message is acknowledged
+        only once a completed checkpoint covers it: at least once on a broker that keeps
+        a persistent session's unacknowledged messages (Mosquitto; not amqtt). Several
+        subtasks share one subscription (``$share``); runs until cancelled or stopped
+        (docs/streaming.md)."""
+        return self._source(plan.SOURCE_MQTT, name or "mqtt_source", parallelism,
+                            mqttparams.source_params(topic, url, qos, format, max_buffered,
+                                                     max_payload))
 
     @_operator("read_text")
     def read_text(self, path: PathLike | Sequence[PathLike], *, name: str | None = None,
@@ -496,6 +514,19 @@ class DataStream:
         ``clusterdeck submit`` as it comes; at least once (docs/streaming.md). Streaming
         jobs only: a batch job collects."""
         return self._sink(plan.SINK_PRINT, name or "print", parallelism, {})
+
+    @_operator("write_mqtt")
+    def write_mqtt(self, topic: str, *, url: str | None = None, qos: int = 1,
+                   retain: bool = False, max_inflight: int = mqttparams.MAX_INFLIGHT,
+                   name: str | None = None, parallelism: int | None = None) -> DataStreamSink:
+        """Each record as one message on ``topic`` (the line ``write_text`` would write,
+        UTF-8; ``map(json.dumps)`` first for JSON), on the cluster's broker under its
+        ``data/`` topics when ``url`` is None, else on ``mqtt[s]://...``. With QoS 1 every
+        message is acknowledged by the broker before a checkpoint completes: at least
+        once, repeated after a failover. At most ``max_inflight`` messages await their
+        acknowledgement (docs/streaming.md). Streaming jobs only."""
+        return self._sink(plan.SINK_MQTT, name or "write_mqtt", parallelism,
+                          mqttparams.sink_params(topic, url, qos, retain, max_inflight))
 
     @_operator("collect")
     def collect(self, *, name: str | None = None,

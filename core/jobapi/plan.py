@@ -24,6 +24,7 @@ SOURCE_COLLECTION = "source.collection"
 SOURCE_RANGE = "source.range"
 SOURCE_RATE = "source.rate"  # unbounded (or counted) and replayable: a streaming job's
 SOURCE_FOLDER = "source.folder"  # a watched folder's new files, replayable by file and offset
+SOURCE_MQTT = "source.mqtt"  # an MQTT topic's messages: not replayable, acked per checkpoint
 MAP = "map"
 FLAT_MAP = "flat_map"
 FILTER = "filter"
@@ -40,16 +41,17 @@ SINK_CSV = "sink.csv"
 SINK_PARQUET = "sink.parquet"
 SINK_COLLECT = "sink.collect"
 SINK_PRINT = "sink.print"  # a streaming task's printed output, at least once
+SINK_MQTT = "sink.mqtt"  # a message per record on an MQTT topic, at least once
 PYSPARK_SCRIPT = "pyspark.script"
 
 FILE_SOURCES = frozenset({SOURCE_TEXT, SOURCE_CSV, SOURCE_PARQUET})
-STREAMING_SOURCES = frozenset({SOURCE_RATE, SOURCE_FOLDER})
+STREAMING_SOURCES = frozenset({SOURCE_RATE, SOURCE_FOLDER, SOURCE_MQTT})
 STREAMING_OPERATORS = frozenset({MAP, FLAT_MAP, FILTER, ASSIGN_TIMESTAMPS})
 STATELESS = frozenset({MAP, FLAT_MAP, FILTER})
 STREAMING_KEYED = frozenset({WINDOW, REDUCE, SUM, COUNT})  # windows, running aggregates
 STREAMING_ONLY = frozenset({ASSIGN_TIMESTAMPS, WINDOW})
 WINDOW_FUNCTIONS = ("count", "sum", "reduce", "aggregate")
-STREAMING_SINKS = frozenset({SINK_TEXT, SINK_PRINT})
+STREAMING_SINKS = frozenset({SINK_TEXT, SINK_PRINT, SINK_MQTT})
 KEYED = frozenset({REDUCE, SUM, COUNT, AGGREGATE, WINDOW})
 FILE_SINKS = frozenset({SINK_TEXT, SINK_CSV, SINK_PARQUET})
 

@@ -36,6 +36,16 @@ CLUSTER_EVENTS = "events/cluster"   # registrations, losses, slot changes
 PRESENCE_ALL = "presence/+"
 
 
+def data(topic: str) -> str:
+    """Where streaming jobs' MQTT sources and sinks read and write on the cluster's broker
+    (``topic`` relative to it, wildcards allowed in a filter): the only topics beyond the
+    control plane a TaskManager's login may use (broker/acl.py)."""
+    return f"{DATA}/{topic}"
+
+
+DATA = "data"
+
+
 def presence(service_id: str) -> str:
     return f"presence/{service_id}"
 

@@ -23,6 +23,7 @@ from clusterdeck.broker.tls import is_loopback, is_wildcard
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.dataservice import capability, selfsigned
 from clusterdeck.core.dataservice.server import DataServer, DataServiceAddress
+from clusterdeck.core.engine.mqttparts import ClusterBroker
 from clusterdeck.core.streaming.network import ChannelServer, ChannelServerAddress
 
 
@@ -35,6 +36,9 @@ class DataPlane:
     key: str
     channels: ChannelServer | None = None
     channel_address: ChannelServerAddress | None = None
+    broker: ClusterBroker | None = None
+    """The cluster's broker with this TaskManager's login: streaming jobs' MQTT sources and
+    sinks connect to it (core/engine/mqttparts.py), their code never sees the login."""
 
     @property
     def stream_address(self) -> str:
@@ -73,7 +77,8 @@ def start_data_plane(config: Config, broker: BrokerAddress, scratch: Path,
         channels.close()
         server.stop()
         raise
-    return DataPlane(server, address, key, channels, channel_address)
+    return DataPlane(server, address, key, channels, channel_address,
+                     ClusterBroker(broker, config["cluster.id"]))
 
 
 def _address_towards(host: str, port: int) -> str:

@@ -72,7 +72,8 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any,
                                         live=getattr(task, "live", None),
                                         printed=Path(printed_path(kept, deployment.attempt_id,
                                                                   "stdout")),
-                                        channels=getattr(task, "channels", None))
+                                        channels=getattr(task, "channels", None),
+                                        broker=getattr(task, "broker", None))
         else:
             result = run_subtask(spark, job, deployment.vertex_id, deployment.subtask,
                                  deployment.attempt_id, input_partitions(deployment, kept),

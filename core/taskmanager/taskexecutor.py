@@ -390,6 +390,7 @@ class TaskExecutor(RpcEndpoint):
         running.report_checkpoint = lambda message: self.run_async(
             self._checkpoint_report, jobmaster, message)
         running.channels = self.data_plane.channels if self.data_plane else None
+        running.broker = self.data_plane.broker if self.data_plane else None
         self.tasks[task.attempt_id] = running
         if task.slot_index in self._holders:  # deployed ahead: it starts when the slot frees
             self._queued.setdefault(task.slot_index, collections.deque()).append(running)

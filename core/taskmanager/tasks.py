@@ -73,6 +73,7 @@ class Task:
         self.checkpoint_control: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.report_checkpoint: Callable[[Any], None] = lambda _message: None
         self.channels: Any = None  # its TaskManager's stream channel server (streaming tasks)
+        self.broker: Any = None  # the cluster's broker and its login (MQTT sources, sinks)
         self.live = LiveOutput()  # what a script prints, taken by the main thread
         self.counts = LiveCounts()  # records and bytes so far, read by the main thread
         # Set when the TaskExecutor fails it (a timeout, a dead Spark JVM): the cause to

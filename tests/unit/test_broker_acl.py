@@ -244,3 +244,18 @@ def test_filters_overlap_when_some_topic_matches_both(first, second, overlap):
 ])
 def test_a_filter_covers_another_when_it_matches_all_its_topics(outer, inner, covers):
     assert acl.filter_covers(outer, inner) is covers
+
+
+def test_the_data_topics_are_read_and_written_by_taskmanagers_and_clients_only():
+    """Streaming jobs' MQTT sources and sinks (core/engine/mqttparts.py) use the cluster's
+    ``data/`` topics with their TaskManager's login; clients feed and read them."""
+    data = LAYOUT.absolute(topics.data("sensors/a"))
+    for identity in (TASKMANAGER, OTHER_TASKMANAGER, "client", "jobmanager"):
+        for access in (READ, WRITE):
+            assert both(identity, data, access) == (True, True), (identity, access)
+    assert both("observer", data, READ) == (True, True)
+    assert both("observer", data, WRITE) == (False, False)
+    for topic in (LAYOUT.absolute("datax/a"), LAYOUT.absolute("events/data"),
+                  "clusterdeck/beta/data/a"):
+        assert both(TASKMANAGER, topic, WRITE) == (False, False), topic
+        assert both("client", topic, WRITE) == (False, False), topic

@@ -37,7 +37,7 @@ def test_a_folder_source_restored_from_its_snapshot_goes_on_after_it(tmp_path: P
     source.restore(None)
     assert source.poll(0.0, 10) == [] and source.poll(0.5, 2) == ["1", "2"]
     restored = open_source(source_op, 0, 1)
-    restored.restore(through_json(source.snapshot()))
+    restored.restore(through_json(source.snapshot(1)))
     assert restored.poll(0.0, 10) == ["3"]
     assert not restored.exhausted and restored.seconds_to_next(0.1) == pytest.approx(0.4)
 
@@ -47,7 +47,7 @@ def test_a_rate_source_gives_records_and_keeps_its_next_index() -> None:
     source = open_source(source_op, 0, 1)
     source.restore(4)
     assert source.poll(0.0, 2) + source.poll(0.001, 2) == [(4, "key-4"), (5, "key-5")]
-    assert through_json(source.snapshot()) == 6
+    assert through_json(source.snapshot(1)) == 6
 
 
 def test_a_file_sink_commits_what_its_restored_state_holds(tmp_path: Path) -> None:

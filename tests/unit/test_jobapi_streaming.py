@@ -215,3 +215,51 @@ def test_event_time_is_refused_in_a_batch_job(declare):
 def test_nonsense_window_arguments_are_refused(call, error, complaint):
     with pytest.raises(error, match=complaint):
         call(streaming_env().rate_source(10))
+
+
+def test_an_mqtt_source_into_an_mqtt_sink_is_a_streaming_job_with_checked_params():
+    env = streaming_env()
+    env.mqtt_source("in/+", format="json").map(str).write_mqtt(
+        "out", url="mqtts://u:p%40@broker.example:8883", qos=0, retain=True)
+    graph, _ = build_graph(env)
+    assert graph.kind is JobKind.STREAMING and len(graph.vertices) == 1
+    source, _, sink = graph.vertices[0].operators
+    assert (source.kind, sink.kind) == ("source.mqtt", "sink.mqtt")
+    assert source.params == {"topic": "in/+", "url": None, "qos": 1, "format": "json",
+                             "max_buffered": 10_000, "max_payload": 1 << 20}
+    assert sink.params == {"topic": "out", "url": "mqtts://u:p%40@broker.example:8883",
+                           "qos": 0, "retain": True, "max_inflight": 1000}
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda env: env.mqtt_source(""), "non-empty"),
+    (lambda env: env.mqtt_source("$share/g/t"), "'\\$'"),
+    (lambda env: env.mqtt_source("a/#/b"), "no valid topic filter"),
+    (lambda env: env.mqtt_source("a+"), "no valid topic filter"),
+    (lambda env: env.mqtt_source("t", qos=2), "qos"),
+    (lambda env: env.mqtt_source("t", format="xml"), "format"),
+    (lambda env: env.mqtt_source("t", url="http://h:1"), "mqtt://"),
+    (lambda env: env.mqtt_source("t", max_buffered=0), "max_buffered"),
+    (lambda env: env.rate_source(1).write_mqtt("a/+"), "without \\+ or #"),
+    (lambda env: env.rate_source(1).write_mqtt("t", max_inflight=True), "max_inflight"),
+])
+def test_mqtt_arguments_are_checked_when_the_job_is_built(call, message):
+    with pytest.raises(ValueError, match=message):
+        call(streaming_env())
+
+
+def test_a_job_may_not_publish_to_a_topic_its_mqtt_source_reads():
+    env = streaming_env()
+    env.mqtt_source("loop/#").write_mqtt("loop/x")
+    with pytest.raises(JobDefinitionError, match="read its own output"):
+        build_graph(env)
+    env = streaming_env()
+    env.mqtt_source("loop/#").write_mqtt("loop/x", url="mqtt://other:1883")
+    assert build_graph(env)[0].kind is JobKind.STREAMING  # another broker
+
+
+def test_write_mqtt_is_refused_in_a_batch_job():
+    env = ExecutionEnvironment("b")
+    env.from_collection([1]).write_mqtt("t")
+    with pytest.raises(JobDefinitionError, match="write_mqtt"):
+        build_graph(env)
