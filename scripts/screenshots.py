@@ -15,13 +15,16 @@ Takes about a minute and a half, most of it Spark starting in each TaskManager.
 
 attaches the window to a cluster already running (``clusterdeck up``) instead, waits
 for a streaming job of it with a few completed checkpoints (``clusterdeck submit
-examples/streaming_rate.py -- OUT 0``) and saves its checkpoints view, and its failures
-view when the job resumed from a checkpoint.
+examples/streaming_rate.py -- OUT 0``) and saves its checkpoints view, its failures
+view when the job resumed from a checkpoint, and the window with its ExecutionGraph
+(``streaming-job``: records/s, backpressure and watermark per vertex) once a vertex is
+back-pressured (a slow sink's job: docs/metrics.md), or after a minute without.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -280,6 +283,15 @@ def shoot_checkpoints(shooter: Shooter, cluster_id: str, completed: int = 5) -> 
     if snapshot.checkpoints is not None and snapshot.checkpoints.restored is not None:
         shooter.raise_dock(window.failures_dock, 380)
         shooter.save(window.failures_dock, "failures-restored")
+    graph = window.jobs.graph
+    shooter.settle(8.0)  # rates over whole windows since every subtask first reported
+    with contextlib.suppress(TimeoutError):  # a source waits in bursts: one while it sends
+        shooter.wait(lambda: any(n.backpressure > 0.1 for n in graph.numbers.values())
+                     and all(n.rate_out > 0 for n in graph.numbers.values()), 60,
+                     "a back-pressured vertex while records flow")
+    graph.select(next(iter(graph.boxes)), 0)
+    shooter.raise_dock(window.jobs_dock, 220)
+    shooter.save(window, "streaming-job")
 
 
 def _change_times(history: JobHistory) -> list[float]:
@@ -296,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
     parser.add_argument("--attach", metavar="CLUSTER", default="",
                         help="shoot the checkpoints of a running cluster's streaming job")
+    parser.add_argument("--checkpoints", type=int, default=5, metavar="N",
+                        help="with --attach: wait for N completed checkpoints (a "
+                             "back-pressured job completes few)")
     args = parser.parse_args(argv)
     # Read when the QApplication is made and when paths are looked up, both below.
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -309,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     window.show()
     try:
         if args.attach:
-            shoot_checkpoints(Shooter(app, window, args.out), args.attach)
+            shoot_checkpoints(Shooter(app, window, args.out), args.attach, args.checkpoints)
         else:
             shoot_all(Shooter(app, window, args.out))
     finally:

@@ -40,7 +40,10 @@ from clusterdeck.core.streaming.network import (
 )
 
 Element = tuple[float | None, Any]  # (event timestamp or None, record)
-BUFFER_BYTES = 256 * 1024  # a buffer is cut after this much JSON (the channel takes 1 MiB)
+BUFFER_BYTES = 32 * 1024
+"""A buffer is cut after this much JSON (Flink's 32 KiB memory segment; the channel takes
+up to 1 MiB): what waits in a full exchange, and so how long a barrier waits behind it
+when a consumer is slow, is a few buffers of this size per channel."""
 EMIT_TIMEOUT = 600.0
 """Seconds an emit waits for a consumer to take its buffers: past it the consumer is
 taken as stuck and the task fails (a slow consumer only slows this one down)."""
@@ -60,8 +63,16 @@ class PartitionOutput:
         robin)."""
         self.writer = server.register(partition_id, subpartitions, cancelled=cancelled)
         self.key_of = key_of
-        self.backpressured = 0.0  # seconds emit waited for a consumer to take buffers
+        self._waited: tuple[float, float | None] = (0.0, None)  # before, the wait's start
         self._next = 0
+
+    @property
+    def backpressured(self) -> float:
+        """Seconds sends waited for a consumer to take buffers so far, the wait going on
+        now too: the TaskManager's main thread reads it for the live numbers while the
+        slot thread may be waiting (one tuple, replaced whole)."""
+        waited, since = self._waited
+        return waited + (time.monotonic() - since if since is not None else 0.0)
 
     def emit(self, elements: Sequence[Element]) -> None:
         """Send ``elements``, each to its key's consumer; waits while a consumer is full
@@ -99,11 +110,12 @@ class PartitionOutput:
         self._timed(lambda: self.writer.broadcast_event(payload, EMIT_TIMEOUT))
 
     def _timed(self, send: Callable[[], None]) -> None:
-        started = time.monotonic()
+        waited, started = self._waited[0], time.monotonic()
+        self._waited = (waited, started)
         try:
             send()
         finally:
-            self.backpressured += time.monotonic() - started
+            self._waited = (waited + time.monotonic() - started, None)
 
 
 def _buffers(part: list[list[Any]]) -> list[bytes]:

@@ -39,7 +39,13 @@ class LiveCounts:
     """One attempt's records and bytes so far, where its run keeps them (its result takes
     its records from here): written by its slot thread, read by the TaskManager's main
     thread. Each field is one int (or one tuple) replaced whole, so a
-    reader sees each whole; the four need not be from the same instant."""
+    reader sees each whole; the four need not be from the same instant.
+
+    A streaming attempt also tells ``backpressured``, the seconds so far its sends waited
+    for its consumers to take buffers (read live from its output through
+    ``consumers_waited``, so a wait of many seconds shows as it goes on, not when it
+    ends), and keeps ``watermark``, the one it last sent on (a sink's: its input
+    watermark; ``math.inf`` once event time is over; None while it has none)."""
 
     def __init__(self) -> None:
         self.records_in = 0    # of the batches done
@@ -49,6 +55,13 @@ class LiveCounts:
         self.reading: tuple[Callable[[], int], ...] = ()  # the batch running now
         self.writing: tuple[Callable[[], int], ...] = ()
         self.idle = 0.0  # seconds a long-running (streaming) attempt waited for work
+        self.consumers_waited: Callable[[], float] | None = None  # its output's wait
+        self.watermark: float | None = None  # event time in seconds; math.inf: over
+
+    @property
+    def backpressured(self) -> float:
+        """Seconds a streaming attempt waited for its consumers so far (0: none)."""
+        return self.consumers_waited() if self.consumers_waited is not None else 0.0
 
     def now(self) -> tuple[int, int, int, int]:
         """(records in, records out, bytes in, bytes out) so far."""

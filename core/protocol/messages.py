@@ -607,7 +607,15 @@ class JobOutput:
 @dataclass(frozen=True)
 class AttemptMetrics:
     """One attempt's numbers so far: records and bytes in and out, seconds it has run.
-    ``final``: it ended and these are its last (a finished one's equal its TaskResult's)."""
+    ``final``: it ended and these are its last (a finished one's equal its TaskResult's).
+
+    A streaming attempt's too: ``backpressured``, seconds so far it waited for its
+    consumers to take its buffers (a total, as ``busy``: the window takes its share of
+    each second, Flink's backPressuredTimeMsPerSecond, from two messages, so a lost one
+    costs nothing); ``watermark``, the event time (seconds) it last sent on, a sink's
+    input watermark, None while it has none; ``watermark_end``: its watermark is the end
+    of event time (infinity, which JSON has not: ``watermark`` is then None). Defaults for
+    a batch attempt and for senders that predate them."""
 
     job_id: str
     vertex_id: str
@@ -620,9 +628,12 @@ class AttemptMetrics:
     bytes_out: int
     busy: float
     final: bool = False
+    backpressured: float = 0.0
+    watermark: float | None = None
+    watermark_end: bool = False
 
 
-METRICS_ATTEMPTS = 200  # AttemptMetrics in one TaskManagerMetrics: about 60 kB at most
+METRICS_ATTEMPTS = 200  # AttemptMetrics in one TaskManagerMetrics: about 75 kB at most
 URL_LIMIT = 512  # characters of an address a message carries (a Spark UI's)
 
 

@@ -8,10 +8,17 @@ METRICS_ATTEMPTS; when idle, the heap alone every IDLE_INTERVAL. QoS 0: a lost m
 is followed by the next one, whose numbers are totals, not increments. Nothing here
 starts Spark work: records so far are what Spark's accumulators already hold
 (core/engine/tally.py); the heap is read by one Py4J call on a worker thread.
+
+A streaming attempt's backpressure goes as its total so far, like ``busy``, not as a share
+computed here: the window takes the share of each second from two messages it got (a
+lost message, or a recording replayed, then costs nothing), and keeping no previous
+value per attempt here keeps this side stateless. Its watermark goes as it is, the end
+of event time as ``watermark_end`` (JSON has no infinity).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -82,16 +89,27 @@ class TaskMetrics:
 
 def _busy(running: float, task: Task) -> float:
     """Seconds the attempt worked: since it began, less what it spent waiting for work
-    (a streaming task between its batches; a batch task never waits)."""
-    return max(0.0, running - task.counts.idle)
+    (a streaming task between its batches; a batch task never waits) and for its
+    consumers (backpressure: as in Flink, a back-pressured task is not busy)."""
+    return max(0.0, running - task.counts.idle - task.counts.backpressured)
 
 
 def _numbers(task: Task, records_in: int, records_out: int, bytes_in: int, bytes_out: int,
              busy: float, final: bool = False) -> p.AttemptMetrics:
     deployment = task.deployment
+    watermark, watermark_end = _on_the_wire(task.counts.watermark)
     return p.AttemptMetrics(deployment.job_id, deployment.vertex_id, deployment.subtask,
                             deployment.attempt, task.attempt_id, records_in, records_out,
-                            bytes_in, bytes_out, round(busy, 3), final)
+                            bytes_in, bytes_out, round(busy, 3), final,
+                            round(task.counts.backpressured, 3), watermark, watermark_end)
+
+
+def _on_the_wire(watermark: float | None) -> tuple[float | None, bool]:
+    """(watermark, watermark_end): the end of event time as a flag, since JSON has no
+    infinity (orjson would write null without a word)."""
+    if watermark is None or math.isnan(watermark) or watermark == -math.inf:
+        return None, False
+    return (None, True) if watermark == math.inf else (watermark, False)
 
 
 def jvm_numbers(spark: Any) -> tuple[int, int, str]:

@@ -5,7 +5,10 @@ the last numbers of the attempts that ended (``TaskManagerMetrics``). Here they 
 per job vertex, totals over its subtasks (each subtask counted by its current attempt, as
 the job result counts it), a history of those totals, and from the history the rates:
 records/s in and out and the busy share (seconds its subtasks ran per second, over its
-parallelism). Per process: CPU, memory and, for TaskManagers, the Spark JVM's heap over
+parallelism). A streaming vertex also has its backpressure, the highest share of a second
+one of its subtasks waited for its consumers (taken per subtask from its attempt's
+totals, Flink's backPressuredTimeMsPerSecond), in Flink's bands, and its watermark, the
+smallest of its subtasks'. Per process: CPU, memory and, for TaskManagers, the Spark JVM's heap over
 time. Plain Python: the GUI thread feeds it from the bridge's ticks.
 
 Everything here is bounded: MAX_JOBS jobs (the oldest seen forgotten first) and HISTORY
@@ -16,7 +19,9 @@ so on), so a cluster's first minutes stay on the plot at a coarser grain.
 
 from __future__ import annotations
 
+import math
 import statistics
+import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +35,9 @@ RATE_WINDOW = 3.0         # seconds a rate is taken over
 MAX_PROCESSES = 256
 MAX_VERTICES = 1000       # per job: numbers of vertices past it are dropped
 MAX_SUBTASKS = 100_000    # per vertex (jobmanager.max-parallelism is 10,000 by default)
+BACKPRESSURE_BANDS = ((0.10, "OK"), (0.50, "LOW"), (math.inf, "HIGH"))
+"""Flink's web UI: a share of time back-pressured up to 10% is OK, up to 50% LOW, above
+that HIGH."""
 
 
 class Series(list[tuple[Any, ...]]):
@@ -61,6 +69,60 @@ class VertexNumbers:
     busy_share: float = 0.0
     spread: tuple[int, float, int, int] | None = None
     subtasks: int = 0  # subtasks that reported
+    backpressure: float = 0.0  # the highest share back-pressured of its subtasks, now
+    backpressured_subtask: int | None = None  # ... the subtask with it (None when 0)
+    watermark: float | None = None  # the smallest of its subtasks'; math.inf: the end
+
+    @property
+    def backpressure_band(self) -> str:
+        return backpressure_band(self.backpressure)
+
+
+def backpressure_band(share: float) -> str:
+    """"OK", "LOW" or "HIGH", as Flink's web UI bands a share of time back-pressured."""
+    return next(band for most, band in BACKPRESSURE_BANDS if share <= most)
+
+
+def format_watermark(watermark: float | None) -> str:
+    """A watermark as event time: a time of day (and the date, if not today) when it is
+    seconds since the epoch (from 2001 on), else seconds."""
+    if watermark is None:
+        return "no watermark"
+    if math.isinf(watermark):
+        return "end of event time"
+    if watermark >= 1e9:
+        stamp = time.localtime(watermark)
+        day = "" if stamp[:3] == time.localtime()[:3] else time.strftime("%Y-%m-%d ", stamp)
+        return f"{day}{time.strftime('%H:%M:%S', stamp)}.{int(watermark % 1 * 1000):03d}"
+    return f"{watermark:,.3f} s"
+
+
+@dataclass
+class _Pressure:
+    """One subtask's attempt's seconds back-pressured so far, over the last seconds, at
+    its TaskManager's times: its share now is theirs over RATE_WINDOW."""
+
+    attempt_id: str
+    points: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=64))
+
+    def add(self, at: float, backpressured: float) -> None:
+        if self.points and at < self.points[-1][0]:
+            at = self.points[-1][0]  # its clock went back: keep time going
+        self.points.append((at, backpressured))
+        while len(self.points) > 2 and self.points[0][0] < at - 2 * RATE_WINDOW:
+            self.points.popleft()
+
+    @property
+    def last(self) -> float:
+        return self.points[-1][0]
+
+    def share(self) -> float:
+        """Seconds back-pressured per second over the last RATE_WINDOW, at most 1 (a long
+        wait is counted when it ends: it can fill a window at once)."""
+        last = self.points[-1]
+        start = next(point for point in self.points if point[0] >= last[0] - RATE_WINDOW)
+        seconds = last[0] - start[0]
+        return max(0.0, min(1.0, (last[1] - start[1]) / seconds)) if seconds > 0 else 0.0
 
 
 @dataclass
@@ -75,18 +137,26 @@ class _Point:
 class _Vertex:
     parallelism: int = 1
     subtasks: dict[int, p.AttemptMetrics] = field(default_factory=dict)
+    pressure: dict[int, _Pressure] = field(default_factory=dict)  # running subtasks'
     history: deque[_Point] = field(default_factory=lambda: deque(maxlen=HISTORY))  # recent
     rates: Series = field(default_factory=Series)  # time, in/s, out/s, busy share
 
-    def take(self, numbers: p.AttemptMetrics) -> bool:
-        """Keep ``numbers`` if they are of the subtask's current attempt (the latest run
-        and attempt; an older attempt's late numbers are dropped)."""
+    def take(self, numbers: p.AttemptMetrics, at: float) -> bool:
+        """Keep ``numbers`` (sent at ``at``) if they are of the subtask's current attempt
+        (the latest run and attempt; an older attempt's late numbers are dropped)."""
         held = self.subtasks.get(numbers.subtask)
         if held is not None and _order(held) > _order(numbers):
             return False
         if held is not None and held.attempt_id == numbers.attempt_id and held.final:
             return False  # its last numbers are in; a late running report is older
         self.subtasks[numbers.subtask] = numbers
+        if numbers.final:  # ended: nothing holds it back any more
+            self.pressure.pop(numbers.subtask, None)
+            return True
+        pressure = self.pressure.get(numbers.subtask)
+        if pressure is None or pressure.attempt_id != numbers.attempt_id:
+            pressure = self.pressure[numbers.subtask] = _Pressure(numbers.attempt_id)
+        pressure.add(at, numbers.backpressured)
         return True
 
     def totals(self) -> tuple[int, int, int, int, float]:
@@ -124,8 +194,26 @@ class _Vertex:
         outs = sorted((n.records_out, n.subtask) for n in self.subtasks.values())
         spread = (outs[0][0], statistics.median(o for o, _ in outs), outs[-1][0],
                   outs[-1][1]) if outs else None
+        pressed, subtask = self._backpressure() if fresh else (0.0, None)
         return VertexNumbers(records_in, records_out, bytes_in, bytes_out, busy, rate_in,
-                             rate_out, share, spread, len(outs))
+                             rate_out, share, spread, len(outs), pressed, subtask,
+                             self._watermark())
+
+    def _backpressure(self) -> tuple[float, int | None]:
+        """The highest share of its running subtasks heard of lately, and whose."""
+        latest = max((pressure.last for pressure in self.pressure.values()), default=0.0)
+        shares = [(pressure.share(), subtask) for subtask, pressure in self.pressure.items()
+                  if pressure.last >= latest - 2 * RATE_WINDOW]  # a silent one is gone
+        share, subtask = max(shares, default=(0.0, None))
+        return (share, subtask) if share > 0 else (0.0, None)
+
+    def _watermark(self) -> float | None:
+        """The smallest of its subtasks' (Flink's): none while any has none."""
+        marks = [math.inf if n.watermark_end else n.watermark
+                 for n in self.subtasks.values()]
+        if not marks or any(mark is None for mark in marks):
+            return None
+        return min(mark for mark in marks if mark is not None)
 
 
 def _order(numbers: p.AttemptMetrics) -> tuple[int, int]:
@@ -171,7 +259,8 @@ class MetricsStore:
                     (message.time, message.heap_used, message.heap_max))
             touched = {numbers.job_id for numbers in message.attempts
                        if self._fits(numbers)
-                       and self._vertex(numbers.job_id, numbers.vertex_id).take(numbers)}
+                       and self._vertex(numbers.job_id, numbers.vertex_id).take(
+                           numbers, message.time)}
             for job_id in touched:
                 for vertex in self._jobs.get(job_id, {}).values():
                     vertex.sample(message.time)
@@ -210,6 +299,9 @@ class MetricsStore:
         vertex = job.get(numbers.vertex_id)
         if vertex is None and len(job) >= MAX_VERTICES:
             return False
+        if numbers.backpressured < 0 or (numbers.watermark_end
+                                         and numbers.watermark is not None):
+            return False  # no task waits less than nothing; the end has no time
         return 0 <= numbers.subtask < MAX_SUBTASKS and (
             vertex is None or numbers.subtask in vertex.subtasks
             or len(vertex.subtasks) < MAX_SUBTASKS)

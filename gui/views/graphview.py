@@ -7,6 +7,10 @@ chain, and one cell per subtask filled with the colour of its current attempt's 
 edges carry their ship strategy. The items are created once per job shape: a new
 snapshot of the same job only recolours cells and rewrites counts, so a job with many
 subtasks redraws cheaply.
+A streaming job's boxes have two lines more: records/s in and out, its backpressure band
+(the highest share of its subtasks, coloured as Flink's: OK, LOW, HIGH) and its watermark
+(the smallest of its subtasks', as event time); the live numbers come at the bridge's
+ticks (``set_numbers``), never per message.
 Between two snapshots (the JobMaster sends at most ten a second) ``apply_event`` recolours
 one cell from an ExecutionStateEvent, so a state change shows at the bridge's next tick.
 
@@ -43,17 +47,22 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from clusterdeck.core.protocol.jobgraph import JobEdge
+from clusterdeck.core.protocol.jobgraph import JobEdge, JobKind
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot, SubtaskSnapshot, VertexSnapshot
 from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.gui.models.graphlayout import snapshot_layers, structure_key
-from clusterdeck.gui.models.metrics import VertexNumbers
+from clusterdeck.gui.models.metrics import VertexNumbers, format_watermark
 from clusterdeck.gui.models.processmodel import format_bytes
-from clusterdeck.gui.views.palette import JOB_STATUS_COLOURS, execution_colour
+from clusterdeck.gui.views.palette import (
+    BACKPRESSURE_COLOURS,
+    JOB_STATUS_COLOURS,
+    execution_colour,
+)
 
 BOX_WIDTH = 236.0
 _PADDING = 10.0
 _HEADER = 78.0
+_STREAM_LINES = 36.0  # a streaming vertex's backpressure and watermark lines
 CELL = 18.0
 _CELL_GAP = 4.0
 _CELLS_PER_ROW = 10
@@ -123,14 +132,42 @@ class SubtaskCell(QGraphicsRectItem):
         return True
 
 
-class VertexBox(QGraphicsRectItem):
-    """One job vertex: header text, then its subtask cells in rows of ten."""
+class PressureBadge(QGraphicsRectItem):
+    """A streaming vertex's backpressure: its band and share, white on the band's colour."""
 
-    def __init__(self, vertex: VertexSnapshot) -> None:
+    def __init__(self, parent: QGraphicsItem, font: QFont) -> None:
+        super().__init__(parent)
+        self.setPen(QPen(Qt.PenStyle.NoPen))
+        self.band = ""
+        self._text = QGraphicsSimpleTextItem(self)
+        bold = QFont(font)
+        bold.setBold(True)
+        self._text.setFont(bold)
+        self._text.setBrush(QBrush(QColor("#ffffff")))
+        self._text.setPos(4, 0)
+
+    def text(self) -> str:
+        return self._text.text()
+
+    def show_share(self, band: str, share: float) -> None:
+        self.band = band
+        self._text.setText(f"{band} {share:.0%}")
+        box = self._text.boundingRect()
+        self.setRect(0, 0, box.width() + 8, box.height())
+        self.setBrush(QBrush(BACKPRESSURE_COLOURS[band]))
+
+
+class VertexBox(QGraphicsRectItem):
+    """One job vertex: header text, then its subtask cells in rows of ten. ``streaming``:
+    its live numbers are rates, its backpressure and its watermark."""
+
+    def __init__(self, vertex: VertexSnapshot, streaming: bool = False) -> None:
         self.vertex_id = vertex.id
+        self.streaming = streaming
         parallelism = vertex.parallelism
         rows = max(1, -(-parallelism // _CELLS_PER_ROW))
-        height = _HEADER + rows * (CELL + _CELL_GAP) + _PADDING
+        header = _HEADER + (_STREAM_LINES if streaming else 0.0)
+        height = header + rows * (CELL + _CELL_GAP) + _PADDING
         super().__init__(0, 0, BOX_WIDTH, height)
         self.setBrush(QBrush(QColor("#ffffff")))
         self.setPen(QPen(QColor("#8a94a3"), 1.2))
@@ -152,13 +189,24 @@ class VertexBox(QGraphicsRectItem):
         self._counts.setBrush(QBrush(QColor("#4a5360")))
         self._numbers = self._text(small, _PADDING, 57)
         self._numbers.setBrush(QBrush(QColor("#1f4e79")))
+        self.pressure: PressureBadge | None = None
+        self.watermark: QGraphicsSimpleTextItem | None = None
+        if streaming:
+            label = self._text(small, _PADDING, 74)
+            label.setText("backpressure")
+            label.setBrush(QBrush(QColor("#4a5360")))
+            self.pressure = PressureBadge(self, small)
+            self.pressure.setPos(_PADDING + label.boundingRect().width() + 6, 74)
+            self.pressure.setVisible(False)
+            self.watermark = self._text(small, _PADDING, 92)
+            self.watermark.setBrush(QBrush(QColor("#4a5360")))
         self.cells: list[SubtaskCell] = []
         self._failed = False
         for index in range(parallelism):
             cell = SubtaskCell(self.vertex_id, index, self)
             row, column = divmod(index, _CELLS_PER_ROW)
             cell.setPos(_PADDING + column * (CELL + _CELL_GAP),
-                        _HEADER + row * (CELL + _CELL_GAP))
+                        header + row * (CELL + _CELL_GAP))
             self.cells.append(cell)
         self.update_from(vertex)
 
@@ -183,13 +231,21 @@ class VertexBox(QGraphicsRectItem):
 
 
     def set_numbers(self, numbers: VertexNumbers | None, by_busy: bool) -> None:
-        """Its live numbers under the counts; the box tinted by its busy share when asked;
-        the spread over its subtasks in the tooltip."""
-        self._numbers.setText(numbers_line(numbers) if numbers is not None else "")
+        """Its live numbers under the counts (a streaming vertex's: rates, backpressure,
+        watermark); the box tinted by its busy share when asked; the spread over its
+        subtasks in the tooltip."""
+        line = stream_line if self.streaming else numbers_line
+        self._numbers.setText(line(numbers) if numbers is not None else "")
         share = numbers.busy_share if numbers is not None and by_busy else 0.0
         self.setBrush(QBrush(busy_colour(share)))
-        self.setToolTip(self._about + (f"\n\n{numbers_tooltip(numbers)}"
-                                       if numbers is not None else ""))
+        about = numbers_tooltip(numbers, self.streaming) if numbers is not None else ""
+        self.setToolTip(self._about + (f"\n\n{about}" if about else ""))
+        if self.pressure is not None and self.watermark is not None:
+            self.pressure.setVisible(numbers is not None)
+            if numbers is not None:
+                self.pressure.show_share(numbers.backpressure_band, numbers.backpressure)
+            self.watermark.setText(watermark_text(numbers.watermark)
+                                   if numbers is not None else "")
 
 
 def busy_colour(share: float) -> QColor:
@@ -203,7 +259,13 @@ def numbers_line(numbers: VertexNumbers) -> str:
             f"({compact(numbers.rate_out)}/s)  busy {numbers.busy_share:.0%}")
 
 
-def numbers_tooltip(numbers: VertexNumbers) -> str:
+def stream_line(numbers: VertexNumbers) -> str:
+    """A streaming vertex's: its rates now (its totals grow for ever; the tooltip has them)."""
+    return (f"in {compact(numbers.rate_in)}/s  out {compact(numbers.rate_out)}/s  "
+            f"busy {numbers.busy_share:.0%}")
+
+
+def numbers_tooltip(numbers: VertexNumbers, streaming: bool = False) -> str:
     lines = [f"records in {numbers.records_in:,} ({numbers.rate_in:,.0f}/s), "
              f"out {numbers.records_out:,} ({numbers.rate_out:,.0f}/s)",
              f"bytes read {format_bytes(numbers.bytes_in)}, "
@@ -213,7 +275,20 @@ def numbers_tooltip(numbers: VertexNumbers) -> str:
         low, median, high, busiest = numbers.spread
         lines.append(f"records out per subtask ({numbers.subtasks} reported): min {low:,}, "
                      f"median {median:,.0f}, max {high:,} (subtask {busiest})")
+    if streaming:
+        most = numbers.backpressured_subtask
+        lines.append(f"backpressure {numbers.backpressure_band}: "
+                     f"{numbers.backpressure:.0%} of the time"
+                     + (f" (subtask {most}, the highest)" if most is not None else ""))
+        lines.append(f"{watermark_text(numbers.watermark)} (the smallest of its "
+                     f"subtasks')")
     return "\n".join(lines)
+
+
+def watermark_text(watermark: float | None) -> str:
+    """"watermark 12:00:03.250", or "no watermark"."""
+    text = format_watermark(watermark)
+    return text if watermark is None else f"watermark {text}"
 
 
 def compact(value: float) -> str:
@@ -372,8 +447,9 @@ class ExecutionGraphView(QGraphicsView):
         self.edges.clear()
         vertices = {v.id: v for v in snapshot.vertices}
         x = 0.0
+        streaming = snapshot.kind == JobKind.STREAMING
         for layer in snapshot_layers(snapshot):
-            boxes = [VertexBox(vertices[vertex_id]) for vertex_id in layer]
+            boxes = [VertexBox(vertices[vertex_id], streaming) for vertex_id in layer]
             height = sum(b.rect().height() for b in boxes) + _ROW_GAP * (len(boxes) - 1)
             y = -height / 2
             for box in boxes:

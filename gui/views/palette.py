@@ -46,6 +46,13 @@ PROCESS_STATE_COLOURS: dict[str, QColor] = {
 }
 """Text colour of a process's state in the process table."""
 
+BACKPRESSURE_COLOURS: dict[str, QColor] = {
+    "OK": QColor("#3fa34d"),
+    "LOW": QColor("#e0a030"),
+    "HIGH": QColor("#d64541"),
+}
+"""Badge of a streaming vertex's backpressure band, as Flink's web UI colours it."""
+
 SLOT_FREE = QColor("#e8f0e4")
 SLOT_BUSY = QColor("#e07b39")
 SLOT_LOST = QColor("#f3c7c5")

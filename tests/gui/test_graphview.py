@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from PySide6.QtCore import Qt
 
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from clusterdeck.gui.models.graphlayout import layers
 from clusterdeck.gui.views.graphview import MAX_FIT_SCALE
 from clusterdeck.gui.views.jobsview import JobsView
-from clusterdeck.gui.views.palette import execution_colour
+from clusterdeck.gui.views.palette import BACKPRESSURE_COLOURS, execution_colour
 from tests.gui.jobsnapshots import mixed_word_count
 
 S = ExecutionState
@@ -117,3 +121,68 @@ def test_another_job_does_not_inherit_the_selected_subtask(qtbot):
     view.graph.select("source", 1)
     view.graph.show_snapshot(replace(snapshot, job_id="job-2"))
     assert view.graph.selected is None
+
+
+def live(vertex: str, subtask: int, records: int, backpressured: float = 0.0,
+         watermark: float | None = None) -> p.AttemptMetrics:
+    return p.AttemptMetrics("job-1", vertex, subtask, 0, f"job-1/{vertex}/{subtask}/0",
+                            records, records, 0, 0, 0.0, False, backpressured, watermark)
+
+
+def feed(view: JobsView, seconds: int, *numbers_at: Callable[[int], list[p.AttemptMetrics]]
+         ) -> None:
+    """``seconds`` messages a second apart, ending now, as the bridge's ticks bring them."""
+    now = time.time()
+    for second in range(seconds):
+        attempts = [n for make in numbers_at for n in make(second)]
+        view.show_metrics(view.metrics.add([p.TaskManagerMetrics(
+            "taskmanager-1", now - seconds + 1 + second, tuple(attempts))]))
+
+
+def test_a_streaming_vertex_shows_its_rates_backpressure_band_and_watermark(qtbot):
+    _, snapshot = mixed_word_count()
+    view = JobsView()
+    qtbot.addWidget(view)
+    view.set_job("job-1", replace(snapshot, kind=JobKind.STREAMING))
+    sources = lambda s: [live("source", i, 100 * s, 0.7 * s, 40.0 + s + i)  # noqa: E731
+                         for i in range(4)]
+    reducers = lambda s: [live("reduce", i, 10 * s, 0.02 * s, 39.5 + s)  # noqa: E731
+                          for i in range(2)]
+
+    feed(view, 4, sources, reducers)
+
+    source, reduce = view.graph.boxes["source"], view.graph.boxes["reduce"]
+    assert source.pressure is not None and source.watermark is not None
+    assert (source.pressure.band, source.pressure.text()) == ("HIGH", "HIGH 70%")
+    assert source.pressure.brush().color() == BACKPRESSURE_COLOURS["HIGH"]
+    assert source.watermark.text() == "watermark 43.000 s"  # the smallest subtask's
+    assert source._numbers.text() == "in 400/s  out 400/s  busy 0%"
+    assert reduce.pressure is not None and reduce.pressure.band == "OK"
+    assert reduce.pressure.brush().color() == BACKPRESSURE_COLOURS["OK"]
+    assert "backpressure HIGH: 70% of the time" in source.toolTip()
+    assert source.rect().height() > view.graph.boxes["reduce"].cells[0].y()
+
+
+def test_a_streaming_vertex_without_a_watermark_says_so(qtbot):
+    _, snapshot = mixed_word_count()
+    view = JobsView()
+    qtbot.addWidget(view)
+    view.set_job("job-1", replace(snapshot, kind=JobKind.STREAMING))
+    feed(view, 3, lambda s: [live("source", 0, 10 * s, 0.3 * s)])
+    source = view.graph.boxes["source"]
+    assert source.watermark is not None and source.pressure is not None
+    assert source.watermark.text() == "no watermark"
+    assert source.pressure.text() == "LOW 30%"
+
+
+def test_a_batch_vertex_shows_its_numbers_as_before(qtbot):
+    _, snapshot = mixed_word_count()
+    view = JobsView()
+    qtbot.addWidget(view)
+    view.set_job("job-1", snapshot)
+    feed(view, 3, lambda s: [live("source", 0, 1000 * s)])
+    source = view.graph.boxes["source"]
+    assert source.pressure is None and source.watermark is None
+    assert source._numbers.text() == "in 2.0k  out 2.0k (1.0k/s)  busy 0%"
+    assert "backpressure" not in source.toolTip() and "watermark" not in source.toolTip()
+    assert source.cells[0].y() == 78.0  # the header of a batch vertex, as it was

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import math
+import time
+from dataclasses import replace
+
 import pytest
 
 from clusterdeck.core.protocol import messages as p
-from clusterdeck.gui.models.metrics import HISTORY, MAX_JOBS, MetricsStore
+from clusterdeck.gui.models.metrics import (
+    HISTORY,
+    MAX_JOBS,
+    MetricsStore,
+    backpressure_band,
+    format_watermark,
+)
 
 
 def numbers(subtask: int, records_in: int, records_out: int, busy: float = 0.0, *,
@@ -86,3 +96,74 @@ def test_only_a_web_address_opens_as_a_spark_ui(qtbot, monkeypatch):
         inspector.open_spark_ui("taskmanager-1", url)
     assert opened == ["http://127.0.0.1:4040"]
     assert sum("not a web address" in n for n in notices) == 2
+
+
+def streaming(subtask: int, backpressured: float, watermark: float | None = None, *,
+              end: bool = False, attempt: int = 0, final: bool = False,
+              vertex: str = "vertex-1") -> p.AttemptMetrics:
+    return replace(numbers(subtask, 0, 0, attempt=attempt, final=final, vertex=vertex),
+                   backpressured=backpressured, watermark=watermark, watermark_end=end)
+
+
+def test_backpressure_is_the_highest_share_of_a_subtask_over_the_last_seconds():
+    store = MetricsStore()
+    for second in range(4):  # subtask 0 waits 0.8 s of each second, subtask 1 0.05 s
+        store.add([at(100.0 + second, streaming(0, 0.8 * second),
+                      streaming(1, 0.05 * second))])
+
+    vertex = store.vertices("job-1", now=103.5)["vertex-1"]
+
+    assert vertex.backpressure == pytest.approx(0.8)
+    assert (vertex.backpressure_band, vertex.backpressured_subtask) == ("HIGH", 0)
+    store.add([at(104.0, streaming(0, 2.4), streaming(1, 0.2))])  # 0 waited no more
+    store.add([at(107.0, streaming(0, 2.4), streaming(1, 0.2))])
+    assert store.vertices("job-1", now=107.0)["vertex-1"].backpressure == 0.0
+    assert store.vertices("job-1", now=200.0)["vertex-1"].backpressure == 0.0  # silent
+
+
+def test_a_wait_counted_at_its_end_fills_a_window_at_most():
+    store = MetricsStore()
+    store.add([at(10.0, streaming(0, 0.0))])
+    store.add([at(11.0, streaming(0, 7.0))])  # one emit waited 7 s, counted as it ended
+    assert store.vertices("job-1", now=11.0)["vertex-1"].backpressure == 1.0
+
+
+def test_a_new_attempt_starts_its_backpressure_afresh_and_an_ended_one_has_none():
+    store = MetricsStore()
+    store.add([at(1.0, streaming(0, 0.0))])
+    store.add([at(2.0, streaming(0, 0.4))])
+    store.add([at(3.0, streaming(0, 0.0, attempt=1))])  # after a failover: total from 0
+    store.add([at(4.0, streaming(0, 0.2, attempt=1))])
+    assert store.vertices("job-1", now=4.0)["vertex-1"].backpressure == pytest.approx(0.2)
+    store.add([at(5.0, streaming(0, 1.2, attempt=1, final=True))])
+    assert store.vertices("job-1", now=5.0)["vertex-1"].backpressure == 0.0
+
+
+@pytest.mark.parametrize(("share", "band"), [(0.0, "OK"), (0.10, "OK"), (0.11, "LOW"),
+                                             (0.50, "LOW"), (0.51, "HIGH"), (1.0, "HIGH")])
+def test_backpressure_falls_into_flinks_bands(share, band):
+    assert backpressure_band(share) == band
+
+
+def test_a_vertexs_watermark_is_the_smallest_of_its_subtasks_and_none_while_one_has_none():
+    store = MetricsStore()
+    store.add([at(1.0, streaming(0, 0.0, 12.5), streaming(1, 0.0, None))])
+    assert store.vertices("job-1")["vertex-1"].watermark is None
+    store.add([at(2.0, streaming(0, 0.0, 14.0), streaming(1, 0.0, 13.25))])
+    assert store.vertices("job-1")["vertex-1"].watermark == 13.25
+    store.add([at(3.0, streaming(0, 0.0, end=True), streaming(1, 0.0, end=True))])
+    assert store.vertices("job-1")["vertex-1"].watermark == math.inf
+
+
+def test_impossible_streaming_numbers_are_dropped():
+    store = MetricsStore()
+    store.add([at(1.0, streaming(0, -1.0), streaming(1, 0.0, 5.0, end=True))])
+    assert store.vertices("job-1") == {}
+
+
+def test_a_watermark_reads_as_event_time():
+    assert format_watermark(None) == "no watermark"
+    assert format_watermark(math.inf) == "end of event time"
+    assert format_watermark(1234.5) == "1,234.500 s"
+    assert format_watermark(time.time()).count(":") == 2  # a time of day, today
+    assert format_watermark(1.0e9).startswith("2001-09-")  # another day: with its date

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import math
+import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -160,3 +162,45 @@ def test_a_non_finite_watermark_is_refused(exchange) -> None:
     out.writer.broadcast_event(b'{"watermark": NaN}')
     with pytest.raises(ChannelError, match="not one"):
         collect(gate, lambda total: False)
+
+
+class StuckWriter:
+    """A subpartition writer whose consumer takes nothing until told to."""
+
+    subpartitions = 1
+
+    def __init__(self) -> None:
+        self.sending, self.taken = threading.Event(), threading.Event()
+
+    def emit(self, index: int, payload: bytes, timeout: float) -> None:
+        self.sending.set()
+        self.taken.wait(timeout)
+
+
+class OneWriterServer:
+    def __init__(self, writer: StuckWriter) -> None:
+        self.writer = writer
+
+    def register(self, partition_id: str, subpartitions: int, cancelled) -> StuckWriter:
+        return self.writer
+
+
+def test_backpressure_counts_a_wait_while_it_goes_on_and_stops_with_it() -> None:
+    """The live numbers read it from another thread: a wait of many seconds must show
+    while it lasts, not only once it ended."""
+    writer = StuckWriter()
+    output = PartitionOutput(OneWriterServer(writer), "p", 1, None, lambda: False)
+    assert output.backpressured == 0.0
+    sending = threading.Thread(target=output.emit, args=([(None, "record")],))
+    sending.start()
+    assert writer.sending.wait(10)
+    first, deadline = output.backpressured, time.monotonic() + 10
+    while output.backpressured <= first + 0.02 and time.monotonic() < deadline:
+        writer.taken.wait(0.005)  # a moment of the slot thread still waiting
+    during = output.backpressured
+    writer.taken.set()
+    sending.join(10)
+
+    done = output.backpressured
+    assert first < during <= done
+    assert output.backpressured == done  # the wait is over: it grows no more

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import math
 from types import SimpleNamespace
+
+import pytest
 
 from clusterdeck.core.engine.tally import LiveCounts, Tally
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.states import ExecutionState
-from clusterdeck.core.rpc import Envelope, decode, encode
+from clusterdeck.core.rpc import CodecError, Envelope, decode, encode
 from clusterdeck.core.taskmanager.metrics import TaskMetrics
 from clusterdeck.core.taskmanager.tasks import TaskOutcome
 
@@ -99,3 +103,84 @@ def test_time_an_attempt_waited_for_work_is_not_busy_time():
     waiting.counts.idle = 1000.0  # never below zero
     [message] = metrics.messages([waiting])
     assert message.attempts[0].busy == 0.0
+
+
+def test_a_streaming_attempt_sends_its_backpressure_so_far_and_it_is_not_busy_time():
+    """The total goes, as busy's does: the window takes the share of each second."""
+    pressed = task("a-1")
+    metrics = TaskMetrics("taskmanager-1")
+    metrics.began(pressed)
+    metrics._began["a-1"] -= 2.0  # began two seconds ago
+    pressed.counts.idle, pressed.counts.consumers_waited = 0.25, lambda: 1.5
+
+    [message] = metrics.messages([pressed])
+
+    [numbers] = message.attempts
+    assert numbers.backpressured == 1.5
+    assert abs(numbers.busy - 0.25) < 0.01  # 2 s less 0.25 idle less 1.5 back-pressured
+
+
+def test_the_watermark_goes_as_it_is_and_the_end_of_event_time_as_a_flag():
+    stream = task("a-1")
+    metrics = TaskMetrics("taskmanager-1")
+    metrics.began(stream)
+    sent = []
+    for watermark in (None, 12.5, math.inf):
+        stream.counts.watermark = watermark
+        [message] = metrics.messages([stream])
+        frame = encode(Envelope("event", "taskmanager-1", message), FRAME)
+        [numbers] = decode(frame, FRAME).message.attempts
+        sent.append((numbers.watermark, numbers.watermark_end))
+
+    assert sent == [(None, False), (12.5, False), (None, True)]
+
+
+def test_a_batch_attempt_has_no_backpressure_and_no_watermark():
+    batch = task("a-1")
+    metrics = TaskMetrics("taskmanager-1")
+    metrics.began(batch)
+    [message] = metrics.messages([batch])
+    [numbers] = message.attempts
+    assert (numbers.backpressured, numbers.watermark, numbers.watermark_end) == (
+        0.0, None, False)
+
+
+def attempt_frame(**fields: object) -> bytes:
+    """A TaskManagerMetrics of one attempt as a sender writes it, with ``fields`` changed
+    (None: left out, as a sender that predates them does)."""
+    numbers = {"job_id": "job-1", "vertex_id": "vertex-1", "subtask": 0, "attempt": 0,
+               "attempt_id": "a-1", "records_in": 1, "records_out": 2, "bytes_in": 3,
+               "bytes_out": 4, "busy": 0.5, "final": False}
+    numbers.update(fields)
+    numbers = {name: value for name, value in numbers.items() if value is not None}
+    return json.dumps({"v": 1, "kind": "event", "from": "taskmanager-1", "id": "",
+                       "reply_to": "", "fencing": None, "type": "TaskManagerMetrics",
+                       "body": {"taskmanager_id": "taskmanager-1", "time": 1.0,
+                                "attempts": [numbers]},
+                       "error": None}, separators=(",", ":")).encode()
+
+
+def test_an_older_senders_attempt_metrics_decode_without_the_streaming_fields():
+    [numbers] = decode(attempt_frame(), FRAME).message.attempts
+    assert (numbers.records_out, numbers.backpressured, numbers.watermark,
+            numbers.watermark_end) == (2, 0.0, None, False)
+    [numbers] = decode(attempt_frame(backpressured=3, watermark=7, watermark_end=False),
+                       FRAME).message.attempts
+    assert (numbers.backpressured, numbers.watermark) == (3.0, 7.0)
+
+
+@pytest.mark.parametrize(("fields", "complaint"), [
+    ({"backpressured": "1.5"}, "backpressured: expected a number"),
+    ({"backpressured": True}, "backpressured: expected a number"),
+    ({"watermark": "inf"}, "watermark: expected a number"),
+    ({"watermark_end": 1}, "watermark_end: expected a boolean"),
+])
+def test_malformed_streaming_fields_are_refused_on_receipt(fields, complaint):
+    with pytest.raises(CodecError, match=complaint):
+        decode(attempt_frame(**fields), FRAME)
+
+
+def test_an_infinite_watermark_cannot_be_smuggled_in_as_a_number():
+    frame = attempt_frame(watermark=1).replace(b'"watermark":1', b'"watermark":1e400')
+    with pytest.raises(CodecError, match="malformed JSON: number is infinity"):
+        decode(frame, FRAME)
