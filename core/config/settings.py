@@ -195,6 +195,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("state.savepoints.dir", text, "", "Folder of the cluster's savepoints "
            "(`clusterdeck savepoint`, `stop --savepoint`); a job starts only from a savepoint "
            "in it. Empty: `savepoints` in the cluster's folder."),
+    Option("jobmanager.slot-request-timeout", duration, 300.0, "A streaming job runs only "
+           "with a slot for every subtask at once; one that waited this long for its slots "
+           "fails with NoResourceAvailable (Flink's slot.request.timeout)."),
     Option("jobmanager.cancel-timeout", duration, 30.0, "A cancelled attempt whose "
            "TaskManager has not confirmed the cancel within this long is taken as CANCELED, "
            "so a cancel always ends."),

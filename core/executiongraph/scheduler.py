@@ -419,6 +419,26 @@ class Scheduler:
                *self._cancel(self.graph.current_executions(), now)]
         return out + self._terminate_if_quiet(now)
 
+    def slots_overdue(self, now: float, timeout: float) -> list[Instruction]:
+        """Pipelined: the job runs only once every subtask holds a slot. When one has
+        waited longer than ``timeout`` the cluster has too few free slots, and the job
+        fails saying so (Flink's NoResourceAvailableException after
+        ``slot.request.timeout``) instead of holding the slots it got for ever."""
+        if not self.pipelined or self.status is not JobStatus.RUNNING:
+            return []
+        waiting = [e for e in self._waiting_for_slot if e.state is ExecutionState.SCHEDULED
+                   and e.slot is None and self.graph.is_current(e)]
+        if not waiting:
+            return []
+        since = min(e.state_timestamps.get(ExecutionState.SCHEDULED, now) for e in waiting)
+        if now - since < timeout:
+            return []
+        total = sum(vertex.parallelism for vertex in self.graph.vertices.values())
+        return self.fail_job(TaskFailure("NoResourceAvailable", (
+            f"{len(waiting)} of the job's {total} subtasks got no slot within {timeout:g} s "
+            f"(jobmanager.slot-request-timeout): a streaming job runs only with a slot for "
+            f"every subtask at once, and the cluster has too few free ones")), now)
+
     # -- what follows a finished or failed task --------------------------------------------
 
     def _after_finished(self, execution: Execution, now: float) -> list[Instruction]:

@@ -706,6 +706,10 @@ class JobMaster(FencedRpcEndpoint):
     def _reconcile_round(self) -> None:
         if self._ended or self.scheduler is None:
             return
+        self._execute(self.scheduler.slots_overdue(
+            time.time(), self.config["jobmanager.slot-request-timeout"]))
+        if self._ended:
+            return
         for taskmanager_id in self._taskmanagers_in_use():
             if taskmanager_id in self._reports_pending:
                 continue  # no answer yet: a lost TaskManager is the ResourceManager's call

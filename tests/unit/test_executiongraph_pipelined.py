@@ -2,7 +2,7 @@
 a slot (so a consumer is deployed knowing where its producers run), and a failure
 restarts everything connected to it, finished producers too."""
 
-from clusterdeck.core.executiongraph import DeployTask, FixedDelay, ReleaseSlot, SlotRef
+from clusterdeck.core.executiongraph import DeployTask, FixedDelay, JobStatus, ReleaseSlot, SlotRef
 from clusterdeck.core.executiongraph import ExecutionState as S
 from clusterdeck.core.protocol.jobgraph import JobEdge, JobGraph, JobKind, ShipStrategy
 from tests.unit.test_executiongraph_helpers import Harness, vertex
@@ -67,3 +67,16 @@ def test_a_streaming_job_without_exchanges_restarts_only_the_failed_subtask():
     harness.feed(harness.scheduler.restart_due(harness.tick()))
     assert harness.attempt("source", 0).endswith("a0")
     assert harness.attempt("source", 1).endswith("a1")
+
+
+def test_a_streaming_job_without_enough_slots_fails_saying_so_after_the_timeout():
+    harness = Harness(windowed(), pipelined=True, slots={"tm-1": 3})
+    harness.start()
+    harness.grant_slots()
+    assert harness.feed(harness.scheduler.slots_overdue(harness.now + 10.0, 300.0)) == []
+    harness.feed(harness.scheduler.slots_overdue(harness.now + 301.0, 300.0))
+    assert harness.scheduler.status is JobStatus.FAILED
+    cause = harness.graph.root_cause.failure
+    assert cause.exception_type == "NoResourceAvailable"
+    assert cause.message.startswith("1 of the job's 4 subtasks got no slot within 300 s")
+    assert len(harness.free_slots) == 3  # the slots it held went back
