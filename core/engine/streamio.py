@@ -192,7 +192,11 @@ class GateInput:
         now = time.monotonic()
         if kind is BufferKind.END_OF_PARTITION:
             polled.actions += self.barriers.on_end_of_input(channel, now)
-            polled.watermark = self.watermarks.on_end_of_input(channel)
+            watermark = self.watermarks.on_end_of_input(channel)
+            # An ended input no longer holds the others back; but the end of every input
+            # is not the end of event time: a stopped source ends its output without
+            # one, and windows fired now would come after its last checkpoint.
+            polled.watermark = None if watermark == math.inf else watermark
             self.ended = all(self.gate.ended(c) for c in range(len(self.channels)))
         else:
             event = _event(payload, self._name_of(channel))

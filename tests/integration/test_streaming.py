@@ -104,9 +104,10 @@ def test_a_keyed_window_count_loses_nothing_and_repeats_nothing_across_killed_ta
     os.kill(pid_of(local_cluster, second), signal.SIGKILL)
     result = wait_result(client, job_id, 240)
     assert result.status == JobStatus.FINISHED, described(result)
-    assert {f["taskmanager_id"] for f in result.failure_history} >= {victim, second}, \
-        described(result)
     assert committed(out) == windows_expected(14000)
+    # Two failovers at least. Each may be recorded as the lost TaskManager's subtasks'
+    # failure or as their peers' (the connection to them closed), whichever came first.
+    assert len(result.failure_history) >= 2, described(result)
     wait_for(lambda: local_cluster.supervisor.info(second).pid, 60, f"{second} restarted")
 
 

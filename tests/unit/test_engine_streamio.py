@@ -204,3 +204,18 @@ def test_backpressure_counts_a_wait_while_it_goes_on_and_stops_with_it() -> None
     done = output.backpressured
     assert first < during <= done
     assert output.backpressured == done  # the wait is over: it grows no more
+
+
+def test_inputs_that_end_without_the_end_of_event_time_fire_nothing(exchange) -> None:
+    """A stopped source ends its output without a watermark of infinity: the end of every
+    input must not fire the open windows (they would come after its last checkpoint)."""
+    left, right = exchange.output("left", 1), exchange.output("right", 1)
+    gate = exchange.input(("left", 0), ("right", 0))
+    left.watermark(3.0)
+    right.watermark(5.0)
+    assert collect(gate, lambda total: total.watermark == 3.0).watermark == 3.0
+    left.finish()  # the other input alone holds the watermark now: it moves on to 5
+    assert collect(gate, lambda total: total.watermark == 5.0).watermark == 5.0
+    right.finish()
+    ended = collect(gate, lambda total: total.ended)
+    assert ended.watermark is None
