@@ -140,7 +140,6 @@ class Polled:
 
     elements: list[Element] = field(default_factory=list)
     actions: list[AlignmentAction] = field(default_factory=list)
-    cancels: list[int] = field(default_factory=list)  # cancel markers to pass on
     watermark: float | None = None
     ended: bool = False
 
@@ -203,8 +202,8 @@ class GateInput:
             if "barrier" in event:
                 polled.actions += self.barriers.on_barrier(channel, event["barrier"], now)
             elif "cancel" in event:
+                # passed on as the AbortCheckpoint it yields: the task declines, marks on
                 polled.actions += self.barriers.on_cancel(channel, event["cancel"])
-                polled.cancels.append(event["cancel"])
             else:
                 polled.watermark = self.watermarks.on_watermark(channel, event["watermark"])
         for index in range(len(self.channels)):  # exactly-once holds aligned channels back

@@ -66,7 +66,6 @@ def collect(gate: GateInput, until: Callable[[Polled], bool], limit: int = 100) 
         polled = gate.poll(1.0, limit)
         total.elements += polled.elements
         total.actions += polled.actions
-        total.cancels += polled.cancels
         total.watermark = polled.watermark if polled.watermark is not None \
             else total.watermark
         total.ended = polled.ended
