@@ -1,7 +1,7 @@
 """The keyed state of one streaming subtask: its open event-time windows (a window's
-count/sum/reduce/aggregate) or its running aggregate per key (a streaming
-reduce/sum/count), fed per batch with partial aggregates Spark computed, and carried
-through checkpoints as JSON.
+count/sum/reduce/aggregate), its running aggregate per key (a streaming reduce/sum/count)
+fed per batch with partial aggregates Spark computed, or a ``process`` function's value
+per key; carried through checkpoints as JSON.
 
 State lives in the task's memory, on its slot thread; its snapshot is plain JSON data
 (keys and aggregates as tagged records, so tuples, dicts, bytes and dates come back as
@@ -149,7 +149,21 @@ class WindowState:
             self._windows.fire(math.inf)
 
 
-class RunningState:
+class ValuesByKey:
+    """A value per key, checkpointed as ``[[key, value], ...]`` in tagged JSON."""
+
+    def __init__(self, max_entries: int = MAX_STATE_ENTRIES) -> None:
+        self.max_entries = max_entries
+        self._values: dict[Any, Any] = {}
+
+    def snapshot(self) -> list[list[Any]]:
+        return [[_tagged(key), _tagged(value)] for key, value in self._values.items()]
+
+    def restore(self, state: list[list[Any]] | None) -> None:
+        self._values = {from_tagged(key): from_tagged(value) for key, value in state or ()}
+
+
+class RunningState(ValuesByKey):
     """A running keyed reduce/sum/count (Flink's keyed ``reduce`` with value state): the
     aggregate of every record of a key so far. A batch emits, for each key it updated,
     the value after it: ``(key, value)`` for sum and count, the reduced record for
@@ -157,10 +171,9 @@ class RunningState:
 
     def __init__(self, op: OperatorSpec, code: UserCode,
                  max_entries: int = MAX_STATE_ENTRIES) -> None:
+        super().__init__(max_entries)
         self.aggregation = aggregation(op, code)
         self.keyed_output = op.kind != plan.REDUCE
-        self.max_entries = max_entries
-        self._values: dict[Any, Any] = {}
 
     def merge(self, partials: Iterable[tuple[Any, Any]]) -> list[Element]:
         """A batch's ``(key, (aggregate, timestamp))`` merged into each key's value; the
@@ -180,11 +193,41 @@ class RunningState:
             out.append((timestamp, (key, value) if self.keyed_output else value))
         return out
 
-    def snapshot(self) -> list[list[Any]]:
-        return [[_tagged(key), _tagged(value)] for key, value in self._values.items()]
 
-    def restore(self, state: list[list[Any]] | None) -> None:
-        self._values = {from_tagged(key): from_tagged(value) for key, value in state or ()}
+class ProcessState(ValuesByKey):
+    """The value state of a ``process`` function (Flink's ``ValueState``), per key. A
+    batch is grouped by key here (each key's elements in order of arrival, keys in a
+    stable order), run through the user's function in Spark with each key's value
+    (valuestate.py), and the values it left are kept; a key whose value became None takes
+    no place."""
+
+    def groups(self, keyed: Iterable[tuple[Any, Element]]) -> list[tuple[Any, Any, list[Element]]]:
+        """A batch's ``(key, element)`` pairs as ``(key, value, elements)`` per key."""
+        elements: dict[Any, list[Element]] = {}
+        for key, element in keyed:
+            elements.setdefault(key, []).append(element)
+        values = self._values
+        return [(key, values.get(key), elements[key])
+                for key in sorted(elements, key=_ordered)]
+
+    def merge(self, results: Iterable[tuple[Any, Any, list[Element]]]) -> list[Element]:
+        """Each key's value after the batch kept (or forgotten); what was emitted, by key."""
+        results = list(results)
+        values = self._values
+        grown = sum((value is not None) - (key in values) for key, value, _ in results)
+        if len(values) + grown > self.max_entries:
+            raise StateLimitExceeded(
+                f"this subtask would hold the values of {len(values) + grown:,} keys, more "
+                f"than its limit of {self.max_entries:,}: clear() the state of keys that "
+                "are done with, or use fewer keys")
+        out: list[Element] = []
+        for key, value, emitted in results:
+            if value is None:
+                values.pop(key, None)
+            else:
+                values[key] = value
+            out.extend(emitted)
+        return out
 
 
 def _tagged(value: Any) -> Any:

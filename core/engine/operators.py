@@ -19,6 +19,7 @@ from clusterdeck.core.engine.combine import KeyedFold, keyed_fold
 from clusterdeck.core.engine.records import (
     SCALAR,
     RowDecoder,
+    field_key,
     record_to_row,
     table_shape,
 )
@@ -32,6 +33,7 @@ from clusterdeck.core.engine.streams import (
     column_names,
     empty_records,
 )
+from clusterdeck.core.engine.valuestate import BatchProcess, KeyedRecord
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.plan import KeySpec, UserCode
 from clusterdeck.core.protocol.jobgraph import OperatorSpec
@@ -88,6 +90,16 @@ def _fold(op: OperatorSpec, code: UserCode) -> KeyedFold:
 def _reduce(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Stream]) -> Stream:
     fold = _fold(op, code)
     return Records(as_records(inputs[0]).map(fold.pair).reduceByKey(fold.merge).values())
+
+
+def _process(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Stream]) -> Stream:
+    """Each key's records in the order this subtask got them, through the user's function
+    with a value state that starts empty (valuestate.py)."""
+    spec = KeySpec.from_params(op.params["key"])
+    key = code.keys[0] if spec.by_function else field_key(spec.fields)
+    assert key is not None and code.fn is not None
+    pairs = as_records(inputs[0]).map(KeyedRecord(key))
+    return Records(pairs.groupByKey().flatMap(BatchProcess(code.fn)))
 
 
 def _count(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Stream]) -> Stream:
@@ -191,6 +203,7 @@ _OPERATORS: dict[str, Operator] = {
     plan.FILTER: _filter,
     plan.REDUCE: _reduce,
     plan.COUNT: _count,
+    plan.PROCESS: _process,
     plan.SUM: _sum,
     plan.AGGREGATE: _aggregate,
     plan.JOIN: _join,

@@ -6,13 +6,14 @@ exchange hashes when the vertex's output is keyed (docs/streaming.md, "Keyed str
 windows").
 
 A vertex's operators are ``[map/flat_map/filter/assign_timestamps]*`` and at most one
-keyed operator (a window, or a running reduce/sum/count) followed by
-``[map/flat_map/filter]*``, the shape the job API accepts. Each batch is one Spark job
-(``parallelize`` then the user's functions, as a batch task): the stateless operators,
-and a keyed operator's pre-aggregation of the batch per key and window with
-``reduceByKey``; its result is merged into the keyed state (keyedstate.py) here, in the
-task's memory. What a keyed operator emits goes through the operators after it in a
-second, small Spark job. Everything here runs on the task's slot thread.
+keyed operator (a window, a running reduce/sum/count, or a process function with value
+state, valuestate.py) followed by ``[map/flat_map/filter]*``, the shape the job API
+accepts. Each batch is one Spark job (``parallelize`` then the user's functions, as a
+batch task): the stateless operators, and a keyed operator's pre-aggregation of the batch
+per key and window with ``reduceByKey``; its result is merged into the keyed state
+(keyedstate.py) here, in the task's memory. A process function takes a second job (its
+keys' values ship with it). What a keyed operator emits goes through the operators after
+it in one more small Spark job. Everything here runs on the task's slot thread.
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from clusterdeck.core.engine.keyedstate import MAX_STATE_ENTRIES, RunningState, WindowState
+from clusterdeck.core.engine.keyedstate import (
+    MAX_STATE_ENTRIES,
+    ProcessState,
+    RunningState,
+    WindowState,
+)
 from clusterdeck.core.engine.records import NULL_KEY_PART, field_key, key_string
 from clusterdeck.core.engine.streamfunctions import (
     Element,
@@ -35,6 +41,7 @@ from clusterdeck.core.engine.streamfunctions import (
     WindowContributions,
     state_key,
 )
+from clusterdeck.core.engine.valuestate import KeyedElement, KeyedProcess
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.jobapi.plan import KeySpec, UserCode
@@ -83,11 +90,17 @@ class StreamChain:
         self._key: Callable[[Any], Any] | None = None
         self._windows: WindowState | None = None
         self._running: RunningState | None = None
+        self._values: ProcessState | None = None
+        self._process: KeyedProcess | None = None
         if self._keyed is not None:
             code = job.code[self._keyed.id]
             self._key = _key_function(self._keyed, code)
             if self._keyed.kind == plan.WINDOW:
                 self._windows = WindowState(self._keyed, code, max_state_entries)
+            elif self._keyed.kind == plan.PROCESS:
+                assert code.fn is not None
+                self._values = ProcessState(max_state_entries)
+                self._process = KeyedProcess(code.fn)
             else:
                 self._running = RunningState(self._keyed, code, max_state_entries)
         self._watermark: float | None = None  # the output watermark, last returned
@@ -126,9 +139,22 @@ class StreamChain:
                 PreAggregated(running.aggregation.merge)).collect()
             self._saw(largest)
             return self._after_keyed(running.merge(partials))
+        if self._values is not None:
+            return self._after_keyed(self._processed(rdd, largest))
         out = rdd.collect()
         self._saw(largest)
         return out
+
+    def _processed(self, rdd: Any, largest: Any) -> list[Element]:
+        """A ``process`` function's batch: a first Spark job keys the elements, a second
+        runs each key's elements through the function with that key's value, since the
+        values to ship are known only once the keys are."""
+        assert self._values is not None and self._key is not None
+        keyed = rdd.map(KeyedElement(self._key)).collect()
+        self._saw(largest)
+        groups = self._values.groups(keyed)
+        results = self.spark.sparkContext.parallelize(groups, 1).map(self._process).collect()
+        return self._values.merge(results)
 
     def advance(self, watermark: float | None) -> tuple[list[Element], float | None]:
         """After each batch, and whenever the task's input watermark (the smallest over
@@ -154,20 +180,23 @@ class StreamChain:
 
     def snapshot(self) -> Any:
         """The chain's state as JSON data: its assigner's largest timestamp, its open
-        windows (and late count) or running values. Taken between two batches."""
+        windows (and late count), running values or process values. Taken between two
+        batches."""
         largest = self._assigner.snapshot() if self._assigner is not None else -math.inf
         return {"largest_timestamp": None if largest == -math.inf else largest,
                 "windows": self._windows.snapshot() if self._windows is not None else None,
-                "running": self._running.snapshot() if self._running is not None else None}
+                "running": self._running.snapshot() if self._running is not None else None,
+                "values": self._values.snapshot() if self._values is not None else None}
 
     def restore(self, state: Any) -> None:
         """From ``snapshot``'s data, or afresh (None)."""
         if state is None:
             state = {"largest_timestamp": None, "windows": None, "running": None}
-        elif (state["windows"] is not None) != (self._windows is not None) \
-                or (state["running"] is not None) != (self._running is not None):
+        elif any((state.get(part) is not None) != (mine is not None) for part, mine in
+               (("windows", self._windows), ("running", self._running),
+                ("values", self._values))):
             raise ValueError(f"{self.vertex.name}: the state restored is not this chain's "
-                             "(a window's state for a running aggregate, or the other way)")
+                             "(a window's state for a running aggregate, say)")
         if self._max_delay is not None:
             self._assigner = BoundedOutOfOrderness(self._max_delay)
             if state["largest_timestamp"] is not None:
@@ -176,6 +205,8 @@ class StreamChain:
             self._windows.restore(state["windows"])
         if self._running is not None:
             self._running.restore(state["running"])
+        if self._values is not None:
+            self._values.restore(state.get("values"))
         self._watermark = None
 
     @property

@@ -110,8 +110,8 @@ def build_graph(env: ExecutionEnvironment) -> tuple[JobGraph, dict[str, UserCode
 
 _STREAMING_SHAPE = (
     "rate_source()|folder_source()|mqtt_source() -> [map/flat_map/filter/assign_timestamps]* "
-    "-> [key_by() -> window(...).count()|sum()|reduce()|aggregate() or reduce()|sum()|count() "
-    "-> [map/flat_map/filter]*] -> write_text()|print()|write_mqtt()")
+    "-> [key_by() -> window(...).count()|sum()|reduce()|aggregate() or reduce()|sum()|count()"
+    "|process() -> [map/flat_map/filter]*] -> write_text()|print()|write_mqtt()")
 
 
 def _check_streaming(nodes: list[Transformation], edges: tuple[JobEdge, ...],
@@ -184,15 +184,15 @@ def _pipeline(nodes: list[Transformation]) -> list[Transformation]:
 
 
 def _check_streaming_order(line: list[Transformation]) -> None:
-    """At most one keyed operator (a window or a running aggregate), with event time
-    assigned once, before it; only stateless operators after it."""
+    """At most one keyed operator (a window, a running aggregate or a process function),
+    with event time assigned once, before it; only stateless operators after it."""
     keyed = [t for t in line if t.kind in plan.STREAMING_KEYED]
     stamps = [t for t in line if t.kind == plan.ASSIGN_TIMESTAMPS]
     if len(keyed) > 1:
         raise JobDefinitionError(
             f"{keyed[1].name!r} is a second keyed operator after {keyed[0].name!r}: a "
-            "streaming job has one key_by with one window or running aggregate for now "
-            "(docs/streaming.md)")
+            "streaming job has one key_by with one window, running aggregate or process() "
+            "for now (docs/streaming.md)")
     if len(stamps) > 1:
         raise JobDefinitionError(
             f"{stamps[1].name!r}: a streaming job assigns timestamps once, before its key_by")

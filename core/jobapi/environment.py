@@ -606,6 +606,19 @@ class KeyedStream:
         each time a batch updated the key."""
         return self._keyed(plan.COUNT, name or "count", parallelism, {})
 
+    @_operator("process")
+    def process(self, fn: Callable[[Any, Any], Iterable[Any] | None], *,
+                name: str | None = None, parallelism: int | None = None) -> DataStream:
+        """Each record with its key's value state (Flink's ``KeyedProcessFunction`` with a
+        ``ValueState``): ``fn(record, state)`` returns or yields the records it emits
+        (None: none), and reads and writes the state with ``state.value()`` (None until
+        set), ``state.update(value)`` and ``state.clear()``; ``state.key`` is the key.
+        A key's records come in their order of arrival. In a streaming job the state is
+        checkpointed (so JSON-like: numbers, strings, lists, dicts, tuples, dates) and
+        restored after a failure; in a batch job each key starts afresh."""
+        return self._keyed(plan.PROCESS, name or "process", parallelism, {},
+                           _function("process", fn))
+
     @_operator("aggregate")
     def aggregate(self, aggregations: Mapping[str, tuple[str | int, str]], *,
                   name: str | None = None, parallelism: int | None = None) -> DataStream:

@@ -34,6 +34,7 @@ SUM = "sum"
 COUNT = "count"
 AGGREGATE = "aggregate"
 WINDOW = "window"  # a keyed event-time window's count/sum/reduce/aggregate (streaming jobs)
+PROCESS = "process"  # a user function over each key's records with that key's value state
 JOIN = "join"
 SQL = "sql"
 SINK_TEXT = "sink.text"
@@ -48,11 +49,12 @@ FILE_SOURCES = frozenset({SOURCE_TEXT, SOURCE_CSV, SOURCE_PARQUET})
 STREAMING_SOURCES = frozenset({SOURCE_RATE, SOURCE_FOLDER, SOURCE_MQTT})
 STREAMING_OPERATORS = frozenset({MAP, FLAT_MAP, FILTER, ASSIGN_TIMESTAMPS})
 STATELESS = frozenset({MAP, FLAT_MAP, FILTER})
-STREAMING_KEYED = frozenset({WINDOW, REDUCE, SUM, COUNT})  # windows, running aggregates
+STREAMING_KEYED = frozenset({WINDOW, REDUCE, SUM, COUNT, PROCESS})  # windows, running
+# aggregates, value state
 STREAMING_ONLY = frozenset({ASSIGN_TIMESTAMPS, WINDOW})
 WINDOW_FUNCTIONS = ("count", "sum", "reduce", "aggregate")
 STREAMING_SINKS = frozenset({SINK_TEXT, SINK_PRINT, SINK_MQTT})
-KEYED = frozenset({REDUCE, SUM, COUNT, AGGREGATE, WINDOW})
+KEYED = frozenset({REDUCE, SUM, COUNT, AGGREGATE, WINDOW, PROCESS})
 FILE_SINKS = frozenset({SINK_TEXT, SINK_CSV, SINK_PARQUET})
 
 # How a Transformation's input is partitioned (None: FORWARD or REBALANCE, by parallelism).
@@ -108,7 +110,7 @@ class AggregateFunctions:
 class UserCode:
     """What an operator needs that cannot travel in the JobGraph.
 
-    ``fn``: the map/flat_map/filter/reduce/assign_timestamps function; ``keys``: a key
+    ``fn``: the map/flat_map/filter/reduce/process/assign_timestamps function; ``keys``: a key
     function per input (None where the key is given by fields); ``items``: a collection
     source's items; ``aggregate``: a window's aggregate functions.
     """

@@ -275,6 +275,25 @@ def test_a_keyed_reduce_and_a_broadcast_join_over_python_records(spark, tmp_path
         if p["city"] in ("Oslo", "Lima"))
 
 
+def test_a_batch_process_function_keeps_each_keys_value_across_its_records(spark, tmp_path):
+    out = tmp_path / "repeats"
+    path = job_file(tmp_path, "repeats.py", f"""
+        def repeats(word, state):
+            seen = (state.value() or 0) + 1
+            state.update(seen)
+            if seen == 2:
+                yield (state.key, "again")
+
+        def build(env):
+            env.set_parallelism(2)
+            words = env.from_collection("a b a c b a d".split(), name="words")
+            words.key_by(lambda w: w.upper()).process(repeats).write_text({str(out)!r})
+    """)
+    run_local(load_job(path), spark, tmp_path / "work")
+    lines = [line for f in sorted(out.glob("part-*.txt")) for line in f.read_text().splitlines()]
+    assert sorted(lines) == [str(("A", "again")), str(("B", "again"))]
+
+
 def test_table_operators_keep_columns_into_parquet_and_csv_sinks(spark, tmp_path):
     out = tmp_path / "out"
     path = job_file(tmp_path, "orders.py", f"""

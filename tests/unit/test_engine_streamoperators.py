@@ -218,3 +218,51 @@ def test_state_of_another_kind_of_chain_is_refused_on_restore():
     running = chain(None, job_of(lambda env: env.rate_source(10).key_by(1).count().print()))
     with pytest.raises(ValueError, match="not this chain's"):
         chain(None, windowed(10)).restore(through_json(running.snapshot()))
+
+
+def deduplicated(env):
+    """The first record of each id, and how many repeats came before the first of a key
+    that is cleared on "done"."""
+    def first_of_each(record, state):
+        if record[1] == "done":
+            state.clear()
+            return [("done", record[0])]
+        seen = state.value() or 0
+        state.update(seen + 1)
+        return [record] if seen == 0 else None
+
+    env.rate_source(10).key_by(0).process(first_of_each).map(list).print()
+
+
+def test_a_process_function_reads_and_writes_each_keys_value_in_order_of_arrival(spark):
+    keyed = chain(spark, job_of(deduplicated))
+    assert keyed.process([(1.0, ("a", 1)), (2.0, ("b", 2)), (3.0, ("a", 3))]) == [
+        (1.0, ["a", 1]), (2.0, ["b", 2])]
+    assert keyed.process([(4.0, ("a", 4)), (5.0, ("c", 5))]) == [(5.0, ["c", 5])]
+    assert keyed.snapshot()["values"] == [["a", 3], ["b", 1], ["c", 1]]
+    assert keyed.process([(6.0, ("a", "done")), (7.0, ("a", 7))]) == [
+        (6.0, ["done", "a"]), (7.0, ["a", 7])]   # cleared, then seen afresh
+    assert keyed.advance(math.inf) == ([], math.inf)
+
+
+def test_process_state_is_restored_from_its_json_snapshot_and_bounded(spark):
+    job = job_of(deduplicated)
+    first = chain(spark, job)
+    first.process([(1.0, ((1, 2), 1)), (2.0, ("b", 2))])
+    restored = chain(spark, job_of(deduplicated))
+    restored.restore(through_json(first.snapshot()))
+    assert restored.process([(3.0, ((1, 2), 3)), (4.0, ("b", 4)), (5.0, ("d", 5))]) == [
+        (5.0, ["d", 5])]   # a tuple key comes back as a tuple through JSON
+    small = chain(spark, job, max_state_entries=2)
+    small.process([(1.0, ("a", 1)), (2.0, ("b", 2))])
+    small.process([(3.0, ("a", "done"))])   # clearing frees a place
+    small.process([(4.0, ("c", 4))])
+    with pytest.raises(StateLimitExceeded, match="values of 3 keys, more than its limit of 2"):
+        small.process([(5.0, ("e", 5))])
+
+
+def test_a_process_function_that_returns_a_string_fails_naming_what_to_return(spark):
+    keyed = chain(spark, job_of(
+        lambda env: env.rate_source(10).key_by(0).process(lambda r, s: "text").print()))
+    with pytest.raises(Exception, match="return or yield the records to emit"):
+        keyed.process([(1.0, ("a", 1))])

@@ -105,9 +105,10 @@ def test_a_streaming_file_sink_needs_checkpoints():
     (lambda env: env.folder_source("/tmp/in", stop_when_idle=-1), "stop_when_idle"),
     (lambda env: env.folder_source("/tmp/in", stop_when_idle=True), "stop_when_idle"),
     (lambda env: env.folder_source("s3a://bucket/in"), "a shared mount is file:///"),
+    (lambda env: env.rate_source(1).key_by(0).process("f"), "expected a function"),
 ])
 def test_nonsense_arguments_are_refused(call, complaint):
-    with pytest.raises(ValueError, match=complaint):
+    with pytest.raises((ValueError, TypeError), match=complaint):
         call(ExecutionEnvironment("s"))
 
 
@@ -149,12 +150,14 @@ def test_every_window_aggregate_declares_its_function(aggregate, function):
     assert code[window.id].keys[0] is not None   # the key function travels as code
 
 
-@pytest.mark.parametrize("running", ["count", "sum", "reduce"])
+@pytest.mark.parametrize("running", ["count", "sum", "reduce", "process"])
 def test_a_running_aggregate_needs_no_event_time(running):
     env = streaming_env()
     keyed = env.folder_source("/tmp/in").map(lambda line: (line, 1)).key_by(0)
-    (keyed.reduce(lambda a, b: a) if running == "reduce" else getattr(keyed, running)()
-     ).print()
+    if running in ("reduce", "process"):
+        getattr(keyed, running)(lambda a, b: a).print()
+    else:
+        getattr(keyed, running)().print()
     graph, _ = build_graph(env)
     assert [v.operators[0].kind for v in graph.vertices] == ["source.folder", running]
     assert [e.ship_strategy for e in graph.edges] == [ShipStrategy.HASH]
@@ -168,6 +171,8 @@ def test_a_running_aggregate_needs_no_event_time(running):
     (lambda env: stamped(env).assign_timestamps(lambda r: 0).print(),
      "assigns timestamps once"),
     (lambda env: stamped(env).key_by(0).window(5).count().key_by(0).count().print(),
+     "second keyed operator"),
+    (lambda env: stamped(env).key_by(0).process(print).key_by(0).count().print(),
      "second keyed operator"),
     (lambda env: stamped(env).key_by(0).count().map(str, parallelism=5).print(),
      "one chain of operators per subtask, and one more after a key_by"),
