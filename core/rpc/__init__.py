@@ -22,6 +22,7 @@ from clusterdeck.core.rpc._errors import (
     RemoteError,
     RpcError,
     SenderMismatchError,
+    ServiceClosedError,
 )
 from clusterdeck.core.rpc._gateway import Gateway
 from clusterdeck.core.rpc._local import LocalBus, LocalRpcService
@@ -49,6 +50,7 @@ __all__ = [
     "RpcService",
     "ScheduledCall",
     "SenderMismatchError",
+    "ServiceClosedError",
     "TimerQueue",
     "TopicLayout",
     "decode",

@@ -24,6 +24,11 @@ class EndpointStoppedError(RpcError):
     """The endpoint stopped before it handled the message."""
 
 
+class ServiceClosedError(RpcError):
+    """The service was closed: an ask still in flight will get no answer, and no ask can
+    be sent any more."""
+
+
 class EndpointNotFoundError(RpcError):
     """No endpoint with that id is started on this service."""
 

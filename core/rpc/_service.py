@@ -19,7 +19,12 @@ from typing import Any, TypeVar
 
 from clusterdeck.core.rpc._codec import Envelope, decode, encode, routing_of
 from clusterdeck.core.rpc._endpoint import Invocation, RpcEndpoint
-from clusterdeck.core.rpc._errors import AskTimeoutError, CodecError, RemoteError
+from clusterdeck.core.rpc._errors import (
+    AskTimeoutError,
+    CodecError,
+    RemoteError,
+    ServiceClosedError,
+)
 from clusterdeck.core.rpc._gateway import Gateway
 from clusterdeck.core.rpc._timers import TimerQueue
 from clusterdeck.core.rpc._topics import sent_by
@@ -53,6 +58,7 @@ class RpcService(ABC):
         self._pending: dict[str, tuple[Future[Any], Any, str]] = {}
         self._lock = threading.Lock()
         self.refused = 0  # messages whose sender was not who they said: see _receive
+        self._closed = False
 
     # -- endpoints and gateways -----------------------------------------------------------
 
@@ -97,6 +103,11 @@ class RpcService(ABC):
         data = encode(envelope, self.framesize)
         future: Future[Any] = Future()
         with self._lock:
+            if self._closed:
+                future.set_exception(ServiceClosedError(
+                    f"{type(message).__name__} to {target} was not sent: {self.service_id} "
+                    "is closed"))
+                return future
             self._pending[correlation_id] = (future, message, target)
         limit = self.ask_timeout if timeout is None else timeout
         self.scheduler.schedule(limit, lambda: self._time_out(correlation_id, target, limit))
@@ -260,9 +271,18 @@ class RpcService(ABC):
         """Hook for transports that subscribe per endpoint."""
 
     def close(self) -> None:
-        """Stop every endpoint, then the transport."""
+        """Stop every endpoint, then the transport. Asks still in flight fail now: the
+        timer that would time them out stops with the service."""
         with self._lock:
             endpoints = list(self._endpoints.values())
         for endpoint in endpoints:
             self.stop_endpoint(endpoint)
         self.scheduler.stop()
+        with self._lock:
+            self._closed = True
+            pending, self._pending = self._pending, {}
+        for future, message, target in pending.values():
+            if not future.done():
+                future.set_exception(ServiceClosedError(
+                    f"{type(message).__name__} to {target} got no answer before "
+                    f"{self.service_id} closed"))

@@ -17,6 +17,7 @@ from clusterdeck.core.rpc import (
     NotMainThreadError,
     RemoteError,
     RpcEndpoint,
+    ServiceClosedError,
     handler,
     message,
 )
@@ -131,6 +132,16 @@ def test_an_unanswered_ask_fails_with_a_timeout_naming_the_message(service) -> N
 def test_an_ask_to_nobody_times_out(service) -> None:
     with pytest.raises(AskTimeoutError):
         service.gateway(Gateway, "nobody").ask(GetLog(), timeout=0.1).result(5)
+
+
+def test_closing_a_service_fails_its_asks_in_flight_and_every_later_one() -> None:
+    service = LocalRpcService(ask_timeout=600.0)
+    in_flight = service.gateway(Gateway, "nobody").ask(GetLog())
+    service.close()
+    with pytest.raises(ServiceClosedError, match="GetLog to nobody got no answer before"):
+        in_flight.result(5)   # not after the ask timeout of ten minutes
+    with pytest.raises(ServiceClosedError, match="was not sent"):
+        service.gateway(Gateway, "nobody").ask(GetLog()).result(5)
 
 
 def test_an_exception_in_a_handler_reaches_the_caller_as_remote_error(service) -> None:
