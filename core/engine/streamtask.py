@@ -5,8 +5,10 @@ keyed state and windows in the task) into its sink or the exchange to the next v
 and taking part in checkpoints (docs/streaming.md).
 
 Barriers. A source task's barrier is the JobMaster's trigger: between two batches
-nothing is in flight inside the chain, so it snapshots (source position, chain state,
-sink's pending files), sends barrier *n* after the records it emitted and acknowledges.
+nothing is in flight inside the chain, so it copies its state (source position, chain
+state, sink's pending files), sends barrier *n* after the records it emitted, and
+acknowledges once a worker thread wrote the copy (snapshotwriter.py), as Flink's
+synchronous and asynchronous parts of a snapshot.
 A task reading the exchange snapshots when barrier *n* came on every input
 (``GateInput``: aligned for exactly-once, so each input's records after its barrier
 wait), then sends the barrier on. When the JobMaster says *n* completed, the sink
@@ -34,6 +36,7 @@ from typing import Any
 
 from clusterdeck.core.checkpointing import CheckpointStorage, CheckpointStorageError
 from clusterdeck.core.checkpointing.alignment import AbortCheckpoint, TakeSnapshot
+from clusterdeck.core.checkpointing.snapshotwriter import SnapshotWriter, SnapshotWritten
 from clusterdeck.core.engine.cancellation import attempt_scope
 from clusterdeck.core.engine.liveoutput import LiveOutput
 from clusterdeck.core.engine.records import text_line
@@ -81,7 +84,9 @@ def run_stream_subtask(spark: Any, job: LoadedJob, deployment: p.SubmitTask,
     sinks."""
     started = time.monotonic()
     feed = (lambda text: live.write("stdout", text)) if live is not None else None
-    task = _StreamTask(spark, job, deployment, report, CheckpointStorage(storage_root),
+    task = _StreamTask(spark, job, deployment, report,
+                       SnapshotWriter(CheckpointStorage(storage_root), deployment.job_id,
+                                      _subtask_id(deployment), control),
                        counts or LiveCounts(),
                        Printed(printed, feed) if printed is not None else None, broker)
     vertex = job.graph.vertex(deployment.vertex_id)
@@ -92,7 +97,7 @@ def run_stream_subtask(spark: Any, job: LoadedJob, deployment: p.SubmitTask,
         try:
             task.connect(job, channels, cancelled)
             task.restore()
-            while not task.done:
+            while not task.finished:
                 if cancelled():
                     raise SubtaskCancelled(deployment.attempt_id)
                 task.step(control)
@@ -117,15 +122,16 @@ class _StreamTask:
     """The state of one streaming attempt (slot thread only)."""
 
     def __init__(self, spark: Any, job: LoadedJob, deployment: p.SubmitTask, report: Report,
-                 storage: CheckpointStorage, counts: LiveCounts,
+                 writer: SnapshotWriter, counts: LiveCounts,
                  printed: Printed | None = None, broker: ClusterBroker | None = None) -> None:
         self.deployment = deployment
         self.report = report
-        self.storage = storage
+        self.writer = writer
+        self.storage = writer.storage
         self.counts = counts
         vertex = job.graph.vertex(deployment.vertex_id)
         first, last = vertex.operators[0], vertex.operators[-1]
-        self.subtask_id = f"{deployment.vertex_id}#{deployment.subtask}"
+        self.subtask_id = _subtask_id(deployment)
         self.attempt = deployment.attempt_id.rsplit("/", 1)[-1]  # a3, or e1a3 after failover
         # Fresh and untouched until ``restore`` (no file is read or written before it)
         self.source: StreamSource | None = open_source(
@@ -149,6 +155,13 @@ class _StreamTask:
         self.batch_started = 0.0  # monotonic time of the last source batch
 
     # -- lifecycle ----------------------------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        """Done, and no snapshot still being written: a snapshot taken after the last
+        committed one (the source got the next trigger meanwhile) is acknowledged before
+        the task ends, or its consumers would wait for that checkpoint for ever."""
+        return self.done and self.writer.pending == 0
 
     def connect(self, job: LoadedJob, channels: ChannelServer | None,
                 cancelled: Callable[[], bool]) -> None:
@@ -209,6 +222,7 @@ class _StreamTask:
             self.input.close()
 
     def _release(self) -> None:
+        self.writer.close()
         if self.sink is not None:
             self.sink.close()
         if self.source is not None:
@@ -316,14 +330,17 @@ class _StreamTask:
             if any(last is not None and message.checkpoint_id >= last
                    for last in (self.final, self.stopping)):
                 self.done = True
+        elif isinstance(message, SnapshotWritten):
+            self._written(message)
         elif isinstance(message, p.NotifyCheckpointAborted) \
                 and self.stopping == message.checkpoint_id:  # the stop failed: go on
             self.stopping = None
 
     def _snapshot(self, checkpoint_id: int, alignment: float) -> bool:
-        """Snapshot, send the barrier on and acknowledge (True), or decline (False)."""
+        """The synchronous part of a snapshot: the state copied as plain data, handed to
+        the writer, and the barrier sent on (True); or a decline (False). The task
+        acknowledges once the writer wrote it (``_written``)."""
         started = time.monotonic()
-        deployment = self.deployment
         self._drain_if_exhausted()
         exhausted = self.source is not None and self.source.exhausted
         try:
@@ -332,20 +349,33 @@ class _StreamTask:
                 state["source"] = self.source.snapshot(checkpoint_id)
             if self.sink is not None:
                 state["sink"] = self.sink.snapshot(checkpoint_id)
-            handle = self.storage.write_state(deployment.job_id, checkpoint_id,
-                                              self.subtask_id, json.dumps(state).encode())
         except (OSError, CheckpointStorageError, ValueError) as error:
-            self._decline(checkpoint_id, f"its snapshot could not be written: {error}")
+            self._decline(checkpoint_id, f"its snapshot could not be taken: {error}")
+            return False
+        refused = self.writer.submit(checkpoint_id, state, alignment, started)
+        if refused:
+            self._decline(checkpoint_id, refused)
             return False
         if self.output is not None:
             self.output.barrier(checkpoint_id)
         self.last_snapshot = checkpoint_id
         if exhausted and self.final is None:
             self.final = checkpoint_id
-        self.report(p.AcknowledgeCheckpoint(deployment.job_id, deployment.attempt_id,
-                                            self.subtask_id, checkpoint_id, handle,
-                                            alignment, time.monotonic() - started))
         return True
+
+    def _written(self, outcome: SnapshotWritten) -> None:
+        """The asynchronous part ended: acknowledge with the state's file, or decline."""
+        self.writer.taken(outcome)
+        deployment = self.deployment
+        if outcome.handle is None:
+            self.report(p.DeclineCheckpoint(deployment.job_id, deployment.attempt_id,
+                                            self.subtask_id, outcome.checkpoint_id,
+                                            outcome.error))
+            return
+        self.report(p.AcknowledgeCheckpoint(deployment.job_id, deployment.attempt_id,
+                                            self.subtask_id, outcome.checkpoint_id,
+                                            outcome.handle, outcome.alignment,
+                                            time.monotonic() - outcome.started))
 
     def _decline(self, checkpoint_id: int, reason: str) -> None:
         deployment = self.deployment
@@ -353,6 +383,10 @@ class _StreamTask:
             self.output.cancel_marker(checkpoint_id)
         self.report(p.DeclineCheckpoint(deployment.job_id, deployment.attempt_id,
                                         self.subtask_id, checkpoint_id, reason))
+
+
+def _subtask_id(deployment: p.SubmitTask) -> str:
+    return f"{deployment.vertex_id}#{deployment.subtask}"
 
 
 def _messages(control: queue.SimpleQueue[Any], wait: float) -> list[Any]:

@@ -1,0 +1,84 @@
+"""The asynchronous part of a streaming task's snapshots (Flink's async phase of a
+checkpoint): the task copies its state into plain data between two batches (the
+synchronous part), sends its barrier on and goes back to its records, while this writer
+encodes the copy as JSON and writes it to the checkpoint storage on a worker thread.
+Only when the file is whole does the task acknowledge.
+
+Each outcome (the state's handle, or why it could not be written) comes back as a
+``SnapshotWritten`` put on the task's own inbox, so the task reports it from its thread.
+Writes run one at a time, in order; at most ``MAX_PENDING`` wait, so a storage slower
+than the checkpoint interval makes the task decline new checkpoints instead of holding
+ever more copies of its state.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from clusterdeck.core.checkpointing.storage import CheckpointStorage
+from clusterdeck.core.protocol.checkpoints import StateHandle
+
+MAX_PENDING = 2
+"""Snapshots of one task being written at once at most (one writing, one waiting)."""
+
+
+@dataclass(frozen=True)
+class SnapshotWritten:
+    """A snapshot's outcome, on the task's inbox: its ``handle``, or ``error``.
+    ``started`` is the monotonic time its synchronous part began."""
+
+    checkpoint_id: int
+    alignment: float
+    started: float
+    handle: StateHandle | None = None
+    error: str = ""
+
+
+class SnapshotWriter:
+    """Writes one task's snapshots on a worker thread, reporting to ``inbox``."""
+
+    def __init__(self, storage: CheckpointStorage, job_id: str, subtask_id: str,
+                 inbox: queue.SimpleQueue[Any]) -> None:
+        self.storage = storage
+        self._job_id = job_id
+        self._subtask_id = subtask_id
+        self._inbox = inbox
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"snapshot {subtask_id}")
+        self.pending = 0  # counted on the task's thread: submitted, outcome not yet taken
+
+    def submit(self, checkpoint_id: int, state: dict[str, Any], alignment: float,
+               started: float) -> str:
+        """Start writing ``state`` (which nobody changes any more); "" when under way,
+        else why not (then no outcome comes)."""
+        if self.pending >= MAX_PENDING:
+            return (f"{self.pending} earlier snapshots are still being written (the "
+                    "checkpoint storage is slower than the checkpoint interval)")
+        self.pending += 1
+        self._pool.submit(self._write, checkpoint_id, state, alignment, started)
+        return ""
+
+    def taken(self, _outcome: SnapshotWritten) -> None:
+        """The task took an outcome off its inbox."""
+        self.pending -= 1
+
+    def close(self) -> None:
+        """No more snapshots: a write under way finishes (its outcome unread), the
+        waiting ones are dropped."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _write(self, checkpoint_id: int, state: dict[str, Any], alignment: float,
+               started: float) -> None:
+        """On the worker thread: encode, write, put the outcome on the inbox."""
+        try:
+            data = json.dumps(state).encode()
+            handle = self.storage.write_state(self._job_id, checkpoint_id,
+                                               self._subtask_id, data)
+            outcome = SnapshotWritten(checkpoint_id, alignment, started, handle)
+        except Exception as error:  # whatever it is, the task declines saying so
+            outcome = SnapshotWritten(checkpoint_id, alignment, started,
+                                      error=f"its snapshot could not be written: {error}")
+        self._inbox.put(outcome)
