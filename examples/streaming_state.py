@@ -10,7 +10,9 @@ cancelled); RATE records a second (default 500); USERS distinct users (default 1
 Record ``(index, "user-<index mod USERS>")`` adds ``index`` to its user's total: the
 output is a line ``user-<u>,<round>,<total>`` for each user and each run of ten of its
 records, exactly once across failures, since the state is checkpointed with the source's
-position and the files commit with each checkpoint.
+position and the files commit with each checkpoint. The source's subtask *s* of 2 emits
+the indices *s*, *s + 2*, ...: with USERS even, each user's records come from one
+subtask, in order, so the output is the same on every run.
 """
 
 RUN = 10  # records of a user that make one line
