@@ -150,6 +150,7 @@ class _StreamTask:
         self.last_snapshot: int | None = None
         self.committed = 0  # the newest checkpoint known complete
         self.final: int | None = None  # the checkpoint after which nothing more comes
+        self.triggered = 0  # a trigger that came to this consumer before its inputs ended
         self.stopping: int | None = None  # a stop's checkpoint: no record after its barrier
         self.done = False
         self.batch_started = 0.0  # monotonic time of the last source batch
@@ -290,6 +291,8 @@ class _StreamTask:
         if polled.ended and self.final is None:
             # producers end only after their final checkpoint, whose barrier came first
             self.final = self.last_snapshot or 0
+            if self.triggered > self.final:  # a trigger came before the end: take it now
+                self._triggered_consumer(self.triggered)
             self.done = self.committed >= self.final
 
     def _through(self, elements: list[Element]) -> None:
@@ -318,8 +321,8 @@ class _StreamTask:
     def _handle(self, message: Any) -> None:
         if isinstance(message, p.TriggerCheckpoint):
             if self.source is None:
-                return  # a trigger goes to sources only; this task's come as barriers
-            if self._snapshot(message.checkpoint_id, 0.0) and message.stop:
+                self._triggered_consumer(message.checkpoint_id)
+            elif self._snapshot(message.checkpoint_id, 0.0) and message.stop:
                 self.stopping = message.checkpoint_id
         elif isinstance(message, p.NotifyCheckpointComplete):
             self.committed = max(self.committed, message.checkpoint_id)
@@ -335,6 +338,16 @@ class _StreamTask:
         elif isinstance(message, p.NotifyCheckpointAborted) \
                 and self.stopping == message.checkpoint_id:  # the stop failed: go on
             self.stopping = None
+
+    def _triggered_consumer(self, checkpoint_id: int) -> None:
+        """A task reading the exchange is triggered once its producers all finished (no
+        barrier can reach it any more). Its inputs' end may still be on the way behind
+        their last records: then it takes the snapshot when the end came. Either way it
+        ends with this checkpoint now."""
+        if self.final is None:
+            self.triggered = max(self.triggered, checkpoint_id)
+        elif self._snapshot(checkpoint_id, 0.0):
+            self.final = checkpoint_id
 
     def _snapshot(self, checkpoint_id: int, alignment: float) -> bool:
         """The synchronous part of a snapshot: the state copied as plain data, handed to

@@ -46,12 +46,22 @@ log = logging.getLogger(__name__)
 
 def tasks_to_checkpoint(graph: ExecutionGraph) -> list[CheckpointTask]:
     """Every task a checkpoint waits for: the current attempt of each subtask that has not
-    finished (a finished one's last state is in the checkpoint it took)."""
+    finished (a finished one's last state is in the checkpoint it took). Barriers start
+    at the sources, and at every task whose producers all finished (Flink's checkpoints
+    after tasks finished): no barrier can reach it any more, so it is triggered itself.
+    Otherwise a consumer whose last checkpoint was aborted after its sources ended would
+    wait for ever for one to complete."""
     return [CheckpointTask(execution.subtask_id, execution.attempt_id,
-                           source=graph.vertex(execution.vertex_id).job_vertex.is_source,
+                           source=_starts_barriers(graph, execution.vertex_id),
                            running=execution.state is ExecutionState.RUNNING)
             for execution in graph.current_executions()
             if execution.state is not ExecutionState.FINISHED]
+
+
+def _starts_barriers(graph: ExecutionGraph, vertex_id: str) -> bool:
+    vertex = graph.vertex(vertex_id)
+    return vertex.job_vertex.is_source or all(
+        graph.vertex(edge.source).unfinished == 0 for edge in vertex.inputs)
 
 
 class Endpoint(Protocol):

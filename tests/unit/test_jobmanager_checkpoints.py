@@ -155,3 +155,27 @@ def test_the_tasks_hear_an_aborted_stop_so_their_sources_go_on(tmp_path):
     assert [type(m).__name__ for m in told[2:]] == ["NotifyCheckpointAborted"] * 2
     assert "v#1 declined: disk full" in str(answer.exception(timeout=0))
     assert not driver.savepoint(stop=False).done()  # a new one may be asked for now
+
+
+def test_barriers_start_at_the_sources_then_at_tasks_whose_producers_all_finished():
+    from clusterdeck.core.executiongraph import ExecutionGraph, ExecutionState
+    from clusterdeck.core.jobmanager.checkpoints import tasks_to_checkpoint
+    from tests.unit.test_executiongraph_helpers import JOB_ID, word_count
+
+    graph = ExecutionGraph(word_count(sources=2, reducers=2), JOB_ID)
+    for execution in graph.current_executions():
+        execution.state = ExecutionState.RUNNING
+
+    def starting() -> list[str]:
+        return [task.subtask_id for task in tasks_to_checkpoint(graph) if task.source]
+
+    assert starting() == ["source#0", "source#1"]
+    first = graph.subtask("source", 0).current
+    first.state = ExecutionState.FINISHED
+    graph.moved(first, ExecutionState.RUNNING, ExecutionState.FINISHED)
+    assert starting() == ["source#1"]   # reduce still gets barriers from source#1
+    last = graph.subtask("source", 1).current
+    last.state = ExecutionState.FINISHED
+    graph.moved(last, ExecutionState.RUNNING, ExecutionState.FINISHED)
+    # no barrier can reach the reducers any more: they are triggered themselves
+    assert starting() == ["reduce#0", "reduce#1"]
