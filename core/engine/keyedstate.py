@@ -156,6 +156,13 @@ class ValuesByKey:
         self.max_entries = max_entries
         self._values: dict[Any, Any] = {}
 
+    def _check_room(self, grown: int, what: str, advice: str) -> None:
+        """Fail before a batch that would take the state past ``max_entries``."""
+        if len(self._values) + grown > self.max_entries:
+            raise StateLimitExceeded(
+                f"this subtask would hold the {what} of {len(self._values) + grown:,} keys, "
+                f"more than its limit of {self.max_entries:,}: {advice}")
+
     def snapshot(self) -> list[list[Any]]:
         return [[_tagged(key), _tagged(value)] for key, value in self._values.items()]
 
@@ -180,12 +187,9 @@ class RunningState(ValuesByKey):
         updated values, by key, each with its batch's latest timestamp."""
         values, merge = self._values, self.aggregation.merge
         batch = sorted(partials, key=lambda pair: _ordered(pair[0]))
-        new = sum(1 for key, _ in batch if key not in values)
-        if len(values) + new > self.max_entries:
-            raise StateLimitExceeded(
-                f"this subtask would hold the running values of {len(values) + new:,} keys, "
-                f"more than its limit of {self.max_entries:,}: a running aggregate keeps "
-                "every key it saw; use a window, or fewer keys")
+        self._check_room(sum(1 for key, _ in batch if key not in values), "running values",
+                         "a running aggregate keeps every key it saw; use a window, or "
+                         "fewer keys")
         out: list[Element] = []
         for key, (partial, timestamp) in batch:
             value = merge(values[key], partial) if key in values else partial
@@ -214,12 +218,9 @@ class ProcessState(ValuesByKey):
         """Each key's value after the batch kept (or forgotten); what was emitted, by key."""
         results = list(results)
         values = self._values
-        grown = sum((value is not None) - (key in values) for key, value, _ in results)
-        if len(values) + grown > self.max_entries:
-            raise StateLimitExceeded(
-                f"this subtask would hold the values of {len(values) + grown:,} keys, more "
-                f"than its limit of {self.max_entries:,}: clear() the state of keys that "
-                "are done with, or use fewer keys")
+        self._check_room(sum((value is not None) - (key in values) for key, value, _ in results),
+                         "values", "clear() the state of keys that are done with, or use "
+                         "fewer keys")
         out: list[Element] = []
         for key, value, emitted in results:
             if value is None:

@@ -111,16 +111,15 @@ def build_graph(env: ExecutionEnvironment) -> tuple[JobGraph, dict[str, UserCode
 _STREAMING_SHAPE = (
     "rate_source()|folder_source()|mqtt_source() -> [map/flat_map/filter/assign_timestamps]* "
     "-> [key_by() -> window(...).count()|sum()|reduce()|aggregate() or reduce()|sum()|count()"
-    "|process() -> [map/flat_map/filter]*] -> write_text()|print()|write_mqtt()")
+    "|process() -> [map/flat_map/filter]*]* -> write_text()|print()|write_mqtt()")
 
 
 def _check_streaming(nodes: list[Transformation], edges: tuple[JobEdge, ...],
                      env: ExecutionEnvironment) -> None:
     """What a streaming job may hold today (docs/streaming.md): one pipeline from a
-    replayable source (the rate generator or a watched folder) through
-    map/flat_map/filter/assign_timestamps, optionally a key_by into one keyed window or
-    running aggregate and map/flat_map/filter after it, into a file sink that commits with
-    checkpoints or a print sink: one vertex, or two joined by a HASH edge."""
+    source through map/flat_map/filter/assign_timestamps, then any number of key_by
+    stages, each a keyed window, running aggregate or process function with
+    map/flat_map/filter after it, into a sink: a line of vertices joined by HASH edges."""
     for t in nodes:
         allowed = (plan.STREAMING_SOURCES if t.is_source else plan.STREAMING_SINKS
                    if t.is_sink else plan.STREAMING_OPERATORS | plan.STREAMING_KEYED)
@@ -129,12 +128,12 @@ def _check_streaming(nodes: list[Transformation], edges: tuple[JobEdge, ...],
                 f"{t.name!r} ({t.kind}) cannot run in a streaming job yet: a streaming job is "
                 f"{_STREAMING_SHAPE} for now (docs/streaming.md)")
     _check_streaming_order(_pipeline(nodes))
-    if any(edge.ship_strategy is not ShipStrategy.HASH for edge in edges) or len(edges) > 1:
+    if any(edge.ship_strategy is not ShipStrategy.HASH for edge in edges):
         raise JobDefinitionError(
             "a streaming job runs as one chain of operators per subtask, and one more after "
-            "a key_by, for now: give every operator before the key_by the source's "
-            "parallelism and every one after it its keyed operator's, with no rebalance, "
-            "broadcast or slot sharing group in between (docs/streaming.md)")
+            "each key_by, for now: give every operator before a key_by the parallelism of "
+            "the one before it, with no rebalance, broadcast or slot sharing group in "
+            "between (docs/streaming.md)")
     watched = {t.params["path"] for t in nodes if t.kind == plan.SOURCE_FOLDER}
     for t in nodes:
         if t.kind == plan.SINK_TEXT and t.params["path"] in watched:
@@ -184,27 +183,24 @@ def _pipeline(nodes: list[Transformation]) -> list[Transformation]:
 
 
 def _check_streaming_order(line: list[Transformation]) -> None:
-    """At most one keyed operator (a window, a running aggregate or a process function),
-    with event time assigned once, before it; only stateless operators after it."""
+    """Event time assigned at most once, before the first keyed operator (a window, a
+    running aggregate or a process function); every window after it."""
     keyed = [t for t in line if t.kind in plan.STREAMING_KEYED]
     stamps = [t for t in line if t.kind == plan.ASSIGN_TIMESTAMPS]
-    if len(keyed) > 1:
-        raise JobDefinitionError(
-            f"{keyed[1].name!r} is a second keyed operator after {keyed[0].name!r}: a "
-            "streaming job has one key_by with one window, running aggregate or process() "
-            "for now (docs/streaming.md)")
     if len(stamps) > 1:
         raise JobDefinitionError(
-            f"{stamps[1].name!r}: a streaming job assigns timestamps once, before its key_by")
-    after = line.index(keyed[0]) if keyed else len(line)
-    if stamps and line.index(stamps[0]) > after:
+            f"{stamps[1].name!r}: a streaming job assigns timestamps once, before its "
+            "first key_by")
+    first = line.index(keyed[0]) if keyed else len(line)
+    if stamps and line.index(stamps[0]) > first:
         raise JobDefinitionError(
             f"{stamps[0].name!r} comes after the keyed operator {keyed[0].name!r}: assign "
-            "timestamps before key_by (docs/streaming.md)")
-    if keyed and keyed[0].kind == plan.WINDOW and not stamps:
+            "timestamps before the first key_by (docs/streaming.md)")
+    windows = [t for t in keyed if t.kind == plan.WINDOW]
+    if windows and not stamps:
         raise JobDefinitionError(
-            f"window {keyed[0].name!r} needs event time: call assign_timestamps(fn) before "
-            "key_by, so records carry their time and the stream a watermark "
+            f"window {windows[0].name!r} needs event time: call assign_timestamps(fn) "
+            "before key_by, so records carry their time and the stream a watermark "
             "(docs/streaming.md)")
 
 

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.integration
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "streaming_rate.py"
 WINDOWS = EXAMPLE.with_name("streaming_window.py")
 STATE = EXAMPLE.with_name("streaming_state.py")
+TOTALS = EXAMPLE.with_name("streaming_totals.py")
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +67,14 @@ def test_a_streaming_job_commits_its_output_with_its_checkpoints_exactly_once(
     assert [path.name for path in out.iterdir() if not path.name.startswith("part-")] == []
 
 
+def kill_taskmanager_running(local_cluster, client, job_id: str, vertex_name: str) -> str:
+    """kill -9 of a TaskManager running a subtask of the vertex; its id."""
+    victim = wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and running_on(
+        vertex_name, s.graph), 30, f"a subtask of {vertex_name} running")
+    os.kill(pid_of(local_cluster, victim), signal.SIGKILL)
+    return victim
+
+
 def windows_expected(count: int) -> list[str]:
     """What examples/streaming_window.py writes for ``count`` records (100 per second of
     event time, 10 per key): every key's count of every whole window."""
@@ -91,9 +100,7 @@ def test_a_keyed_window_count_loses_nothing_and_repeats_nothing_across_killed_ta
     job_id = client.submit(WINDOWS, (str(out), "14000", "500", "2"))
     wait_for(lambda: len(committed(out)) >= 20, 90, "some windows committed")
     wait_for(lambda: in_progress(client, job_id), 30, "a checkpoint in progress")
-    victim = wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and running_on(
-        "count per second", s.graph), 30, "a window subtask running")
-    os.kill(pid_of(local_cluster, victim), signal.SIGKILL)
+    victim = kill_taskmanager_running(local_cluster, client, job_id, "count per second")
     wait_for(lambda: local_cluster.supervisor.info(victim).pid, 60, f"{victim} restarted")
     before = len(committed(out))
     wait_for(lambda: len(committed(out)) > before, 120, "output flowing again")
@@ -130,6 +137,24 @@ def test_a_killed_jobmanager_resumes_the_windows_from_their_last_checkpoint(
     assert client.snapshot(job_id).graph.epoch >= 1
 
 
+def test_three_vertices_joined_by_two_keyed_exchanges_resume_exactly_once(
+        client, cluster, tmp_path) -> None:
+    """Counts per key and window, then keyed again by window and summed: the middle
+    vertex reads one exchange and writes another, aligning the barriers and passing
+    them and its watermark on. kill -9 of the TaskManager running part of it once output
+    flows: the committed totals are the undisturbed run's, each second's once."""
+    local_cluster, _ = cluster
+    out = tmp_path / "out"
+    job_id = client.submit(TOTALS, (str(out), "5000", "500"))
+    wait_for(lambda: len(committed(out)) >= 3, 90, "some totals committed")
+    victim = kill_taskmanager_running(local_cluster, client, job_id, "count per key")
+    result = wait_result(client, job_id, 180)
+    assert result.status == JobStatus.FINISHED, described(result)
+    assert committed(out) == sorted(f"{t},{t + 1},100" for t in range(50))
+    assert result.failure_history, described(result)
+    wait_for(lambda: local_cluster.supervisor.info(victim).pid, 60, f"{victim} restarted")
+
+
 def test_at_least_once_loses_nothing_when_a_taskmanager_is_killed(
         client, cluster, tmp_path) -> None:
     """The same windows with unaligned barriers: after a kill some records may count twice
@@ -138,9 +163,7 @@ def test_at_least_once_loses_nothing_when_a_taskmanager_is_killed(
     out = tmp_path / "out"
     job_id = client.submit(WINDOWS, (str(out), "5000", "500", "2", "at-least-once"))
     wait_for(lambda: len(committed(out)) >= 20, 90, "some windows committed")
-    victim = wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and running_on(
-        "rate_source", s.graph), 30, "a source subtask running")
-    os.kill(pid_of(local_cluster, victim), signal.SIGKILL)
+    victim = kill_taskmanager_running(local_cluster, client, job_id, "rate_source")
     result = wait_result(client, job_id, 240)
     assert result.status == JobStatus.FINISHED, described(result)
     windows = {}
