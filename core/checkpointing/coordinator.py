@@ -227,6 +227,19 @@ class CheckpointCoordinator:
             f"{len(pending.tasks)} tasks not acknowledged ({', '.join(missing[:3])}"
             f"{' ...' if len(missing) > 3 else ''})"), counts=True)
 
+    def task_finished(self, subtask_id: str, attempt_id: str,
+                      now: float) -> list[CheckpointInstruction]:
+        """A task finished: if the checkpoint in progress waits for it and it did not
+        acknowledge (its trigger came too late), that checkpoint can never complete. It
+        is aborted without counting as a failure, as by a failover, and the next one
+        goes without the task."""
+        pending = self._pending
+        if pending is None or pending.tasks.get(subtask_id) != attempt_id \
+                or subtask_id in pending.acks or pending.writing:
+            return []
+        return self._abort(pending, now, f"{subtask_id} finished before it took part",
+                           counts=False)
+
     def abort_in_progress(self, now: float, reason: str) -> list[CheckpointInstruction]:
         """The job fails over, is cancelled or suspended: what is in progress never
         completes, and that is not the checkpoint's failure."""

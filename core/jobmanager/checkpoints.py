@@ -172,6 +172,9 @@ class JobCheckpoints:
                                                  decline.attempt_id, decline.reason,
                                                  time.time()))
 
+    def task_finished(self, subtask_id: str, attempt_id: str) -> None:
+        self._carry_out(self.coordinator.task_finished(subtask_id, attempt_id, time.time()))
+
     def failing_over(self, reason: str) -> None:
         """Tasks failed: the checkpoint in progress will never complete."""
         self._carry_out(self.coordinator.abort_in_progress(time.time(), reason))

@@ -494,6 +494,8 @@ class JobMaster(FencedRpcEndpoint):
             self._confirmed.discard(change.attempt_id)
             self._reconciler.forget(change.attempt_id)
         if change.new is ExecutionState.FINISHED and execution is not None:
+            if self.checkpoints is not None:
+                self.checkpoints.task_finished(execution.subtask_id, execution.attempt_id)
             self.progress_log.append(FinishedSubtask(
                 execution.vertex_id, execution.subtask, execution.attempt_id, execution.attempt,
                 execution.result, tuple(s.split_id for s in execution.input_splits)))

@@ -167,6 +167,20 @@ def test_a_failover_aborts_what_is_in_progress_without_counting_it():
     assert c.abort_in_progress(112.0, "again") == []
 
 
+def test_a_task_finishing_before_it_acknowledged_aborts_the_checkpoint_uncounted():
+    c = coordinator()   # no failure tolerated
+    c.trigger(110.0, TASKS)
+    c.acknowledge(1, "source#0", "a-s0", ack("source#0"), 110.5)
+    assert c.task_finished("source#0", "a-s0", 110.6) == []   # it took part
+    assert c.task_finished("source#1", "a-old", 110.6) == []  # not the attempt waited for
+    assert c.task_finished("source#1", "a-s1", 110.7) == [
+        CheckpointAborted(1, "source#1 finished before it took part", ("a-s0", "a-s1", "a-k0")),
+        DiscardStates((handle("source#0"),))]
+    assert c.in_progress is None and c.history()[-1].status is CheckpointStatus.FAILED
+    assert c.trigger(120.0, TASKS[1:])[0] == TriggerCheckpoint(
+        2, 120.0, CheckpointingMode.EXACTLY_ONCE, ("a-s1",))   # not failed: it goes on
+
+
 def test_completed_checkpoints_beyond_the_retained_ones_are_discarded_newest_kept():
     c = coordinator(retained=2)
     discarded = []
