@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds the one-folder clusterdeck bundle with PyInstaller, outside the repo.
 #
-#   bash packaging/build.sh [--python PYTHON] [--build-dir DIR]
+#   bash packaging/build.sh [--python PYTHON] [--build-dir DIR] [--venv VENV]
 #
 # DIR (default: $CLUSTERDECK_BUILD_DIR, else ${TMPDIR:-/tmp}/clusterdeck-build) gets:
-#   venv/               the build virtualenv: clusterdeck's dependencies + PyInstaller,
-#                       kept between builds (pip only checks it the next time)
+#   venv/               the build virtualenv (or VENV): clusterdeck's dependencies +
+#                       PyInstaller, kept between builds (pip only checks it next time)
 #   work/               PyInstaller's build folder
 #   dist/clusterdeck/   the bundle: ./clusterdeck (CLI and GUI), _internal/, examples/
 #
@@ -21,6 +21,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --python) python="$2"; shift 2 ;;
         --build-dir) build_dir="$2"; shift 2 ;;
+        --venv) venv="$2"; shift 2 ;;
         -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
         *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -36,7 +37,7 @@ fi
 
 start=$(date +%s)
 mkdir -p "$build_dir"
-venv="$build_dir/venv"
+venv="${venv:-$build_dir/venv}"
 if [ ! -x "$venv/bin/python" ]; then
     echo "build.sh: creating the build venv $venv" >&2
     "$python" -m venv "$venv"

@@ -57,13 +57,13 @@ def committed(folder: Path) -> list[str]:
 def test_a_streaming_job_commits_its_output_with_its_checkpoints_exactly_once(
         client, tmp_path) -> None:
     out = tmp_path / "out"
-    job_id = client.submit(EXAMPLE, (str(out), "3000", "500"))
+    job_id = client.submit(EXAMPLE, (str(out), "2000", "500"))
     # output appears as checkpoints complete, while the job still runs
     wait_for(lambda: committed(out) and client.snapshot(job_id, 1.0).graph.status
              is JobStatus.RUNNING, 60, "committed output while the job runs")
     result = wait_result(client, job_id, 120)
     assert result.status == JobStatus.FINISHED, result.root_cause
-    assert committed(out) == expected(3000)
+    assert committed(out) == expected(2000)
     assert [path.name for path in out.iterdir() if not path.name.startswith("part-")] == []
 
 
@@ -97,7 +97,7 @@ def test_a_keyed_window_count_loses_nothing_and_repeats_nothing_across_killed_ta
     undisturbed run's, each window's count once."""
     local_cluster, _ = cluster
     out = tmp_path / "out"
-    job_id = client.submit(WINDOWS, (str(out), "14000", "500", "2"))
+    job_id = client.submit(WINDOWS, (str(out), "11000", "500", "2"))
     wait_for(lambda: len(committed(out)) >= 20, 90, "some windows committed")
     wait_for(lambda: in_progress(client, job_id), 30, "a checkpoint in progress")
     victim = kill_taskmanager_running(local_cluster, client, job_id, "count per second")
@@ -112,7 +112,7 @@ def test_a_keyed_window_count_loses_nothing_and_repeats_nothing_across_killed_ta
     os.kill(pid_of(local_cluster, second), signal.SIGKILL)
     result = wait_result(client, job_id, 240)
     assert result.status == JobStatus.FINISHED, described(result)
-    assert committed(out) == windows_expected(14000)
+    assert committed(out) == windows_expected(11000)
     # Two failovers at least. Each may be recorded as the lost TaskManager's subtasks'
     # failure or as their peers' (the connection to them closed), whichever came first.
     assert len(result.failure_history) >= 2, described(result)
