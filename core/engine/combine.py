@@ -65,13 +65,19 @@ class KeyedFold:
         yield from (Partial(k, v) for k, v in held.items())
 
 
+def key_function(op: OperatorSpec, code: UserCode) -> Callable[[Any], Any]:
+    """A keyed operator's key of a record: the user's key function, or its key fields."""
+    spec = KeySpec.from_params(op.params["key"])
+    key = code.keys[0] if spec.by_function else field_key(spec.fields)
+    assert key is not None
+    return key
+
+
 def keyed_fold(op: OperatorSpec, code: UserCode) -> KeyedFold | None:
     """The fold of a keyed sum, count or reduce on records; None for other operators."""
     if op.kind not in (plan.SUM, plan.COUNT, plan.REDUCE):
         return None
-    spec = KeySpec.from_params(op.params["key"])
-    key = code.keys[0] if spec.by_function else field_key(spec.fields)
-    assert key is not None
+    key = key_function(op, code)
     if op.kind == plan.COUNT:
         return KeyedFold(key, _one, operator.add)
     if op.kind == plan.REDUCE:

@@ -15,11 +15,10 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from clusterdeck.core.engine.combine import KeyedFold, keyed_fold
+from clusterdeck.core.engine.combine import KeyedFold, key_function, keyed_fold
 from clusterdeck.core.engine.records import (
     SCALAR,
     RowDecoder,
-    field_key,
     record_to_row,
     table_shape,
 )
@@ -95,10 +94,8 @@ def _reduce(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Strea
 def _process(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Stream]) -> Stream:
     """Each key's records in the order this subtask got them, through the user's function
     with a value state that starts empty (valuestate.py)."""
-    spec = KeySpec.from_params(op.params["key"])
-    key = code.keys[0] if spec.by_function else field_key(spec.fields)
-    assert key is not None and code.fn is not None
-    pairs = as_records(inputs[0]).map(KeyedRecord(key))
+    assert code.fn is not None
+    pairs = as_records(inputs[0]).map(KeyedRecord(key_function(op, code)))
     return Records(pairs.groupByKey().flatMap(BatchProcess(code.fn)))
 
 

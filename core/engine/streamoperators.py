@@ -22,13 +22,14 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from clusterdeck.core.engine.combine import key_function
 from clusterdeck.core.engine.keyedstate import (
     MAX_STATE_ENTRIES,
     ProcessState,
     RunningState,
     WindowState,
 )
-from clusterdeck.core.engine.records import NULL_KEY_PART, field_key, key_string
+from clusterdeck.core.engine.records import NULL_KEY_PART, key_string
 from clusterdeck.core.engine.streamfunctions import (
     Element,
     FilterElement,
@@ -44,7 +45,7 @@ from clusterdeck.core.engine.streamfunctions import (
 from clusterdeck.core.engine.valuestate import KeyedElement, KeyedProcess
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.loader import LoadedJob
-from clusterdeck.core.jobapi.plan import KeySpec, UserCode
+from clusterdeck.core.jobapi.plan import UserCode
 from clusterdeck.core.protocol.jobgraph import JobGraph, JobVertex, OperatorSpec, ShipStrategy
 from clusterdeck.core.streaming.eventtime import BoundedOutOfOrderness
 
@@ -94,7 +95,7 @@ class StreamChain:
         self._process: KeyedProcess | None = None
         if self._keyed is not None:
             code = job.code[self._keyed.id]
-            self._key = _key_function(self._keyed, code)
+            self._key = key_function(self._keyed, code)
             if self._keyed.kind == plan.WINDOW:
                 self._windows = WindowState(self._keyed, code, max_state_entries)
             elif self._keyed.kind == plan.PROCESS:
@@ -237,21 +238,13 @@ def output_key(job: LoadedJob, graph: JobGraph, vertex_id: str) -> Callable[[Any
     if not hashed:
         return None
     head = graph.vertex(hashed[0].target).operators[0]
-    key = _key_function(head, job.code[head.id])
+    key = key_function(head, job.code[head.id])
 
     def keyed(record: Any) -> str:
         text = key_string(state_key(key(record)))
         return NULL_KEY_PART if text is None else text
 
     return keyed
-
-
-def _key_function(op: OperatorSpec, code: UserCode) -> Callable[[Any], Any]:
-    spec = KeySpec.from_params(op.params["key"])
-    if spec.by_function:
-        assert code.keys and code.keys[0] is not None
-        return code.keys[0]
-    return field_key(spec.fields)
 
 
 def _staged(rdd: Any, stages: Sequence[Stage], largest: Any) -> Any:
