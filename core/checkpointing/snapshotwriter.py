@@ -61,7 +61,7 @@ class SnapshotWriter:
         self._pool.submit(self._write, checkpoint_id, state, alignment, started)
         return ""
 
-    def taken(self, _outcome: SnapshotWritten) -> None:
+    def taken(self) -> None:
         """The task took an outcome off its inbox."""
         self.pending -= 1
 

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from clusterdeck.core.checkpointing import CheckpointStorage, CheckpointStorageError
+from clusterdeck.core.checkpointing import CheckpointStorage
 from clusterdeck.core.checkpointing.alignment import AbortCheckpoint, TakeSnapshot
 from clusterdeck.core.checkpointing.snapshotwriter import SnapshotWriter, SnapshotWritten
 from clusterdeck.core.engine.cancellation import attempt_scope
@@ -362,7 +362,7 @@ class _StreamTask:
                 state["source"] = self.source.snapshot(checkpoint_id)
             if self.sink is not None:
                 state["sink"] = self.sink.snapshot(checkpoint_id)
-        except (OSError, CheckpointStorageError, ValueError) as error:
+        except (OSError, ValueError) as error:  # the sink's file, a source's position
             self._decline(checkpoint_id, f"its snapshot could not be taken: {error}")
             return False
         refused = self.writer.submit(checkpoint_id, state, alignment, started)
@@ -378,7 +378,7 @@ class _StreamTask:
 
     def _written(self, outcome: SnapshotWritten) -> None:
         """The asynchronous part ended: acknowledge with the state's file, or decline."""
-        self.writer.taken(outcome)
+        self.writer.taken()
         deployment = self.deployment
         if outcome.handle is None:
             self.report(p.DeclineCheckpoint(deployment.job_id, deployment.attempt_id,

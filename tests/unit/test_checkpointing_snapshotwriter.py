@@ -18,7 +18,7 @@ from clusterdeck.core.checkpointing.snapshotwriter import (
 
 def outcome_of(inbox: queue.SimpleQueue, writer: SnapshotWriter) -> SnapshotWritten:
     outcome = inbox.get(timeout=10)
-    writer.taken(outcome)
+    writer.taken()
     return outcome
 
 
