@@ -89,6 +89,9 @@ class Dispatcher(FencedRpcEndpoint):
         for record in stored.records:
             if record.is_terminal:
                 continue
+            if record.status is JobStatus.CANCELLING:
+                self._cancelled_while_down(record)
+                continue
             try:
                 self._recover(record)
             except Exception as error:  # one broken job must not keep the later ones from running
@@ -106,6 +109,16 @@ class Dispatcher(FencedRpcEndpoint):
         log.info("recovering job %s (%s), epoch %d", record.job_id, record.graph.name,
                  record.epoch)
         self._start_jobmaster(record)
+
+    def _cancelled_while_down(self, record: JobRecord) -> None:
+        """A cancel was asked for and the JobManager stopped before the job ended: the user
+        wanted it gone, so it ends CANCELED instead of running on (Flink recovers such a
+        job and runs it again, which surprises whoever cancelled it)."""
+        log.info("job %s was being cancelled when the JobManager stopped: ending it "
+                 "CANCELED", record.job_id)
+        self._job_ended(record.job_id, p.JobResult(
+            record.job_id, record.graph.name, JobStatus.CANCELED,
+            duration=max(0.0, time.time() - record.submitted_at)))
 
     def _recovery_failed(self, record: JobRecord, error: Exception) -> None:
         """The job ends FAILED with why it could not be run on; it stays listed, and as it
@@ -321,11 +334,15 @@ class Dispatcher(FencedRpcEndpoint):
 
     @handler(p.CancelJob, senders=topics.CLIENTS)
     def cancel_job(self, request: p.CancelJob) -> p.JobSummary:
-        record = self._record(request.job_id)
+        """The cancel is stored before it is carried out: a JobManager that stops before the
+        job ended then ends it CANCELED on its next start instead of running it on."""
+        self._record(request.job_id)  # an unknown job is refused
         jobmaster = self.jobmasters.get(request.job_id)
         if jobmaster is not None:
+            self._job_status_changed(request.job_id, JobStatus.CANCELLING,
+                                     *self._progress.get(request.job_id, (0, 0)))
             jobmaster.run_async(jobmaster.cancel)
-        return record.summary()
+        return self.jobs[request.job_id].summary()
 
     @handler(p.TriggerSavepoint, senders=topics.CLIENTS)
     def trigger_savepoint(self, request: p.TriggerSavepoint) -> Future[p.SavepointCompleted]:

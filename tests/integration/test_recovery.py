@@ -212,6 +212,7 @@ def test_a_restarted_jobmanager_recovers_every_valid_job_past_the_broken_ones(
     plant(store, template, "other-artifact", start + 4, b"PK" + artifact[2:][::-1])
     plant(store, template, "a..b", start + 5, artifact)
     plant(store, template, "renamed", start + 6, artifact, job_id="someone-else")
+    plant(store, template, "cancelling", start + 7, artifact, status="CANCELLING")
     (store / "not-json").mkdir()
     (store / "not-json" / "job.json").write_text('{"job_id": "not-json", "graph": ')
     valid = ["valid-1", "valid-2"]
@@ -243,10 +244,16 @@ def test_a_restarted_jobmanager_recovers_every_valid_job_past_the_broken_ones(
         assert result.root_cause["exception_type"] == "BrokenJobRecord"
         assert result.root_cause["message"].startswith("the stored record is broken: ")
         assert says in result.root_cause["message"]
+    # A cancel asked for before the JobManager stopped is carried out, not run on.
+    cancelled = wait_for(lambda: (r := result_of("cancelling")) and r.is_terminal and r, 60,
+                         "the job being cancelled ended")
+    assert (cancelled.status, cancelled.root_cause) == (JobStatus.CANCELED, None)
     listed = {summary.job_id: summary.status for summary in client.jobs().jobs}
-    assert {name: listed.get(name) for name in [*valid, "cycle", "no-artifact"]} == {
+    assert {name: listed.get(name) for name in [*valid, "cycle", "no-artifact",
+                                                "cancelling"]} == {
         "valid-1": JobStatus.FINISHED, "valid-2": JobStatus.FINISHED,
-        "cycle": JobStatus.FAILED, "no-artifact": JobStatus.FAILED}
+        "cycle": JobStatus.FAILED, "no-artifact": JobStatus.FAILED,
+        "cancelling": JobStatus.CANCELED}
 
     log = paths.cluster_log_dir(local_cluster.cluster_id) / "jobmanager.log"
     for name in ["a..b", "renamed", "not-json"]:
