@@ -64,7 +64,7 @@ def test_a_streaming_job_commits_its_output_with_its_checkpoints_exactly_once(
     result = wait_result(client, job_id, 120)
     assert result.status == JobStatus.FINISHED, result.root_cause
     assert committed(out) == expected(2000)
-    assert [path.name for path in out.iterdir() if not path.name.startswith("part-")] == []
+    assert staged(out) == []
 
 
 def kill_taskmanager_running(local_cluster, client, job_id: str, vertex_name: str) -> str:
@@ -85,6 +85,34 @@ def in_progress(client, job_id: str) -> bool:
     snapshot = client.snapshot(job_id, 1.0)
     stats = snapshot.graph.checkpoints if snapshot else None
     return bool(stats and stats.in_progress)
+
+
+def staged(folder: Path) -> list[str]:
+    """The sink's work in progress: hidden files, not yet committed."""
+    return [path.name for path in folder.iterdir() if not path.name.startswith("part-")] \
+        if folder.is_dir() else []
+
+
+def test_a_taskmanager_killed_before_the_first_checkpoint_starts_the_job_over(
+        client, cluster, tmp_path) -> None:
+    """The keyed window count, kill -9 while windows are written and no checkpoint has
+    completed: there is nothing to resume from, so every subtask starts over (sources
+    from their first record, windows empty) and what the killed attempts staged is never
+    committed. The committed output is the undisturbed run's, each window once, and
+    nothing is left in progress."""
+    local_cluster, _ = cluster
+    out = tmp_path / "out"
+    job_id = client.submit(WINDOWS, (str(out), "3000", "500", "2", "exactly-once",
+                                     "15"))  # checkpoints 15 s apart
+    wait_for(lambda: staged(out), 60, "windows being written")
+    assert client.snapshot(job_id, 1.0).graph.checkpoints.completed == 0
+    victim = kill_taskmanager_running(local_cluster, client, job_id, "count per second")
+    result = wait_result(client, job_id, 240)
+    assert result.status == JobStatus.FINISHED, described(result)
+    assert result.failure_history, "the kill failed no attempt"
+    assert committed(out) == windows_expected(3000)
+    assert staged(out) == []
+    wait_for(lambda: local_cluster.supervisor.info(victim).pid, 60, f"{victim} restarted")
 
 
 def test_a_keyed_window_count_loses_nothing_and_repeats_nothing_across_killed_taskmanagers(
