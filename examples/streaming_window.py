@@ -3,8 +3,8 @@ windows"): the rate generator's records stamped with an event time from their in
 keyed by their key, counted per key in tumbling one-second windows, each window a line
 of text in files that become visible with each completed checkpoint.
 
-    clusterdeck submit examples/streaming_window.py -- OUT [COUNT] [RATE] [WINDOWS] [MODE] \
-        [INTERVAL]
+    clusterdeck submit examples/streaming_window.py -- OUT [COUNT] [RATE] [WINDOWS] \\
+        [MODE] [INTERVAL]
 
 OUT: the output folder; COUNT records in all (default 2000; 0: for ever, until
 cancelled); RATE records a second (default 500). Record ``(index, "key-<index mod 10>")``
