@@ -182,13 +182,15 @@ def test_a_flame_graph_and_a_thread_dump_of_a_running_taskmanager_are_drawn(
     """docs/profiling.md: py-spy samples a real TaskManager (and its Spark workers) while it
     runs a job; the flame graph is drawn in a window of its own, and so are its threads."""
     job = tmp_path / "busy_job.py"
-    job.write_text("import time\n\ndef build(env):\n    env.from_range(0, 400).map("
+    job.write_text("import time\n\ndef build(env):\n    env.from_range(0, 1200).map("
                    "lambda x: time.sleep(0.01) or x).collect()\n")
     qtbot.waitUntil(lambda: window.model.row_named("taskmanager-1") is not None
                     and window.model.row_named("taskmanager-1").pid is not None,
                     timeout=30_000)
     window.cluster_panel.select_process("taskmanager-1")
-    submit_dropped(qtbot, window, job)
+    job_id = submit_dropped(qtbot, window, job)
+    # py-spy samples busy threads only: an idle TaskManager would give an empty graph
+    qtbot.waitUntil(lambda: job_status(window, job_id) == JobStatus.RUNNING, timeout=60_000)
     inspector = window.inspector
     with qtbot.waitSignal(inspector.opened, timeout=60_000) as opened:
         window.actions.flame_graph.trigger()
