@@ -63,15 +63,20 @@ class CheckpointStorage:
         write_whole(self.job_folder(job_id) / relative, data)
         return StateHandle(relative, len(data), hashlib.sha256(data).hexdigest())
 
-    def read_state(self, job_id: str, handle: StateHandle,
-                   limit: int = MAX_STATE_BYTES) -> bytes:
-        """The snapshot ``handle`` names, checked; CheckpointStorageError says what is wrong."""
+    def state_file(self, job_id: str, handle: StateHandle,
+                   limit: int = MAX_STATE_BYTES) -> Path:
+        """Where the snapshot ``handle`` names lies, once its path and size are checked."""
         if not _STATE_PATH.fullmatch(handle.path):
             raise CheckpointStorageError(f"{handle.path!r} is not a snapshot of a checkpoint")
         if not 0 <= handle.size <= limit:
             raise CheckpointStorageError(f"snapshot {handle.path} of {handle.size} bytes is "
                                          f"over the limit of {limit}")
-        return read_checked(self.job_folder(job_id) / handle.path, handle)
+        return self.job_folder(job_id) / handle.path
+
+    def read_state(self, job_id: str, handle: StateHandle,
+                   limit: int = MAX_STATE_BYTES) -> bytes:
+        """The snapshot ``handle`` names, checked; CheckpointStorageError says what is wrong."""
+        return read_checked(self.state_file(job_id, handle, limit), handle)
 
     # -- the JobMaster's side ------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from clusterdeck.core.dataservice import capability, selfsigned
 
 log = logging.getLogger(__name__)
 
-SERVED_FOLDERS = ("partitions", "collect", "output")
+SERVED_FOLDERS = ("partitions", "collect", "output", "checkpoints")
 FILE_ROUTE = "/v1/file"
 MAX_QUERY = 8192
 REQUEST_TIMEOUT = 30.0

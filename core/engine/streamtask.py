@@ -71,7 +71,8 @@ Report = Callable[[Any], None]
 
 
 def run_stream_subtask(spark: Any, job: LoadedJob, deployment: p.SubmitTask,
-                       control: queue.SimpleQueue[Any], report: Report, storage_root: Path,
+                       control: queue.SimpleQueue[Any], report: Report,
+                       storage: CheckpointStorage,
                        counts: LiveCounts | None = None, *, live: LiveOutput | None = None,
                        printed: Path | None = None,
                        channels: ChannelServer | None = None,
@@ -85,7 +86,7 @@ def run_stream_subtask(spark: Any, job: LoadedJob, deployment: p.SubmitTask,
     started = time.monotonic()
     feed = (lambda text: live.write("stdout", text)) if live is not None else None
     task = _StreamTask(spark, job, deployment, report,
-                       SnapshotWriter(CheckpointStorage(storage_root), deployment.job_id,
+                       SnapshotWriter(storage, deployment.job_id,
                                       _subtask_id(deployment), control),
                        counts or LiveCounts(),
                        Printed(printed, feed) if printed is not None else None, broker)

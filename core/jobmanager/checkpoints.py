@@ -35,10 +35,12 @@ from clusterdeck.core.checkpointing import instructions as ci
 from clusterdeck.core.checkpointing.checkpoints import CheckpointRecord
 from clusterdeck.core.checkpointing.storage import state_path
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
+from clusterdeck.core.jobmanager.datapeers import fetch_unseen
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.checkpoints import CheckpointOptions, StateHandle
 from clusterdeck.core.protocol.jobgraph import JobGraph
 from clusterdeck.core.protocol.states import ExecutionState
+from clusterdeck.core.protocol.wiring import DataEndpoint
 from clusterdeck.core.rpc import ScheduledCall
 
 log = logging.getLogger(__name__)
@@ -111,6 +113,8 @@ class JobCheckpoints:
         self.coordinator = CheckpointCoordinator(job_id, options, time.time(), store)
         self._timers: list[ScheduledCall] = []
         self._stopped = False
+        self._fetching: dict[str, int] = {}  # attempt id -> its snapshots being fetched
+        self._finished_while_fetching: dict[str, str] = {}  # attempt id -> subtask id
         self._discard(store.recovered_surplus())
 
     def start(self) -> None:
@@ -153,9 +157,34 @@ class JobCheckpoints:
             return 0, None
         return latest.checkpoint_id, latest.states.get(subtask_id)
 
+    def snapshot_file(self, subtask_id: str, checkpoint_id: int) -> tuple[StateHandle, Path]:
+        """The snapshot ``subtask_id`` restores from completed checkpoint ``checkpoint_id``
+        and where it lies here; ValueError when no retained checkpoint has one."""
+        checkpoint = next((c for c in self.coordinator.store.all()
+                           if c.checkpoint_id == checkpoint_id), None)
+        handle = checkpoint.states.get(subtask_id) if checkpoint is not None else None
+        if handle is None:
+            raise ValueError(f"checkpoint {checkpoint_id} is not retained or holds no state "
+                             f"of {subtask_id}")
+        return handle, self.storage.job_folder(self.job_id) / handle.path
+
+    def unseen_snapshot(self, ack: p.AcknowledgeCheckpoint) -> Path | None:
+        """Where the acknowledged snapshot belongs on this machine, when it names its own
+        subtask's snapshot and is not here: its TaskManager does not share the work dir,
+        and the JobMaster fetches it before it counts the acknowledgement, so that any
+        TaskManager can restore from it and a savepoint can copy it."""
+        if ack.state is None or ack.state.path != state_path(ack.checkpoint_id,
+                                                             ack.subtask_id):
+            return None
+        path = self.storage.job_folder(self.job_id) / ack.state.path
+        return None if path.is_file() else path
+
     # -- events (main thread) ----------------------------------------------------------------
 
-    def acknowledged(self, ack: p.AcknowledgeCheckpoint) -> None:
+    def acknowledged(self, ack: p.AcknowledgeCheckpoint,
+                     source: DataEndpoint | None = None) -> None:
+        """``source``: the data service of the TaskManager that acknowledged, which has the
+        snapshot when this machine does not see it (it is fetched before it counts)."""
         if ack.state is not None and ack.state.path != state_path(ack.checkpoint_id,
                                                                   ack.subtask_id):
             # a TaskManager vouches for its own subtask's snapshot, never another's
@@ -163,6 +192,33 @@ class JobCheckpoints:
                 ack.job_id, ack.attempt_id, ack.subtask_id, ack.checkpoint_id,
                 f"its acknowledgement names {ack.state.path[:200]!r}, not its own snapshot"))
             return
+        unseen = self.unseen_snapshot(ack)
+        if unseen is None:
+            self._count(ack)
+            return
+        self._fetching[ack.attempt_id] = self._fetching.get(ack.attempt_id, 0) + 1
+        self._endpoint.on_main_thread(
+            self._endpoint.run_in_worker(fetch_unseen, [str(unseen)], source,
+                                         str(self.storage.root.parent), name="fetch-state"),
+            lambda _none, error: self._fetched(ack, error))
+
+    def _fetched(self, ack: p.AcknowledgeCheckpoint, error: BaseException | None) -> None:
+        left = self._fetching.pop(ack.attempt_id) - 1
+        if left:
+            self._fetching[ack.attempt_id] = left
+        if self._stopped:
+            return
+        if error is None:
+            self._count(ack)
+        else:
+            self.declined(p.DeclineCheckpoint(
+                ack.job_id, ack.attempt_id, ack.subtask_id, ack.checkpoint_id,
+                f"its snapshot could not be fetched from its TaskManager: {error}"))
+        finished = self._finished_while_fetching.pop(ack.attempt_id, None)
+        if finished is not None and not left:
+            self.task_finished(finished, ack.attempt_id)
+
+    def _count(self, ack: p.AcknowledgeCheckpoint) -> None:
         self._carry_out(self.coordinator.acknowledge(
             ack.checkpoint_id, ack.subtask_id, ack.attempt_id,
             SubtaskAck(ack.state, ack.alignment, ack.duration), time.time()))
@@ -173,6 +229,10 @@ class JobCheckpoints:
                                                  time.time()))
 
     def task_finished(self, subtask_id: str, attempt_id: str) -> None:
+        """Once its acknowledgements are counted: one still being fetched is not lost."""
+        if self._fetching.get(attempt_id):
+            self._finished_while_fetching[attempt_id] = subtask_id
+            return
         self._carry_out(self.coordinator.task_finished(subtask_id, attempt_id, time.time()))
 
     def failing_over(self, reason: str) -> None:

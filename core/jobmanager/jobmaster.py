@@ -48,6 +48,7 @@ from clusterdeck.core.jobmanager.jobevents import JobEvents
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
 from clusterdeck.core.jobmanager.reconciliation import DeploymentReconciler
 from clusterdeck.core.jobmanager.reductions import reductions
+from clusterdeck.core.jobmanager.resultfiles import read_chunk
 from clusterdeck.core.jobmanager.results import fitted
 from clusterdeck.core.jobmanager.slotrequests import SlotRequestQueue
 from clusterdeck.core.protocol import messages as p
@@ -276,8 +277,26 @@ class JobMaster(FencedRpcEndpoint):
     def acknowledge_checkpoint(self, ack: p.AcknowledgeCheckpoint) -> None:
         self._check_attempt_host(ack.attempt_id)
         if self.checkpoints is not None and not self._ended:
-            self.checkpoints.acknowledged(ack)
+            execution = self.graph.execution(ack.attempt_id)
+            self.checkpoints.acknowledged(ack, self._data_peers.endpoint(
+                execution.taskmanager_id if execution is not None else None))
             self._schedule_snapshot()
+
+    @handler(p.RequestStateChunk, senders=(topics.TASKMANAGERS,))
+    def request_state_chunk(self, request: p.RequestStateChunk) -> Future[p.JobFileChunk]:
+        """A chunk of the snapshot an attempt restores, for its TaskManager when that one
+        does not see this machine's checkpoint folder (read on a worker thread)."""
+        self._check_attempt_host(request.attempt_id)
+        execution = self.graph.execution(request.attempt_id)
+        if execution is None or self.checkpoints is None:
+            raise ValueError(f"{request.attempt_id} is no attempt of a streaming job "
+                             f"{self.job_id}")
+        handle, path = self.checkpoints.snapshot_file(execution.subtask_id,
+                                                      request.checkpoint_id)
+        return self.run_in_worker(read_chunk, self.job_id, handle.path, str(path),
+                                  request.offset,
+                                  max(1024, self.config["rpc.framesize"] // 2),
+                                  name="state-chunk")
 
     @handler(p.DeclineCheckpoint, senders=(topics.TASKMANAGERS,))
     def decline_checkpoint(self, decline: p.DeclineCheckpoint) -> None:

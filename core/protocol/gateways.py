@@ -80,6 +80,10 @@ class JobMasterGateway(Gateway):
     def decline_checkpoint(self, msg: p.DeclineCheckpoint) -> None:
         self.tell(msg)
 
+    def request_state_chunk(self, msg: p.RequestStateChunk,
+                            timeout: float | None = None) -> Future[p.JobFileChunk]:
+        return self.ask(msg, timeout)
+
 
 class DispatcherGateway(Gateway):
     def request_cluster_overview(self, timeout: float | None = None

@@ -42,7 +42,7 @@ from clusterdeck.core.rpc import message
 # (SubmitTasks, UpdateTaskExecutionStates, SlotRequests, OfferSlots, ExecutionStateEvents)
 # 13: a SubmitTasks carries what its deployments share (the job's graph, artifact, ...) once
 # 14: streaming jobs and checkpoints; 15: savepoints, stop, NotifyCheckpointAborted
-PROTOCOL_VERSION = 15
+PROTOCOL_VERSION = 16
 
 # -- presence and leadership (retained) -------------------------------------------------
 
@@ -344,6 +344,20 @@ class JobFileChunk:
     offset: int
     total: int
     data: str
+
+
+@message
+@dataclass(frozen=True)
+class RequestStateChunk:
+    """TaskExecutor -> JobMaster (ask, fenced): a chunk of the snapshot an attempt is
+    deployed to restore (``SubmitTask.restore_state`` of ``checkpoint_id``), from
+    ``offset`` on, when the TaskManager cannot see the JobManager's checkpoint folder.
+    Answered with a ``JobFileChunk`` whose ``path`` is the snapshot's ``StateHandle.path``."""
+
+    job_id: str
+    attempt_id: str
+    checkpoint_id: int
+    offset: int = 0
 
 
 @message

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from clusterdeck.core.checkpointing import CheckpointStorage
 from clusterdeck.core.engine.exchange import (
     InputPartition,
     PartitionNotFound,
@@ -35,6 +36,11 @@ from clusterdeck.core.taskmanager.partitionfetch import fetcher
 
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)?)"
                              r"(?::\s?(.*))?$")
+
+
+def checkpoint_storage(kept: str) -> CheckpointStorage:
+    """Where a streaming subtask writes its snapshots and reads the one it restores."""
+    return CheckpointStorage(Path(kept) / "checkpoints")
 
 
 def attempt_dir(work_dir: str, attempt_id: str) -> Path:
@@ -67,7 +73,7 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any,
     try:
         if deployment.graph.kind is JobKind.STREAMING:
             result = run_stream_subtask(spark, job, deployment, task.checkpoint_control,
-                                        task.report_checkpoint, Path(kept) / "checkpoints",
+                                        task.report_checkpoint, checkpoint_storage(kept),
                                         getattr(task, "counts", None),
                                         live=getattr(task, "live", None),
                                         printed=Path(printed_path(kept, deployment.attempt_id,

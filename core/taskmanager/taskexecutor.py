@@ -54,11 +54,12 @@ from clusterdeck.core.taskmanager.metrics import (
     TaskMetrics,
     jvm_numbers,
 )
-from clusterdeck.core.taskmanager.runner import printed_path, run_task
+from clusterdeck.core.taskmanager.runner import checkpoint_storage, printed_path, run_task
 from clusterdeck.core.taskmanager.slots import SlotTable
 from clusterdeck.core.taskmanager.slotworkers import SlotWorker
 from clusterdeck.core.taskmanager.spark import restart_spark, start_spark
 from clusterdeck.core.taskmanager.sparkhealth import SparkJvm
+from clusterdeck.core.taskmanager.statefetch import fetch_restore_state
 from clusterdeck.core.taskmanager.tasks import Task, TaskOutcome
 
 OUTPUT_INTERVAL = 0.2  # seconds between two hand-ons of what running scripts printed
@@ -383,6 +384,7 @@ class TaskExecutor(RpcEndpoint):
             if kept is None:
                 kept, made = claim(deployment.work_dir, self.stand_ins)
                 self.run_async(self._claimed, deployment.work_dir, kept, made)
+            fetch_restore_state(deployment, checkpoint_storage(kept), jobmaster)
             return run_task(spark, job, with_inputs(deployment, jobmaster), t, kept)
         running = Task(task, self.spark(), self._job(task), self._split_source(task,
                        jobmaster), run, self.attempt_logs,

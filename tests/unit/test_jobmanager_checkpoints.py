@@ -179,3 +179,110 @@ def test_barriers_start_at_the_sources_then_at_tasks_whose_producers_all_finishe
     graph.moved(last, ExecutionState.RUNNING, ExecutionState.FINISHED)
     # no barrier can reach the reducers any more: they are triggered themselves
     assert starting() == ["reduce#0", "reduce#1"]
+
+
+class Deferred(Endpoint):
+    """Worker work completes when the test says so (``finish``), on the "main thread"."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.work: list[tuple[Any, tuple, Future]] = []
+
+    def run_in_worker(self, fn: Any, *args: Any, name: str = "worker") -> Future:
+        future: Future = Future()
+        self.work.append((fn, args, future))
+        return future
+
+    def on_main_thread(self, future: Future, callback: Any) -> None:
+        future.add_done_callback(lambda done: callback(
+            None if done.exception() else done.result(), done.exception()))
+
+    def finish(self) -> None:
+        work, self.work = self.work, []
+        for fn, args, future in work:
+            try:
+                future.set_result(fn(*args))
+            except Exception as error:
+                future.set_exception(error)
+
+
+def elsewhere(tmp_path: Path, checkpoint_id: int, subtask: str) -> Any:
+    """A snapshot written on another machine: its handle, and its file moved out of the
+    JobManager's sight (to be brought back by the stand-in fetch)."""
+    storage = CheckpointStorage(tmp_path / "work" / "checkpoints")
+    handle = storage.write_state("job-1", checkpoint_id, subtask, b'{"n": 1}')
+    path = storage.job_folder("job-1") / handle.path
+    away = tmp_path / "away" / handle.path
+    away.parent.mkdir(parents=True, exist_ok=True)
+    path.rename(away)
+    return handle, path, away
+
+
+def remote_checkpoints(tmp_path: Path, endpoint: Endpoint, monkeypatch: Any,
+                       fetched: list) -> tuple[JobCheckpoints, list, list]:
+    """A driver whose checkpoint folder is under ``work``; fetches move the file back."""
+    def fetch(paths: list[str], source: Any, root: str) -> None:
+        fetched.append((paths, source, root))
+        for path in paths:
+            away = tmp_path / "away" / Path(path).relative_to(
+                Path(root) / "checkpoints" / "job-1")
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            away.rename(path)
+    monkeypatch.setattr("clusterdeck.core.jobmanager.checkpoints.fetch_unseen", fetch)
+    told, failed = [], []
+    driver = JobCheckpoints("job-1", CheckpointOptions(interval=1.0),
+                            CheckpointStorage(tmp_path / "work" / "checkpoints"), endpoint,
+                            lambda: TASKS, lambda attempt, message: told.append(message),
+                            failed.append)
+    driver.start()
+    return driver, told, failed
+
+
+def test_a_snapshot_this_machine_cannot_see_is_fetched_before_it_counts(tmp_path, monkeypatch):
+    fetched: list = []
+    endpoint = Deferred()
+    driver, told, _ = remote_checkpoints(tmp_path, endpoint, monkeypatch, fetched)
+    endpoint.fire()
+    handles = {s: elsewhere(tmp_path, 1, s) for s in ("v#0", "v#1")}
+    for attempt, subtask in (("a0", "v#0"), ("a1", "v#1")):
+        driver.acknowledged(p.AcknowledgeCheckpoint("job-1", attempt, subtask, 1,
+                                                    handles[subtask][0]), "endpoint")
+    assert driver.coordinator.in_progress == 1  # not counted while being fetched
+    endpoint.finish()  # the fetches
+    endpoint.finish()  # the completed checkpoint's metadata written
+    assert [paths for paths, _, _ in fetched] == [[str(handles[s][1])] for s in handles]
+    assert {source for _, source, _ in fetched} == {"endpoint"}
+    assert {root for _, _, root in fetched} == {str(tmp_path / "work")}
+    assert [type(m).__name__ for m in told[2:]] == ["NotifyCheckpointComplete"] * 2
+    handle, path = driver.snapshot_file("v#1", 1)
+    assert (handle, path) == (handles["v#1"][0], handles["v#1"][1]) and path.is_file()
+
+
+def test_a_snapshot_that_cannot_be_fetched_declines_the_checkpoint(tmp_path, monkeypatch):
+    def unreachable(paths: list[str], source: Any, root: str) -> None:
+        raise ConnectionRefusedError("Connection refused")
+    driver, endpoint, _, failed = checkpoints(tmp_path / "work" / "checkpoints")
+    monkeypatch.setattr("clusterdeck.core.jobmanager.checkpoints.fetch_unseen", unreachable)
+    endpoint.fire()
+    handle, _, _ = elsewhere(tmp_path, 1, "v#1")
+    driver.acknowledged(p.AcknowledgeCheckpoint("job-1", "a1", "v#1", 1, handle), None)
+    assert driver.coordinator.in_progress is None
+    assert len(failed) == 1 and ("v#1 declined: its snapshot could not be fetched from its "
+                                 "TaskManager: Connection refused") in failed[0]
+
+
+def test_a_task_finishing_while_its_snapshot_is_fetched_still_counts(tmp_path, monkeypatch):
+    endpoint = Deferred()
+    driver, told, failed = remote_checkpoints(tmp_path, endpoint, monkeypatch, [])
+    endpoint.fire()
+    storage = CheckpointStorage(tmp_path / "work" / "checkpoints")
+    driver.acknowledged(p.AcknowledgeCheckpoint("job-1", "a0", "v#0", 1, storage.write_state(
+        "job-1", 1, "v#0", b"{}")))
+    handle, _, _ = elsewhere(tmp_path, 1, "v#1")
+    driver.acknowledged(p.AcknowledgeCheckpoint("job-1", "a1", "v#1", 1, handle), "endpoint")
+    driver.task_finished("v#1", "a1")  # its FINISHED came before the fetch ended
+    assert driver.coordinator.in_progress == 1
+    endpoint.finish()
+    endpoint.finish()
+    assert failed == [] and driver.coordinator.completed_count == 1
+    assert [type(m).__name__ for m in told[2:]] == ["NotifyCheckpointComplete"] * 2
