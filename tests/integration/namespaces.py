@@ -38,6 +38,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -217,3 +218,11 @@ def namespaced_taskmanagers(cluster: LocalCluster, count: int, folder: Path,
     finally:
         for taskmanager in started:
             taskmanager.kill()
+
+
+def wait_registered(watcher: Any, taskmanagers: Sequence[NamespacedTaskManager]) -> None:
+    """Until every one of ``taskmanagers`` registered; else fail with what they printed."""
+    try:
+        watcher.wait_registered([t.id for t in taskmanagers], timeout=90)
+    except AssertionError:
+        raise AssertionError("\n".join(t.output() for t in taskmanagers)) from None

@@ -40,6 +40,7 @@ from tests.integration.namespaces import (
     jobmanager_folders,
     namespaced_taskmanagers,
     skip_unless_namespaces,
+    wait_registered,
 )
 from tests.waiting import wait_for
 
@@ -135,11 +136,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with running_cluster("auto", **{"taskmanager.count": 0, **SETTING}) as (local, watcher), \
             namespaced_taskmanagers(local, 2, folder, TASKMANAGER_CONFIG,
                                     overrides=FIRST_WITH_TLS) as taskmanagers:
-        ids = [t.id for t in taskmanagers]
-        try:
-            watcher.wait_registered(ids, timeout=90)
-        except AssertionError:
-            raise AssertionError("\n".join(t.output() for t in taskmanagers)) from None
+        wait_registered(watcher, taskmanagers)
         yield local, taskmanagers
 
 

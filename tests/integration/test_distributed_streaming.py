@@ -24,6 +24,7 @@ from tests.integration.namespaces import (
     NamespacedTaskManager,
     namespaced_taskmanagers,
     skip_unless_namespaces,
+    wait_registered,
 )
 from tests.integration.test_failover import described, running_on
 from tests.integration.test_streaming import WINDOWS, committed, windows_expected
@@ -42,11 +43,7 @@ def cluster(tmp_path: Path) -> Iterator[tuple[LocalCluster, list[NamespacedTaskM
     with running_cluster("auto", **{"taskmanager.count": 0}) as (local, watcher), \
             namespaced_taskmanagers(local, 2, tmp_path / "machines",
                                     {**FAST_HEARTBEATS, "taskmanager.slots": 2}) as started:
-        ids = [t.id for t in started]
-        try:
-            watcher.wait_registered(ids, timeout=90)
-        except AssertionError:
-            raise AssertionError("\n".join(t.output() for t in started)) from None
+        wait_registered(watcher, started)
         yield local, started
 
 
