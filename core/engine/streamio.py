@@ -152,7 +152,8 @@ class GateInput:
         self.channels = tuple(channels)
         self.gate = InputGate([SubpartitionLocation(c.host, c.port, c.partition_id,
                                                     c.subpartition, c.capability,
-                                                    c.fingerprint) for c in channels],
+                                                    c.fingerprint, c.taskmanager_id)
+                               for c in channels],
                               loop=loop)
         self.barriers = barrier_handler(len(channels), mode)
         self.watermarks = InputWatermarks(len(channels))

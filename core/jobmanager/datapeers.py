@@ -52,7 +52,7 @@ class DataPeers:
                                   f"server")
         host, port, fingerprint, key = found
         return StreamChannel(host, port, fingerprint, partition_id, subpartition,
-                             partition_capability(key, partition_id))
+                             partition_capability(key, partition_id), taskmanager_id or "")
 
     def endpoint(self, taskmanager_id: str | None) -> DataEndpoint | None:
         return self._endpoints.get(taskmanager_id or "")

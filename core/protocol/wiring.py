@@ -103,7 +103,8 @@ class StreamChannel:
     producer TaskManager's channel server (``host``, ``port``; ``fingerprint`` of its TLS
     certificate, "" on loopback), the result partition (named by the producer's attempt
     id), this consumer's subpartition in it, and the capability that opens it
-    (core/streaming/network, docs/streaming.md "The data plane")."""
+    (core/streaming/network, docs/streaming.md "The data plane"); ``taskmanager_id``
+    names the producer's TaskManager in the consumer's failure when the channel breaks."""
 
     host: str
     port: int
@@ -111,3 +112,4 @@ class StreamChannel:
     partition_id: str
     subpartition: int
     capability: str
+    taskmanager_id: str = ""

@@ -42,10 +42,12 @@ class Served:
         self.gates: list[InputGate] = []
         self.sockets: list[socket.socket] = []
 
-    def location(self, partition_id: str, presented: str | None = None) -> SubpartitionLocation:
+    def location(self, partition_id: str, presented: str | None = None,
+                 taskmanager_id: str = "") -> SubpartitionLocation:
         return SubpartitionLocation(
             self.address.host, self.address.port, partition_id, 0,
-            presented or partition_capability(self.key, partition_id))
+            presented or partition_capability(self.key, partition_id),
+            taskmanager_id=taskmanager_id)
 
     def gate(self, *locations: SubpartitionLocation, **options: object) -> InputGate:
         gate = InputGate(list(locations), **options)  # type: ignore[arg-type]
@@ -156,13 +158,17 @@ def test_the_producer_side_closing_mid_stream_fails_the_consumers_poll() -> None
     consumer_side = Served()
     try:
         writer = producer.server.register("p", 1)
-        gate = consumer_side.gate(consumer_side.location("other"), producer.location("p"))
+        gate = consumer_side.gate(consumer_side.location("other"),
+                                  producer.location("p", taskmanager_id="taskmanager-7"))
         writer.emit(0, b"before")
         wait_for(lambda: gate.queued(1) == 1, DEADLINE, "the first buffer")
         producer.server.close()
-        with pytest.raises(ChannelError, match=r"channel 1 \(subpartition 0 of partition p"):
+        with pytest.raises(ChannelError, match=r"channel 1 \(subpartition 0 of partition p") \
+                as failed:
             while True:
                 assert gate.poll(DEADLINE) is not None
+        # the consumer's failure names the TaskManager most likely to blame
+        assert "on taskmanager-7)" in str(failed.value), str(failed.value)
     finally:
         producer.close()
         consumer_side.close()
@@ -189,6 +195,31 @@ def test_releasing_a_partition_tells_its_consumer_why(served: Served) -> None:
     writer.release("the task was cancelled")
     with pytest.raises(ChannelError, match="released: the task was cancelled"):
         gate.poll(DEADLINE)
+
+
+def test_a_producer_vanishing_mid_partition_is_named_as_the_likely_cause() -> None:
+    """As after kill -9 of its TaskManager: no reason, no end of partition, just gone."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(DEADLINE)
+
+    def vanish() -> None:
+        connection, _ = listener.accept()
+        connection.recv(4096)  # the hello and its credit
+        connection.sendall(frames.encode(DataBuffer(b"x")))
+        connection.close()
+    threading.Thread(target=vanish, daemon=True).start()
+    gate = InputGate([SubpartitionLocation("127.0.0.1", listener.getsockname()[1], "p", 0,
+                                           "ab" * 32, taskmanager_id="taskmanager-3")])
+    try:
+        assert gate.poll(DEADLINE) is not None
+        with pytest.raises(ChannelError) as failed:
+            gate.poll(DEADLINE)
+        assert str(failed.value).endswith(
+            "on taskmanager-3): connection lost before the end of partition: closed by the "
+            "producer's TaskManager taskmanager-3 (was it lost?)"), str(failed.value)
+    finally:
+        gate.close()
+        listener.close()
 
 
 def test_a_producer_that_sends_beyond_the_credit_fails_the_channel() -> None:

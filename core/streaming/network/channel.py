@@ -57,10 +57,17 @@ class SubpartitionLocation:
     subpartition: int
     capability: str
     fingerprint: str = ""  # the producer's TLS certificate; "" for plain TCP (loopback)
+    taskmanager_id: str = ""  # the producer's, to name it when the channel breaks
 
     def __str__(self) -> str:
-        return (f"subpartition {self.subpartition} of partition {self.partition_id} at "
-                f"{self.host}:{self.port}")
+        where = f"{self.host}:{self.port}" + (f" on {self.taskmanager_id}"
+                                              if self.taskmanager_id else "")
+        return f"subpartition {self.subpartition} of partition {self.partition_id} at {where}"
+
+    @property
+    def producer(self) -> str:
+        return f"the producer's TaskManager {self.taskmanager_id}" if self.taskmanager_id \
+            else "the producer"
 
 
 class InputChannel(asyncio.Protocol):
@@ -182,8 +189,9 @@ class InputChannel(asyncio.Protocol):
             self._backoff = min(2 * self._backoff, MAX_BACKOFF)
             self._connecting = self._loop.create_task(self._connect(why, self._backoff))
         elif not self._ended and not self._closed:
-            self._fail(f"connection lost before the end of partition: "
-                       f"{exc or 'closed by the producer'}")
+            # as Flink's RemoteTransportException: the peer is the likely cause, say so
+            closed = exc or f"closed by {self.location.producer} (was it lost?)"
+            self._fail(f"connection lost before the end of partition: {closed}")
 
     # -- the gate, on the IO thread ---------------------------------------------------------
 
