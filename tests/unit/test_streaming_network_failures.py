@@ -211,9 +211,9 @@ def test_a_producer_vanishing_mid_partition_is_named_as_the_likely_cause() -> No
     gate = InputGate([SubpartitionLocation("127.0.0.1", listener.getsockname()[1], "p", 0,
                                            "ab" * 32, taskmanager_id="taskmanager-3")])
     try:
-        assert gate.poll(DEADLINE) is not None
         with pytest.raises(ChannelError) as failed:
-            gate.poll(DEADLINE)
+            while True:  # the buffer sent first may come before the failure or not
+                assert gate.poll(DEADLINE) is not None
         assert str(failed.value).endswith(
             "on taskmanager-3): connection lost before the end of partition: closed by the "
             "producer's TaskManager taskmanager-3 (was it lost?)"), str(failed.value)
