@@ -214,9 +214,10 @@ def test_a_producer_vanishing_mid_partition_is_named_as_the_likely_cause() -> No
         with pytest.raises(ChannelError) as failed:
             while True:  # the buffer sent first may come before the failure or not
                 assert gate.poll(DEADLINE) is not None
-        assert str(failed.value).endswith(
-            "on taskmanager-3): connection lost before the end of partition: closed by the "
-            "producer's TaskManager taskmanager-3 (was it lost?)"), str(failed.value)
+        message = str(failed.value)  # closed or reset, as the kernel has it
+        assert "on taskmanager-3): the connection to the producer's TaskManager taskmanager-3 " \
+            "was lost before the end of partition (" in message, message
+        assert message.endswith("): was it lost?"), message
     finally:
         gate.close()
         listener.close()

@@ -190,8 +190,8 @@ class InputChannel(asyncio.Protocol):
             self._connecting = self._loop.create_task(self._connect(why, self._backoff))
         elif not self._ended and not self._closed:
             # as Flink's RemoteTransportException: the peer is the likely cause, say so
-            closed = exc or f"closed by {self.location.producer} (was it lost?)"
-            self._fail(f"connection lost before the end of partition: {closed}")
+            self._fail(f"the connection to {self.location.producer} was lost before the end "
+                       f"of partition ({exc or 'closed by the peer'}): was it lost?")
 
     # -- the gate, on the IO thread ---------------------------------------------------------
 
