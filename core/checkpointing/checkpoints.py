@@ -45,7 +45,8 @@ class CompletedCheckpoint:
 @dataclass(frozen=True)
 class CheckpointRecord:
     """One checkpoint in the job's history: for the checkpoints view and the job's
-    status. ``alignment`` is the longest any task waited; ``failure`` says why it failed."""
+    status. ``alignment`` is the longest any task waited; ``failure`` says why it failed
+    or was aborted; ``savepoint``, ``stop`` and ``path`` as in ``CheckpointStats``."""
 
     checkpoint_id: int
     status: CheckpointStatus
@@ -56,6 +57,9 @@ class CheckpointRecord:
     size: int = 0
     alignment: float = 0.0
     failure: str = ""
+    savepoint: bool = False
+    stop: bool = False
+    path: str = ""
 
     @property
     def duration(self) -> float | None:

@@ -93,7 +93,8 @@ class CheckpointCoordinator:
         self._failures = 0  # consecutive
         self._request: _Request | None = None  # waiting for the checkpoint in progress
         self._completed_count = 0  # since this coordinator started, for the snapshot
-        self._failed_count = 0  # every abort: declined, expired, or by a failover
+        self._failed_count = 0  # declined, expired, a savepoint not written
+        self._aborted_count = 0  # by a failover, the job's end, a task finishing
         self._history: deque[CheckpointRecord] = deque(maxlen=HISTORY)
 
     # -- what the JobMaster asks --------------------------------------------------------------
@@ -127,8 +128,14 @@ class CheckpointCoordinator:
     @property
     def failed_count(self) -> int:
         """Checkpoints failed since this coordinator started, whether or not they counted
-        towards ``tolerable_failures`` (one aborted by a failover did not)."""
+        towards ``tolerable_failures`` (a savepoint's did not)."""
         return self._failed_count
+
+    @property
+    def aborted_count(self) -> int:
+        """Checkpoints aborted since this coordinator started: by a failover, the job's
+        end, or a task that finished before it took part (never counted as failures)."""
+        return self._aborted_count
 
     def latest(self) -> CompletedCheckpoint | None:
         """What a restore starts from."""
@@ -196,7 +203,9 @@ class CheckpointCoordinator:
         pending = self._pending
         if pending is None or pending.checkpoint_id != checkpoint_id or not pending.writing:
             return []
-        return [*self._complete(pending, now), SavepointDone(checkpoint_id, path)]
+        done = self._complete(pending, now)
+        self._history[-1] = dataclasses.replace(self._history[-1], path=path)
+        return [*done, SavepointDone(checkpoint_id, path)]
 
     def savepoint_not_written(self, checkpoint_id: int, reason: str,
                               now: float) -> list[CheckpointInstruction]:
@@ -238,13 +247,14 @@ class CheckpointCoordinator:
                 or subtask_id in pending.acks or pending.writing:
             return []
         return self._abort(pending, now, f"{subtask_id} finished before it took part",
-                           counts=False)
+                           counts=False, failed=False)
 
     def abort_in_progress(self, now: float, reason: str) -> list[CheckpointInstruction]:
         """The job fails over, is cancelled or suspended: what is in progress never
         completes, and that is not the checkpoint's failure."""
         pending = self._pending
-        return [] if pending is None else self._abort(pending, now, reason, counts=False)
+        return [] if pending is None else self._abort(pending, now, reason, counts=False,
+                                                      failed=False)
 
     # -- endings -------------------------------------------------------------------------------
 
@@ -276,11 +286,17 @@ class CheckpointCoordinator:
             done.append(SavepointDone(pending.checkpoint_id))  # a stop at a last checkpoint
         return done
 
-    def _abort(self, pending: _Pending, now: float, reason: str,
-               counts: bool) -> list[CheckpointInstruction]:
+    def _abort(self, pending: _Pending, now: float, reason: str, counts: bool,
+               failed: bool = True) -> list[CheckpointInstruction]:
+        """``counts``: towards the tolerable failures; ``failed``: a failure of the
+        checkpoint's own, else ABORTED (the job's reason, never counted)."""
         self._pending, self._last_end = None, now
-        self._failed_count += 1
-        self._record(pending, CheckpointStatus.FAILED, now, reason)
+        if failed:
+            self._failed_count += 1
+        else:
+            self._aborted_count += 1
+        self._record(pending, CheckpointStatus.FAILED if failed else CheckpointStatus.ABORTED,
+                     now, reason)
         aborted: list[CheckpointInstruction] = [
             CheckpointAborted(pending.checkpoint_id, reason, tuple(pending.tasks.values()))]
         states = tuple(ack.state for ack in pending.acks.values() if ack.state is not None)
@@ -303,10 +319,13 @@ class CheckpointCoordinator:
                 failure: str = "") -> None:
         """The history's line for ``pending`` (the newest line, being the one in progress)."""
         acks = pending.acks.values()
+        request = pending.request
         record = CheckpointRecord(
             pending.checkpoint_id, status, pending.triggered, ended, len(pending.acks),
             len(pending.tasks), sum(a.state.size for a in acks if a.state is not None),
-            max((a.alignment for a in acks), default=0.0), failure)
+            max((a.alignment for a in acks), default=0.0), failure,
+            savepoint=request is not None and request.savepoint,
+            stop=request is not None and request.stop)
         if self._history and self._history[-1].checkpoint_id == pending.checkpoint_id:
             self._history[-1] = record
         else:

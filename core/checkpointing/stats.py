@@ -29,13 +29,15 @@ def checkpoint_stats_of(record: CheckpointRecord) -> CheckpointStats:
         failure = failure[:FAILURE_KEPT - 1] + "\u2026"
     return CheckpointStats(record.checkpoint_id, record.status, record.triggered,
                            record.duration, record.size, record.acknowledged, record.expected,
-                           record.alignment, failure)
+                           record.alignment, failure, record.savepoint, record.stop,
+                           record.path)
 
 
 def checkpoint_stats(history: Sequence[CheckpointRecord], completed: int, failed: int,
                      latest: CompletedCheckpoint | None = None,
                      restored: RestoredCheckpointStats | None = None,
-                     kept: int = HISTORY_IN_SNAPSHOT) -> CheckpointStatsSnapshot:
+                     kept: int = HISTORY_IN_SNAPSHOT, aborted: int = 0
+                     ) -> CheckpointStatsSnapshot:
     """The summary of ``history`` (oldest first, as the coordinator keeps it) with the
     coordinator's counts: the newest ``kept`` checkpoints, newest first.
 
@@ -48,14 +50,15 @@ def checkpoint_stats(history: Sequence[CheckpointRecord], completed: int, failed
     return CheckpointStatsSnapshot(completed=completed, failed=failed,
                                    in_progress=in_progress,
                                    latest=_latest(history, latest), restored=restored,
-                                   history=newest)
+                                   history=newest, aborted=aborted)
 
 
 def stats_of(coordinator: CheckpointCoordinator,
              restored: RestoredCheckpointStats | None = None) -> CheckpointStatsSnapshot:
     """What the JobMaster puts into its job's snapshot (main thread)."""
     return checkpoint_stats(coordinator.history(), coordinator.completed_count,
-                            coordinator.failed_count, coordinator.latest(), restored)
+                            coordinator.failed_count, coordinator.latest(), restored,
+                            aborted=coordinator.aborted_count)
 
 
 def _latest(history: Sequence[CheckpointRecord],

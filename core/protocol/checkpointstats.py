@@ -25,9 +25,15 @@ names the subtask first)."""
 
 
 class CheckpointStatus(StrEnum):
+    """FAILED: a task declined, it expired, or a savepoint was not written (a failure of
+    checkpointing); ABORTED: it could not complete for a reason of the job's (a failover,
+    the job ending or cancelled, a task finishing before it took part), as Flink counts
+    them apart from failures in its own history."""
+
     IN_PROGRESS = "IN_PROGRESS"
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
+    ABORTED = "ABORTED"
 
 
 @dataclass(frozen=True)
@@ -35,7 +41,9 @@ class CheckpointStats:
     """One checkpoint: ``triggered`` is when it started (seconds since the epoch),
     ``duration`` how long it took to complete or fail (None while in progress), ``size``
     the bytes of its tasks' snapshots, ``alignment`` the longest any task's barriers
-    waited (seconds), ``failure`` why it failed (cut to ``FAILURE_KEPT``)."""
+    waited (seconds), ``failure`` why it failed or was aborted (cut to ``FAILURE_KEPT``).
+    ``savepoint``: it was a savepoint (asked for, or of a stop), ``path`` its folder once
+    written; ``stop``: the job's sources stopped at it."""
 
     checkpoint_id: int
     status: CheckpointStatus
@@ -46,6 +54,9 @@ class CheckpointStats:
     expected: int = 0
     alignment: float = 0.0
     failure: str = ""
+    savepoint: bool = False
+    stop: bool = False
+    path: str = ""
 
     @property
     def ended(self) -> float | None:
@@ -64,8 +75,8 @@ class RestoredCheckpointStats:
 
 @dataclass(frozen=True)
 class CheckpointStatsSnapshot:
-    """A streaming job's checkpoints: how many completed and failed (since its JobManager
-    started) and are in progress, the latest completed, the restore, and the newest
+    """A streaming job's checkpoints: how many completed, failed and were aborted (since its
+    JobManager started) and are in progress, the latest completed, the restore, and the newest
     checkpoints, newest first (empty when a reduced snapshot left them out: its
     ``truncated`` says so)."""
 
@@ -75,3 +86,4 @@ class CheckpointStatsSnapshot:
     latest: CheckpointStats | None = None
     restored: RestoredCheckpointStats | None = None
     history: tuple[CheckpointStats, ...] = ()
+    aborted: int = 0

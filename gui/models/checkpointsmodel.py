@@ -31,16 +31,18 @@ from clusterdeck.gui.models.processmodel import format_bytes
 from clusterdeck.gui.models.tablemodel import FixedColumnsModel, Index
 
 NONE = "\u2013"
-COLUMNS = ("ID", "Status", "Triggered", "Duration", "Size", "Acknowledged", "Alignment",
-           "Failure")
+COLUMNS = ("ID", "Type", "Status", "Triggered", "Duration", "Size", "Acknowledged",
+           "Alignment", "Details")
 STATS_ROLE = Qt.ItemDataRole.UserRole + 1
 """The row's ``CheckpointStats``."""
 
 STATUS_WORDS = {CheckpointStatus.COMPLETED: "completed", CheckpointStatus.FAILED: "FAILED",
-                CheckpointStatus.IN_PROGRESS: "in progress"}
+                CheckpointStatus.IN_PROGRESS: "in progress",
+                CheckpointStatus.ABORTED: "aborted"}
 STATUS_COLOURS = {CheckpointStatus.COMPLETED: QColor("#3fa34d"),
                   CheckpointStatus.FAILED: QColor("#d64541"),
-                  CheckpointStatus.IN_PROGRESS: QColor("#2f6fd6")}
+                  CheckpointStatus.IN_PROGRESS: QColor("#2f6fd6"),
+                  CheckpointStatus.ABORTED: QColor("#7f7f7f")}
 FAILED_ROW = QColor("#f9dedc")
 """Background of a failed checkpoint's row."""
 _RIGHT = ("ID", "Duration", "Size", "Acknowledged", "Alignment")
@@ -79,8 +81,8 @@ def restored_text(restored: RestoredCheckpointStats) -> str:
 
 def summary_text(stats: CheckpointStatsSnapshot) -> str:
     """The line above the table: counts, the latest completed checkpoint, the restore."""
-    parts = [f"Completed {stats.completed} \u00b7 failed {stats.failed} \u00b7 in progress "
-             f"{stats.in_progress}"]
+    parts = [f"Completed {stats.completed} \u00b7 failed {stats.failed} \u00b7 aborted "
+             f"{stats.aborted} \u00b7 in progress {stats.in_progress}"]
     latest = stats.latest
     if latest is not None:
         ended = latest.ended
@@ -143,9 +145,8 @@ class CheckpointsModel(FixedColumnsModel):
 
     def set_savepoint(self, job_id: str, line: str) -> None:
         """What came of the latest savepoint or stop of ``job_id`` asked for in this window
-        (its folder, or why not): the summary's second line, to select and copy. Snapshots
-        do not carry savepoints, so one taken elsewhere (clusterdeck savepoint) is not
-        shown."""
+        (its folder, or why not): the summary's second line, to select and copy. Every
+        savepoint, also one taken elsewhere (clusterdeck savepoint), is a row of its own."""
         self._savepoints[job_id] = line
         if job_id == self.job_id:
             self.summary_changed.emit()
@@ -243,20 +244,23 @@ class CheckpointsModel(FixedColumnsModel):
         if role == Qt.ItemDataRole.ForegroundRole and column == "Status":
             return QBrush(STATUS_COLOURS[row.status])
         if role == Qt.ItemDataRole.FontRole and (column == "Status" or
-                                                 (failed and column == "Failure")):
+                                                 (failed and column == "Details")):
             font = QFont()
             font.setBold(True)
             return font
         if role == Qt.ItemDataRole.TextAlignmentRole and column in _RIGHT:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        if role == Qt.ItemDataRole.ToolTipRole and row.failure:
-            return f"checkpoint {row.checkpoint_id} failed: {row.failure}"
+        if role == Qt.ItemDataRole.ToolTipRole and (row.failure or row.path):
+            return f"{type_text(row)} {row.checkpoint_id} {STATUS_WORDS[row.status]}: " \
+                f"{details_text(row)}"
         return None
 
 
 def cell_text(row: CheckpointStats, column: str) -> str:
     if column == "ID":
         return str(row.checkpoint_id)
+    if column == "Type":
+        return type_text(row)
     if column == "Status":
         return STATUS_WORDS[row.status]
     if column == "Triggered":
@@ -270,6 +274,17 @@ def cell_text(row: CheckpointStats, column: str) -> str:
         return f"{row.acknowledged}/{row.expected}" if row.expected else NONE
     if column == "Alignment":
         return seconds_text(row.alignment)
-    if column == "Failure":
-        return row.failure
+    if column == "Details":
+        return details_text(row)
     return ""
+
+
+def type_text(row: CheckpointStats) -> str:
+    """``checkpoint``, ``savepoint``, or either with ``(stop)`` when the job stopped at it."""
+    kind = "savepoint" if row.savepoint else "checkpoint"
+    return f"{kind} (stop)" if row.stop else kind
+
+
+def details_text(row: CheckpointStats) -> str:
+    """Why it failed or was aborted; a written savepoint's folder."""
+    return row.failure or (f"written to {row.path}" if row.path else "")

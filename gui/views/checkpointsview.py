@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 
 from clusterdeck.gui.models.checkpointsmodel import COLUMNS, CheckpointsModel
 
-_WIDTHS = {"ID": 50, "Status": 90, "Triggered": 80, "Duration": 75, "Size": 80,
+_WIDTHS = {"ID": 50, "Type": 110, "Status": 90, "Triggered": 80, "Duration": 75, "Size": 80,
            "Acknowledged": 95, "Alignment": 75}
 
 

@@ -104,13 +104,14 @@ def test_a_streaming_jobs_checkpoints_are_listed_newest_first_under_the_summary(
     assert model.rowCount() == 3
     assert [model.data(model.index(row, 0)) for row in range(3)] == ["3", "2", "1"]
     assert texts(model, 2) == {
-        "ID": "1", "Status": "completed", "Triggered": clock(START + 1), "Duration": "250 ms",
-        "Size": "4.0 KiB", "Acknowledged": "2/2", "Alignment": "4 ms", "Failure": ""}
+        "ID": "1", "Type": "checkpoint", "Status": "completed", "Triggered": clock(START + 1),
+        "Duration": "250 ms", "Size": "4.0 KiB", "Acknowledged": "2/2", "Alignment": "4 ms",
+        "Details": ""}
     assert texts(model, 0)["Status"] == "in progress"
     assert texts(model, 0)["Duration"] == "\u2013"
     assert texts(model, 0)["Acknowledged"] == "0/2"
     summary = view.summary.text()
-    assert summary.startswith("Completed 1 \u00b7 failed 1 \u00b7 in progress 1")
+    assert summary.startswith("Completed 1 \u00b7 failed 1 \u00b7 aborted 0 \u00b7 in progress 1")
     assert f"latest: checkpoint 1 at {clock(START + 1.25)}, 250 ms, 4.0 KiB" in summary
     assert f"restored from checkpoint 1 ({clock(START + 2.5)})" in summary
     assert view.stack.currentWidget() is view.table and view.summary.isVisible()
@@ -127,11 +128,34 @@ def test_a_failed_checkpoint_is_marked_and_says_why(qtbot):
     failed, completed = model.index(0, 0), model.index(1, 0)
 
     assert texts(model, 0)["Status"] == "FAILED"
-    assert texts(model, 0)["Failure"] == "source#1 declined: no space left on device"
+    assert texts(model, 0)["Details"] == "source#1 declined: no space left on device"
     assert model.data(failed, Qt.ItemDataRole.BackgroundRole).color() == FAILED_ROW
     assert model.data(completed, Qt.ItemDataRole.BackgroundRole) is None
-    assert "no space left" in model.data(model.index(0, COLUMNS.index("Failure")),
+    assert "no space left" in model.data(model.index(0, COLUMNS.index("Details")),
                                          Qt.ItemDataRole.ToolTipRole)
+
+
+def test_an_aborted_checkpoint_is_not_a_failure_and_a_savepoint_says_where_it_went(qtbot):
+    """A failover aborts the checkpoint in progress: grey, counted apart from failures. A
+    stop with savepoint is a row of its own, with the savepoint's folder."""
+    model, view = view_of(qtbot)
+    job = Checkpoints()
+    job.trigger()
+    job.coordinator.abort_in_progress(job.now + 0.1, "source#0/a-s0 is FAILED")
+    job.coordinator.request_savepoint(stop=True, savepoint=True)
+    job.complete()
+    job.coordinator.savepoint_written(job.coordinator.history()[-1].checkpoint_id,
+                                      "/sp/savepoint-2", job.now + 0.5)
+    model.show_job(JOB)
+    model.set_snapshot(JOB, job.snapshot())
+
+    assert [texts(model, row)["Type"] for row in range(2)] == ["savepoint (stop)", "checkpoint"]
+    assert texts(model, 0)["Details"] == "written to /sp/savepoint-2"
+    assert (texts(model, 1)["Status"], texts(model, 1)["Details"]) == (
+        "aborted", "source#0/a-s0 is FAILED")
+    assert model.data(model.index(1, 0), Qt.ItemDataRole.BackgroundRole) is None
+    assert view.summary.text().startswith(
+        "Completed 1 \u00b7 failed 0 \u00b7 aborted 1 \u00b7 in progress 0")
 
 
 def test_a_new_checkpoint_comes_in_at_the_top_and_the_selected_one_stays_selected(qtbot):
@@ -182,7 +206,8 @@ def test_a_streaming_job_without_checkpoints_yet_or_without_a_summary_says_so(qt
     model.show_job(JOB)
     model.set_snapshot(JOB, Checkpoints().snapshot())
     assert view.empty.text() == NONE_YET
-    assert view.summary.text().startswith("Completed 0 \u00b7 failed 0 \u00b7 in progress 0")
+    assert view.summary.text().startswith(
+        "Completed 0 \u00b7 failed 0 \u00b7 aborted 0 \u00b7 in progress 0")
     model.set_snapshot(JOB, replace(empty_snapshot(JOB), kind=JobKind.STREAMING))
     assert view.empty.text() == NO_SUMMARY and not view.summary.isVisible()
 

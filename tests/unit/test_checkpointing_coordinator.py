@@ -176,7 +176,8 @@ def test_a_task_finishing_before_it_acknowledged_aborts_the_checkpoint_uncounted
     assert c.task_finished("source#1", "a-s1", 110.7) == [
         CheckpointAborted(1, "source#1 finished before it took part", ("a-s0", "a-s1", "a-k0")),
         DiscardStates((handle("source#0"),))]
-    assert c.in_progress is None and c.history()[-1].status is CheckpointStatus.FAILED
+    assert c.in_progress is None and c.history()[-1].status is CheckpointStatus.ABORTED
+    assert (c.failed_count, c.aborted_count) == (0, 1)
     assert c.trigger(120.0, TASKS[1:])[0] == TriggerCheckpoint(
         2, 120.0, CheckpointingMode.EXACTLY_ONCE, ("a-s1",))   # not failed: it goes on
 

@@ -124,5 +124,6 @@ def test_a_job_without_checkpoints_yet_has_no_latest() -> None:
 
     stats = stats_of(c)
 
-    assert stats.latest is None and (stats.completed, stats.failed) == (0, 1)
+    assert stats.latest is None
+    assert (stats.completed, stats.failed, stats.aborted) == (0, 0, 1)
     assert stats.history[0].failure == "source#0/a0 is FAILED"
