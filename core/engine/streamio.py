@@ -148,11 +148,12 @@ class GateInput:
     """A consuming task's input gate with its barrier alignment and input watermark."""
 
     def __init__(self, channels: Sequence[StreamChannel], mode: CheckpointingMode,
-                 loop: Any = None) -> None:
+                 loop: Any = None, consumer: str = "") -> None:
+        """``consumer``: this task's TaskManager, named to its producers."""
         self.channels = tuple(channels)
         self.gate = InputGate([SubpartitionLocation(c.host, c.port, c.partition_id,
                                                     c.subpartition, c.capability,
-                                                    c.fingerprint, c.taskmanager_id)
+                                                    c.fingerprint, c.taskmanager_id, consumer)
                                for c in channels],
                               loop=loop)
         self.barriers = barrier_handler(len(channels), mode)

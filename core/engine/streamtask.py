@@ -187,7 +187,7 @@ class _StreamTask:
                 raise RuntimeError(f"{self.subtask_id} reads an exchange but its deployment "
                                    f"names no input channels")
             self.input = GateInput(deployment.stream_inputs, graph.checkpointing.mode,
-                                   loop=channels.loop)
+                                   loop=channels.loop, consumer=channels.owner)
 
     def restore(self) -> None:
         """From the deployment's checkpoint (its state read and checked), or afresh: the

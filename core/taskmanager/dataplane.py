@@ -56,8 +56,9 @@ class DataPlane:
 
 
 def start_data_plane(config: Config, broker: BrokerAddress, scratch: Path,
-                     locate: Callable[[str], str] = str) -> DataPlane:
-    """``locate``: where this machine keeps a job's work dir (core/taskmanager/jobfolders.py)."""
+                     locate: Callable[[str], str] = str, owner: str = "") -> DataPlane:
+    """``locate``: where this machine keeps a job's work dir (core/taskmanager/jobfolders.py);
+    ``owner``: this TaskManager's id."""
     bind = config["taskmanager.data.bind"]
     if bind == "auto":
         bind = "127.0.0.1" if is_loopback(broker.host) else "0.0.0.0"
@@ -70,7 +71,7 @@ def start_data_plane(config: Config, broker: BrokerAddress, scratch: Path,
                         locate=locate)
     address = server.start(bind, advertised, None, port=config["taskmanager.data.port"],
                            certificate=certificate)
-    channels = ChannelServer(key, certificate=certificate)
+    channels = ChannelServer(key, certificate=certificate, owner=owner)
     try:
         channel_address = channels.start(bind, advertised)
     except BaseException:

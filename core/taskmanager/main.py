@@ -59,7 +59,8 @@ def run_taskmanager(config: Config, resource_id: str | None = None,
     scratch = paths.cluster_dir(config["cluster.id"]) / "taskmanagers" / resource_id
     stand_ins = stand_ins_of(config["cluster.id"])
     data_plane = start_data_plane(config, service.address, scratch,
-                                  locate=lambda work_dir: kept_at(work_dir, stand_ins))
+                                  locate=lambda work_dir: kept_at(work_dir, stand_ins),
+                                  owner=resource_id)
     executor = TaskExecutor(config, resource_id, service.instance_id, on_refused=refused,
                             data_plane=data_plane)
     service.start_endpoint(executor)

@@ -40,7 +40,8 @@ def test_every_frame_round_trips() -> None:
     sent = [DataBuffer(b"records"), Event(b"barrier 3"), DataBuffer(b""), EndOfPartition(),
             ErrorFrame("gone", retryable=True)]
     assert producer_decoder().feed(b"".join(frames.encode(f) for f in sent)) == sent
-    asked = [Hello("job-1/vertex-2/0", 3, CAPABILITY, 1 << 20), Credit(4)]
+    asked = [Hello("job-1/vertex-2/0", 3, CAPABILITY, 1 << 20), Credit(4),
+             Hello("p", 0, CAPABILITY, 1024, consumer="taskmanager-2")]
     assert consumer_decoder().feed(b"".join(frames.encode(f) for f in asked)) == asked
 
 
@@ -74,6 +75,8 @@ def test_a_zero_length_frame_is_refused() -> None:
     Hello("", 0, CAPABILITY, 1024),
     Hello("p", 0, "not-hex" * 9, 1024),
     Hello("p", 0, CAPABILITY[:-2], 1024),
+    Hello("p", 0, CAPABILITY, 1024, consumer="../taskmanager-2"),
+    Hello("p", 0, CAPABILITY, 1024, consumer="t" * 65),
 ])
 def test_a_malformed_hello_is_refused(hello: Hello) -> None:
     with pytest.raises(FrameError):

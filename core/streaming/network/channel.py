@@ -58,6 +58,7 @@ class SubpartitionLocation:
     capability: str
     fingerprint: str = ""  # the producer's TLS certificate; "" for plain TCP (loopback)
     taskmanager_id: str = ""  # the producer's, to name it when the channel breaks
+    consumer: str = ""  # this side's TaskManager, told to the producer in the hello
 
     def __str__(self) -> str:
         where = f"{self.host}:{self.port}" + (f" on {self.taskmanager_id}"
@@ -141,7 +142,8 @@ class InputChannel(asyncio.Protocol):
         self._outstanding = self._credits
         transport.write(frames.encode(Hello(
             self.location.partition_id, self.location.subpartition,
-            self.location.capability, self._max_buffer_size)) + frames.encode(
+            self.location.capability, self._max_buffer_size,
+            consumer=self.location.consumer)) + frames.encode(
             Credit(self._credits)))
 
     def data_received(self, data: bytes) -> None:

@@ -20,11 +20,13 @@ import struct
 from dataclasses import dataclass
 from enum import IntEnum
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: the hello names its consumer
 HEADER = struct.Struct("!IB")  # length of kind + body, kind
-_HELLO = struct.Struct("!HIIH")  # version, subpartition, max buffer size, partition id length
+# version, subpartition, max buffer size, partition id length, consumer name length
+_HELLO = struct.Struct("!HIIHB")
 _U32 = struct.Struct("!I")
 MAX_PARTITION_ID = 256  # bytes of UTF-8
+_CONSUMER = re.compile(r"[A-Za-z0-9._-]{0,64}")  # a TaskManager id, or ""
 MAX_CONTROL_BODY = 1024  # what a consumer may send in one frame (a Hello is < 400 bytes)
 MAX_REASON = 1024  # characters of an error frame's reason that are kept
 MAX_CREDIT = 1 << 16  # one announcement; more is a broken or hostile consumer
@@ -49,13 +51,15 @@ PRODUCER_KINDS = frozenset({FrameKind.BUFFER, FrameKind.EVENT, FrameKind.END_OF_
 class Hello:
     """The consumer's request for one subpartition: the first frame on a connection.
     ``max_buffer_size``: the largest buffer it accepts (the producer refuses the request
-    if its partition may send larger ones)."""
+    if its partition may send larger ones); ``consumer``: the consumer's TaskManager, for
+    the producer to name when the consumer goes away ("" when unknown)."""
 
     partition_id: str
     subpartition: int
     capability: str
     max_buffer_size: int
     version: int = PROTOCOL_VERSION
+    consumer: str = ""
 
 
 @dataclass(frozen=True)
@@ -111,9 +115,10 @@ def encode(frame: Frame) -> bytes:
     """The whole frame, for the small frames and for tests; buffers use ``header``."""
     match frame:
         case Hello():
-            partition = frame.partition_id.encode()
+            partition, consumer = frame.partition_id.encode(), frame.consumer.encode("ascii")
             body = (_HELLO.pack(frame.version, frame.subpartition, frame.max_buffer_size,
-                                len(partition)) + partition + frame.capability.encode("ascii"))
+                                len(partition), len(consumer)) + partition + consumer
+                    + frame.capability.encode("ascii"))
             kind = FrameKind.HELLO
         case Credit():
             body, kind = _U32.pack(frame.count), FrameKind.CREDIT
@@ -191,15 +196,18 @@ def _decode(kind: FrameKind, body: bytes) -> Frame:
 def _decode_hello(body: bytes) -> Hello:
     if len(body) < _HELLO.size:
         raise FrameError("a hello frame too short")
-    version, subpartition, max_buffer_size, id_size = _HELLO.unpack_from(body)
+    version, subpartition, max_buffer_size, id_size, consumer_size = _HELLO.unpack_from(body)
     rest = body[_HELLO.size:]
-    if not 0 < id_size <= MAX_PARTITION_ID or len(rest) < id_size:
+    if not 0 < id_size <= MAX_PARTITION_ID or len(rest) < id_size + consumer_size:
         raise FrameError("a hello frame with a malformed partition id")
     try:
         partition_id = rest[:id_size].decode()
-        capability = rest[id_size:].decode("ascii")
+        consumer = rest[id_size:id_size + consumer_size].decode("ascii")
+        capability = rest[id_size + consumer_size:].decode("ascii")
     except UnicodeDecodeError:
         raise FrameError("a hello frame that is not text where it should be") from None
     if not _CAPABILITY.fullmatch(capability):
         raise FrameError("a hello frame without a well-formed capability")
-    return Hello(partition_id, subpartition, capability, max_buffer_size, version)
+    if not _CONSUMER.fullmatch(consumer):
+        raise FrameError("a hello frame whose consumer is not a TaskManager id")
+    return Hello(partition_id, subpartition, capability, max_buffer_size, version, consumer)

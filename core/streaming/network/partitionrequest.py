@@ -47,6 +47,7 @@ class PartitionRequestConnection(asyncio.Protocol):
         self._hello_deadline: asyncio.TimerHandle | None = None
         self._writer: ResultPartitionWriter | None = None
         self._subpartition: ResultSubpartition | None = None
+        self._consumer = ""  # its TaskManager, as its hello named it
         self._paused = False  # the transport's write buffer is over its high-water mark
         self._ended = False  # the end of partition was written
         self._closing = False
@@ -101,9 +102,12 @@ class PartitionRequestConnection(asyncio.Protocol):
         self._server.forget(self)
         if self._subpartition is not None and self._writer is not None and not self._ended:
             cause = exc or "it closed the connection"
+            # name the consumer's TaskManager: its loss is the likely cause, not this one
+            who = f"on {self._consumer} " if self._consumer else ""
             self._writer.fail(ChannelError(
-                f"the consumer of {self._subpartition} ({self.peer}) went away before its "
-                f"end of partition: {cause}"))
+                f"the consumer of {self._subpartition} {who}({self.peer}) went away before "
+                f"its end of partition ({cause}): was {'it' if not who else self._consumer} "
+                f"lost?"))
 
     def pause_writing(self) -> None:
         self._paused = True
@@ -153,6 +157,7 @@ class PartitionRequestConnection(asyncio.Protocol):
             self.refuse(str(error))
             return
         self._writer, self._subpartition = writer, subpartition
+        self._consumer = hello.consumer
         log.debug("stream network: %s serves %s", self.peer, subpartition)
         self._pump()
 

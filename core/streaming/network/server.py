@@ -69,11 +69,13 @@ class ChannelServer:
     def __init__(self, key: str, *, loop: IoLoop | None = None,
                  certificate: SelfSigned | None = None,
                  max_connections: int = DEFAULT_MAX_CONNECTIONS,
-                 hello_timeout: float = DEFAULT_HELLO_TIMEOUT) -> None:
+                 hello_timeout: float = DEFAULT_HELLO_TIMEOUT, owner: str = "") -> None:
         """``loop``: the process's IO loop, shared with its input gates (one of its own
         if none, stopped by ``close``); ``certificate``: TLS with it, pinned by its
-        fingerprint (the data service's, core/dataservice/selfsigned.py)."""
+        fingerprint (the data service's, core/dataservice/selfsigned.py); ``owner``: its
+        TaskManager's id, which its tasks' input gates name to their producers."""
         self.key = key
+        self.owner = owner
         self.loop = loop or IoLoop("stream-channel-server")
         self._owns_loop = loop is None
         self.ssl_context = tls.server_context(certificate) if certificate else None
