@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from clusterdeck.core.checkpointing import (
     CheckpointCoordinator,
     CheckpointStorage,
+    CheckpointStorageError,
     CheckpointTask,
     CompletedCheckpointStore,
     Savepoints,
@@ -166,18 +167,7 @@ class JobCheckpoints:
         if handle is None:
             raise ValueError(f"checkpoint {checkpoint_id} is not retained or holds no state "
                              f"of {subtask_id}")
-        return handle, self.storage.job_folder(self.job_id) / handle.path
-
-    def unseen_snapshot(self, ack: p.AcknowledgeCheckpoint) -> Path | None:
-        """Where the acknowledged snapshot belongs on this machine, when it names its own
-        subtask's snapshot and is not here: its TaskManager does not share the work dir,
-        and the JobMaster fetches it before it counts the acknowledgement, so that any
-        TaskManager can restore from it and a savepoint can copy it."""
-        if ack.state is None or ack.state.path != state_path(ack.checkpoint_id,
-                                                             ack.subtask_id):
-            return None
-        path = self.storage.job_folder(self.job_id) / ack.state.path
-        return None if path.is_file() else path
+        return handle, self.storage.state_file(self.job_id, handle)
 
     # -- events (main thread) ----------------------------------------------------------------
 
@@ -192,8 +182,16 @@ class JobCheckpoints:
                 ack.job_id, ack.attempt_id, ack.subtask_id, ack.checkpoint_id,
                 f"its acknowledgement names {ack.state.path[:200]!r}, not its own snapshot"))
             return
-        unseen = self.unseen_snapshot(ack)
-        if unseen is None:
+        # Not here: its TaskManager does not share the work dir. It is fetched before the
+        # acknowledgement counts, so that any TaskManager can restore from it and a
+        # savepoint can copy it.
+        try:
+            unseen = self.storage.state_file(self.job_id, ack.state) if ack.state else None
+        except CheckpointStorageError as error:  # over the size a restore would read
+            self.declined(p.DeclineCheckpoint(ack.job_id, ack.attempt_id, ack.subtask_id,
+                                              ack.checkpoint_id, str(error)))
+            return
+        if unseen is None or unseen.is_file():
             self._count(ack)
             return
         self._fetching[ack.attempt_id] = self._fetching.get(ack.attempt_id, 0) + 1

@@ -33,7 +33,7 @@ from clusterdeck.core.jobmanager.jobstore import (
     failure_cause,
 )
 from clusterdeck.core.jobmanager.listings import budget, fitting, listed
-from clusterdeck.core.jobmanager.resultfiles import read_chunk, servable
+from clusterdeck.core.jobmanager.resultfiles import chunk_size, read_chunk, servable
 from clusterdeck.core.jobmanager.results import bare
 from clusterdeck.core.jobmanager.retention import JobFiles, RetentionPolicy, delete_jobs, expired
 from clusterdeck.core.protocol import messages as p
@@ -70,7 +70,7 @@ class Dispatcher(FencedRpcEndpoint):
         self._upload_bytes: dict[str, int] = {}  # artifact bytes received per upload so far
         self._artifacts: dict[str, bytes] = {}  # of running jobs only: dropped when one ends
         self.retention = RetentionPolicy.from_config(config)
-        self.chunk_size = max(1024, config["rpc.framesize"] // 2)
+        self.chunk_size = chunk_size(config["rpc.framesize"])
         # Result files are read off disk for clients two at a time: a burst of asks waits
         # in this queue instead of starting a thread each.
         self._file_reads = ThreadPoolExecutor(2, thread_name_prefix="job-file")

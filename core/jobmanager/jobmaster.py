@@ -48,7 +48,7 @@ from clusterdeck.core.jobmanager.jobevents import JobEvents
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
 from clusterdeck.core.jobmanager.reconciliation import DeploymentReconciler
 from clusterdeck.core.jobmanager.reductions import reductions
-from clusterdeck.core.jobmanager.resultfiles import read_chunk
+from clusterdeck.core.jobmanager.resultfiles import chunk_size, read_chunk
 from clusterdeck.core.jobmanager.results import fitted
 from clusterdeck.core.jobmanager.slotrequests import SlotRequestQueue
 from clusterdeck.core.protocol import messages as p
@@ -294,8 +294,7 @@ class JobMaster(FencedRpcEndpoint):
         handle, path = self.checkpoints.snapshot_file(execution.subtask_id,
                                                       request.checkpoint_id)
         return self.run_in_worker(read_chunk, self.job_id, handle.path, str(path),
-                                  request.offset,
-                                  max(1024, self.config["rpc.framesize"] // 2),
+                                  request.offset, chunk_size(self.config["rpc.framesize"]),
                                   name="state-chunk")
 
     @handler(p.DeclineCheckpoint, senders=(topics.TASKMANAGERS,))

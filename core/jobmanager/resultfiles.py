@@ -20,6 +20,11 @@ from clusterdeck.core.protocol import messages as p
 SERVED_FOLDERS = ("collect", "output")
 
 
+def chunk_size(framesize: int) -> int:
+    """Bytes of a file in one chunk message: half a frame, room for base64 and the rest."""
+    return max(1024, framesize // 2)
+
+
 def servable(work_dir: Path, path: str) -> str:
     """The real path of ``path`` if it is one of the job's result files, else ValueError."""
     root = os.path.realpath(work_dir)

@@ -12,7 +12,7 @@ from typing import Any
 from clusterdeck.core.checkpointing import CheckpointStorage, CheckpointTask
 from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints
 from clusterdeck.core.protocol import messages as p
-from clusterdeck.core.protocol.checkpoints import CheckpointOptions
+from clusterdeck.core.protocol.checkpoints import CheckpointOptions, StateHandle
 
 
 class Endpoint:
@@ -286,3 +286,12 @@ def test_a_task_finishing_while_its_snapshot_is_fetched_still_counts(tmp_path, m
     endpoint.finish()
     assert failed == [] and driver.coordinator.completed_count == 1
     assert [type(m).__name__ for m in told[2:]] == ["NotifyCheckpointComplete"] * 2
+
+
+def test_an_acknowledgement_of_a_snapshot_over_the_limit_fails_the_checkpoint(tmp_path):
+    driver, endpoint, _, failed = checkpoints(tmp_path)
+    endpoint.fire()
+    huge = StateHandle("chk-1/v%231.state", 2 ** 40, "0" * 64)
+    driver.acknowledged(p.AcknowledgeCheckpoint("job-1", "a1", "v#1", 1, huge))
+    assert driver.coordinator.in_progress is None
+    assert len(failed) == 1 and "over the limit" in failed[0]

@@ -103,11 +103,10 @@ class PartitionRequestConnection(asyncio.Protocol):
         if self._subpartition is not None and self._writer is not None and not self._ended:
             cause = exc or "it closed the connection"
             # name the consumer's TaskManager: its loss is the likely cause, not this one
-            who = f"on {self._consumer} " if self._consumer else ""
+            where = f"on {self._consumer} " if self._consumer else ""
             self._writer.fail(ChannelError(
-                f"the consumer of {self._subpartition} {who}({self.peer}) went away before "
-                f"its end of partition ({cause}): was {'it' if not who else self._consumer} "
-                f"lost?"))
+                f"the consumer of {self._subpartition} {where}({self.peer}) went away before "
+                f"its end of partition ({cause}): was {self._consumer or 'it'} lost?"))
 
     def pause_writing(self) -> None:
         self._paused = True
