@@ -1,7 +1,6 @@
-"""Checkpoints of streaming jobs (issue 17, under construction): the coordinator the
-JobMaster runs, the completed-checkpoint store and the files on disk. Pure but for
-``storage.py``; nothing here talks to a broker or to Spark. docs/streaming.md says what
-exists and what is still to come."""
+"""Checkpoints of streaming jobs: the coordinator the JobMaster runs, the completed-checkpoint
+store and the files on disk. Pure but for ``storage.py``; nothing here talks to a broker or
+to Spark. docs/streaming.md says what exists and what is still to come."""
 
 from clusterdeck.core.checkpointing.checkpoints import (
     CheckpointRecord,
