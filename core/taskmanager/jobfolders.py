@@ -29,10 +29,12 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from clusterdeck.core.config import paths
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.taskmanager.endpoint import Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -140,3 +142,42 @@ def sweep(jobs_folder: str, keep: int, max_age: float, in_use: Collection[str],
         shutil.rmtree(path, ignore_errors=True)
         log.info("deleted job folder %s (job retention of this machine)", path)
     return doomed
+
+
+class JobFolders:
+    """A TaskExecutor's job folders: claimed for its tasks, swept by this machine's job
+    retention. ``in_use()``: the work dirs of the tasks here now (never swept)."""
+
+    def __init__(self, endpoint: Endpoint, config: Config, stand_ins: str,
+                 in_use: Callable[[], list[str]]) -> None:
+        self._endpoint = endpoint
+        self._keep: int = config["jobstore.retention.max-jobs"]
+        self._max_age: float = config["jobstore.retention.max-age"]
+        self.stand_ins = stand_ins
+        self._in_use = in_use
+        self._claims = Claims()
+
+    def fresh(self, work_dir: str) -> str | None:
+        """Main thread: the folder a task of ``work_dir`` claimed lately, if any."""
+        return self._claims.fresh(work_dir)
+
+    def claim(self, work_dir: str) -> str:
+        """Slot thread: where this machine keeps ``work_dir``, made if need be; the main
+        thread then remembers it and, if it was made, sweeps beside it."""
+        kept, made = claim(work_dir, self.stand_ins)
+        self._endpoint.run_async(self._claimed, work_dir, kept, made)
+        return kept
+
+    def _claimed(self, work_dir: str, kept: str, made: bool) -> None:
+        self._claims.store(work_dir, kept)
+        if made:
+            self._sweep(os.path.dirname(kept))
+
+    def _sweep(self, jobs_folder: str) -> None:
+        """Main thread: a task made a job folder on this machine; apply this machine's
+        job retention to such folders, on a worker."""
+        swept = self._endpoint.run_in_worker(sweep, jobs_folder, self._keep, self._max_age,
+                                             self._in_use(), self.stand_ins,
+                                             name="job-retention")
+        self._endpoint.on_main_thread(swept, lambda _gone, error: error and log.warning(
+            "could not apply job retention to %s: %s", jobs_folder, error))

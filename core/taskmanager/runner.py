@@ -33,6 +33,7 @@ from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.wiring import ResultPartitionRef
 from clusterdeck.core.taskmanager.attemptlogs import safe_name
 from clusterdeck.core.taskmanager.partitionfetch import fetcher
+from clusterdeck.core.taskmanager.tasks import Task
 
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)?)"
                              r"(?::\s?(.*))?$")
@@ -63,7 +64,7 @@ def _input_partition(deployment: p.SubmitTask, kept: str, input_index: int,
                           deployment.vertex_id, input_index, ref)
 
 
-def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any,
+def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Task,
              kept: str | None = None) -> p.TaskResult:
     """Runs on the slot thread; raises what run_subtask raises. ``kept``: where the job's
     work dir is on this machine (default: at its own path)."""
@@ -72,21 +73,19 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Any,
     output_dir = attempt_dir(kept, deployment.attempt_id)
     try:
         if deployment.graph.kind is JobKind.STREAMING:
+            services = task.services
             result = run_stream_subtask(spark, job, deployment, task.checkpoint_control,
-                                        task.report_checkpoint, checkpoint_storage(kept),
-                                        getattr(task, "counts", None),
-                                        live=getattr(task, "live", None),
+                                        services.report_checkpoint, checkpoint_storage(kept),
+                                        task.counts, live=task.live,
                                         printed=Path(printed_path(kept, deployment.attempt_id,
                                                                   "stdout")),
-                                        channels=getattr(task, "channels", None),
-                                        broker=getattr(task, "broker", None))
+                                        channels=services.channels, broker=services.broker)
         else:
             result = run_subtask(spark, job, deployment.vertex_id, deployment.subtask,
                                  deployment.attempt_id, input_partitions(deployment, kept),
                                  task.splits(), output_dir,
                                  fetch_missing=fetcher(deployment, kept),
-                                 live=getattr(task, "live", None),
-                                 counts=getattr(task, "counts", None),
+                                 live=task.live, counts=task.counts,
                                  first=first_of_its_subtask(deployment))
         task.used_spark = result.used_spark
     except PartitionNotFound:

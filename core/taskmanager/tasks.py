@@ -20,12 +20,14 @@ from typing import Any
 
 from clusterdeck.core.engine.cancellation import cancel_subtask
 from clusterdeck.core.engine.liveoutput import LiveOutput
+from clusterdeck.core.engine.mqttparts import ClusterBroker
 from clusterdeck.core.engine.tally import LiveCounts
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.failures import TaskFailure
 from clusterdeck.core.protocol.jobgraph import InputSplit
 from clusterdeck.core.protocol.states import ExecutionState
+from clusterdeck.core.streaming.network import ChannelServer
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler, thread_name
 from clusterdeck.core.taskmanager.slotworkers import SlotWorker
 from clusterdeck.core.taskmanager.sparkhealth import (
@@ -52,28 +54,50 @@ class TaskOutcome:
 
 
 SplitSource = Callable[[int], InputSplit | None]  # the request's sequence number -> split
-Runner = Callable[..., p.TaskResult]
+
+
+def _no_checkpoint_reports(_message: Any) -> None:
+    """A batch task takes no snapshots: it has no checkpoint to report."""
+
+
+@dataclass(frozen=True)
+class TaskServices:
+    """What a task uses of its TaskManager, all given when the task is built.
+
+    ``spark`` and ``job``: the SparkSession and the job's artifact, waited for on the slot
+    thread; ``next_split``: asks the JobMaster for the next input split (slot thread);
+    ``logs``: the attempt logs; ``report_checkpoint``: hands a streaming task's
+    acknowledgement or decline to the main thread, for its JobMaster; ``channels``: the
+    TaskManager's stream channel server (streaming tasks); ``broker``: the cluster's
+    broker with this TaskManager's login (MQTT sources and sinks)."""
+
+    spark: Future[Any]
+    job: Future[LoadedJob]
+    next_split: SplitSource
+    logs: AttemptLogHandler
+    report_checkpoint: Callable[[Any], None] = _no_checkpoint_reports
+    channels: ChannelServer | None = None
+    broker: ClusterBroker | None = None
+
+
+Runner = Callable[[Any, LoadedJob, p.SubmitTask, "Task"], p.TaskResult]
 
 
 class Task:
-    def __init__(self, deployment: p.SubmitTask, spark: Future[Any], job: Future[LoadedJob],
-                 next_split: SplitSource, runner: Runner, logs: AttemptLogHandler,
+    def __init__(self, deployment: p.SubmitTask, services: TaskServices, runner: Runner,
                  on_done: Callable[[Task, TaskOutcome], None]) -> None:
         self.deployment = deployment
         self.attempt_id = deployment.attempt_id
-        self._spark = spark
-        self._job = job
-        self._next_split = next_split
+        self.services = services
+        self._spark = services.spark
+        self._job = services.job
+        self._next_split = services.next_split
         self._runner = runner
-        self._logs = logs
+        self._logs = services.logs
         self._on_done = on_done
         self.canceled = threading.Event()
-        # A streaming task's checkpoint messages, put by the main thread; and how its
-        # acknowledgements go to its JobMaster (set by the TaskExecutor)
+        # A streaming task's checkpoint messages, put by the main thread.
         self.checkpoint_control: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self.report_checkpoint: Callable[[Any], None] = lambda _message: None
-        self.channels: Any = None  # its TaskManager's stream channel server (streaming tasks)
-        self.broker: Any = None  # the cluster's broker and its login (MQTT sources, sinks)
         self.live = LiveOutput()  # what a script prints, taken by the main thread
         self.counts = LiveCounts()  # records and bytes so far, read by the main thread
         # Set when the TaskExecutor fails it (a timeout, a dead Spark JVM): the cause to

@@ -20,7 +20,7 @@ from clusterdeck.core.protocol.wiring import EdgeInput, ResultPartitionRef
 from clusterdeck.core.rpc import from_data, to_data
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
 from clusterdeck.core.taskmanager.runner import attempt_dir, input_partitions
-from clusterdeck.core.taskmanager.tasks import Task, TaskOutcome
+from clusterdeck.core.taskmanager.tasks import Task, TaskOutcome, TaskServices
 
 PRODUCERS = (ResultPartitionRef("job/map#0/a0", "map", 0, 1, "tm-1"),
              ResultPartitionRef("job/map#1/a0", "map", 1, 1, "tm-2"))
@@ -52,8 +52,9 @@ def run(task_deployment: p.SubmitTask, tmp_path: Path) -> TaskOutcome:
     ended = threading.Event()
     ready: Future[Any] = Future()
     ready.set_result(object())
-    task = Task(task_deployment, ready, ready, lambda _sequence: None, reading_inputs,
-                AttemptLogHandler(tmp_path / "logs"),
+    services = TaskServices(ready, ready, lambda _sequence: None,
+                            AttemptLogHandler(tmp_path / "logs"))
+    task = Task(task_deployment, services, reading_inputs,
                 lambda _task, outcome: (outcomes.append(outcome), ended.set()))
     task.start()
     assert ended.wait(10), "the task did not end"

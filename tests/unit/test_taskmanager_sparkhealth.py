@@ -29,7 +29,7 @@ from clusterdeck.core.taskmanager.sparkhealth import (
     SparkJvm,
     looks_like_lost_jvm,
 )
-from clusterdeck.core.taskmanager.tasks import Task, TaskOutcome
+from clusterdeck.core.taskmanager.tasks import Task, TaskOutcome, TaskServices
 from tests.waiting import wait_for
 
 
@@ -77,8 +77,9 @@ def run(task_runner: Any, session: Any, tmp_path: Any,
         before_start: Any = None) -> TaskOutcome:
     outcomes: list[TaskOutcome] = []
     ended = threading.Event()
-    task = Task(deployment(), done(session), done(object()), lambda _sequence: None,
-                task_runner, AttemptLogHandler(tmp_path),
+    services = TaskServices(done(session), done(object()), lambda _sequence: None,
+                            AttemptLogHandler(tmp_path))
+    task = Task(deployment(), services, task_runner,
                 lambda _task, outcome: (outcomes.append(outcome), ended.set()))
     if before_start is not None:
         before_start(task)
@@ -173,9 +174,10 @@ def test_the_cause_the_taskexecutor_gives_wins_over_what_the_thread_raises(
 def test_cancel_never_waits_for_the_jvm_on_the_calling_thread(jvm_process, tmp_path) -> None:
     scala = ScalaContext()  # never answers until told
     proceed = threading.Event()
-    task = Task(deployment(), done(session_of(jvm_process, scala)), done(object()),
-                lambda _sequence: None, lambda *_args: proceed.wait(10),
-                AttemptLogHandler(tmp_path), lambda _task, _outcome: None)
+    services = TaskServices(done(session_of(jvm_process, scala)), done(object()),
+                            lambda _sequence: None, AttemptLogHandler(tmp_path))
+    task = Task(deployment(), services, lambda *_args: proceed.wait(10),
+                lambda _task, _outcome: None)
     task.start()
     task.cancel()  # returns although the JVM has not answered
     assert task.canceled.is_set()
