@@ -26,6 +26,7 @@ from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.checkpoints import SavepointRestore
 from clusterdeck.core.protocol.gateways import DispatcherGateway
+from clusterdeck.core.protocol.ids import new_job_id
 from clusterdeck.core.rpc import AskTimeoutError, RemoteError, RpcError
 from clusterdeck.core.rpc.mqtt import MqttRpcService, TrafficCallback
 
@@ -339,10 +340,6 @@ def local_chunks(path: str, offset: int = 0) -> Iterator[bytes]:
         handle.seek(offset)
         while chunk := handle.read(LOCAL_CHUNK):
             yield chunk
-
-
-def new_job_id() -> str:
-    return uuid.uuid4().hex[:16]
 
 
 def result_files(result: p.JobResult, read: FileReader = local_chunks

@@ -30,10 +30,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from clusterdeck.core.dataservice import capability, selfsigned
+from clusterdeck.core.protocol import workdir
 
 log = logging.getLogger(__name__)
 
-SERVED_FOLDERS = ("partitions", "collect", "output", "checkpoints")
+SERVED_FOLDERS = workdir.TASK_FOLDERS
 FILE_ROUTE = "/v1/file"
 MAX_QUERY = 8192
 REQUEST_TIMEOUT = 30.0

@@ -57,6 +57,7 @@ from clusterdeck.core.engine.tally import LiveCounts
 from clusterdeck.core.jobapi.errors import SubtaskCancelled, SubtaskFailed
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.ids import attempt_part_of, subtask_id
 from clusterdeck.core.streaming.network import ChannelServer
 
 BATCH_RECORDS = 2000  # records through Spark at most per batch (one Spark job)
@@ -87,7 +88,8 @@ def run_stream_subtask(spark: Any, job: LoadedJob, deployment: p.SubmitTask,
     feed = (lambda text: live.write("stdout", text)) if live is not None else None
     task = _StreamTask(spark, job, deployment, report,
                        SnapshotWriter(storage, deployment.job_id,
-                                      _subtask_id(deployment), control),
+                                      subtask_id(deployment.vertex_id, deployment.subtask),
+                                      control),
                        counts or LiveCounts(),
                        Printed(printed, feed) if printed is not None else None, broker)
     vertex = job.graph.vertex(deployment.vertex_id)
@@ -132,8 +134,8 @@ class _StreamTask:
         self.counts = counts
         vertex = job.graph.vertex(deployment.vertex_id)
         first, last = vertex.operators[0], vertex.operators[-1]
-        self.subtask_id = _subtask_id(deployment)
-        self.attempt = deployment.attempt_id.rsplit("/", 1)[-1]  # a3, or e1a3 after failover
+        self.subtask_id = subtask_id(deployment.vertex_id, deployment.subtask)
+        self.attempt = attempt_part_of(deployment.attempt_id)  # a3, or e1a3 after failover
         # Fresh and untouched until ``restore`` (no file is read or written before it)
         self.source: StreamSource | None = open_source(
             first, deployment.subtask, deployment.parallelism, broker,
@@ -397,10 +399,6 @@ class _StreamTask:
             self.output.cancel_marker(checkpoint_id)
         self.report(p.DeclineCheckpoint(deployment.job_id, deployment.attempt_id,
                                         self.subtask_id, checkpoint_id, reason))
-
-
-def _subtask_id(deployment: p.SubmitTask) -> str:
-    return f"{deployment.vertex_id}#{deployment.subtask}"
 
 
 def _messages(control: queue.SimpleQueue[Any], wait: float) -> list[Any]:

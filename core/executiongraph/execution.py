@@ -6,19 +6,20 @@ every message about a task names exactly one attempt and a report from an old at
 be told apart from one from the current attempt. Old attempts are kept: they are the
 subtask's history.
 
-Attempt ids never repeat, not even across JobManager runs: result partitions are folders
-named after them, and a late file of an old attempt must not mix with a new one's. Each
-JobManager run of a job has an epoch (0 for the first, one more for every recovery) and
-it is part of the id: ``job/vertex#i/aN`` in epoch 0, ``job/vertex#i/eEaN`` in epoch E.
+Attempt ids never repeat, not even across JobManager runs: each JobManager run of a job
+has an epoch (0 for the first, one more for every recovery) and it is part of the id. The
+format is the protocol's (``clusterdeck.core.protocol.ids``); ``subtask_id``,
+``attempt_id_of`` and ``epoch_of`` are importable from here too.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from clusterdeck.core.protocol.failures import FailureRecord
+from clusterdeck.core.protocol.ids import attempt_id_of, subtask_id
+from clusterdeck.core.protocol.ids import epoch_of as epoch_of
 from clusterdeck.core.protocol.jobgraph import InputSplit
 from clusterdeck.core.protocol.snapshots import AttemptSnapshot, SlotSnapshot, SubtaskSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, IllegalTransition
@@ -30,26 +31,6 @@ class SlotRef:
 
     taskmanager_id: str
     slot_index: int
-
-
-def subtask_id(vertex_id: str, subtask: int) -> str:
-    return f"{vertex_id}#{subtask}"
-
-
-def attempt_id_of(job_id: str, vertex_id: str, subtask: int, attempt: int,
-                  epoch: int = 0) -> str:
-    """The id of attempt ``attempt`` made in epoch ``epoch``; epoch 0 keeps the short form."""
-    marker = f"e{epoch}" if epoch else ""
-    return f"{job_id}/{subtask_id(vertex_id, subtask)}/{marker}a{attempt}"
-
-
-_ATTEMPT_PART = re.compile(r"(?:e(\d+))?a(\d+)")
-
-
-def epoch_of(attempt_id: str) -> int | None:
-    """The epoch an attempt id was issued in; None for a string that is not one."""
-    match = _ATTEMPT_PART.fullmatch(attempt_id.rpartition("/")[2])
-    return int(match.group(1) or 0) if match else None
 
 
 @dataclass

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clusterdeck.core.protocol.failures import FailureRecord
+from clusterdeck.core.protocol.ids import attempt_id_of
 from clusterdeck.core.protocol.snapshots import (
     AttemptSnapshot,
     JobGraphSnapshot,
@@ -179,6 +180,6 @@ class JobHistory:
                 failure=attempt.failure if state is ExecutionState.FAILED else None,
                 input_splits=attempt.input_splits, epoch=attempt.epoch))
         if not shown:
-            shown.append(AttemptSnapshot(f"{self.job_id}/{vertex_id}#{subtask}/a0", 0,
+            shown.append(AttemptSnapshot(attempt_id_of(self.job_id, vertex_id, subtask, 0), 0,
                                          ExecutionState.CREATED))
         return tuple(shown)

@@ -1,0 +1,71 @@
+"""The cluster overview: the TaskManagers the ResourceManager knows, asked for or retained
+on ``state/cluster``, and the events of one joining or being lost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from clusterdeck.core.rpc import message
+
+
+class TaskManagerState(StrEnum):
+    REGISTERED = "registered"
+    LOST = "lost"
+
+
+@message
+@dataclass(frozen=True)
+class TaskManagerInfo:
+    id: str
+    state: TaskManagerState
+    host: str
+    pid: int
+    slots_total: int
+    slots_free: int
+    heartbeat_age_s: float | None
+    registered_at: float
+    endpoint_id: str = ""
+    lost_cause: str = ""
+    cpu_percent: float = 0.0
+    memory_bytes: int = 0
+
+
+@message
+@dataclass(frozen=True)
+class RequestClusterOverview:
+    """Client -> Dispatcher (unfenced) and Dispatcher -> ResourceManager."""
+
+
+@message
+@dataclass(frozen=True)
+class ClusterOverview:
+    """The answer to RequestClusterOverview, and the retained ``state/cluster`` snapshot."""
+
+    cluster_id: str
+    taskmanagers: tuple[TaskManagerInfo, ...]
+    slots_total: int
+    slots_free: int
+    jobmanager_pid: int
+    taken_at: float
+    fencing_token: str = ""
+    taskmanagers_left_out: int = 0  # not listed: the overview would not fit rpc.framesize
+
+
+@message
+@dataclass(frozen=True)
+class TaskManagerRegistered:
+    """Event on ``events/cluster``."""
+
+    info: TaskManagerInfo
+
+
+@message
+@dataclass(frozen=True)
+class TaskManagerLost:
+    """Event on ``events/cluster``; ``detected_by`` is "last will" or "heartbeat timeout"."""
+
+    resource_id: str
+    cause: str
+    detected_by: str
+    at: float = field(default=0.0)
