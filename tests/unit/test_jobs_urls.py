@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterdeck.core.engine.inputsplits import plan_file_splits
 from clusterdeck.core.jobapi.environment import _paths, _sink_path
+from clusterdeck.core.jobapi.inputsplits import plan_file_splits
 from clusterdeck.core.protocol.jobgraph import is_url
 
 
