@@ -19,10 +19,10 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from clusterdeck.core.engine.exchange import InputPartition
-from clusterdeck.core.engine.inputsplits import DEFAULT_BLOCK_SIZE, plan_splits
 from clusterdeck.core.engine.runtime import DEFAULT_SPLIT_BATCH_BYTES, SubtaskResult, run_subtask
-from clusterdeck.core.engine.sinks import initialize_sinks
+from clusterdeck.core.jobapi.inputsplits import DEFAULT_BLOCK_SIZE, plan_splits
 from clusterdeck.core.jobapi.loader import LoadedJob
+from clusterdeck.core.jobapi.sinkfolders import initialize_sinks
 from clusterdeck.core.protocol.jobgraph import JobEdge, JobKind, ShipStrategy
 from clusterdeck.core.protocol.wiring import ResultPartitionRef
 

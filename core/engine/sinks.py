@@ -8,12 +8,10 @@ attempt of the same subtask published: a restarted subtask never leaves duplicat
 first attempt of a subtask in a job's first run skips that search (``first``): nothing
 can have published before it, and listing a folder of thousands of parts for each of
 thousands of subtasks made the sink's cost grow with the square of the parallelism.
-``initialize_sinks`` (once per job run, before any task; the JobMaster's job, as Flink's
-``OutputFormat.initializeGlobal``) removes the ``part-*`` files of a previous run; it
-never deletes anything else in the folder.
+The JobMaster prepares the folders before a run (``jobapi.sinkfolders.initialize_sinks``,
+which owns the staging folder's name).
 
-Runs on the slot thread, except ``initialize_sinks`` (the JobMaster's main thread or a
-worker of it).
+Runs on the slot thread.
 """
 
 from __future__ import annotations
@@ -34,27 +32,8 @@ from clusterdeck.core.engine.records import (
 )
 from clusterdeck.core.engine.streams import Records, Stream, Table, Work, as_records, as_table
 from clusterdeck.core.jobapi import plan
-from clusterdeck.core.protocol.jobgraph import JobGraph, OperatorSpec
-
-STAGING = "_attempts"
-
-
-def initialize_sinks(graph: JobGraph, keep_output: bool = False) -> None:
-    """Create every file sink's folder; remove its ``part-*`` files and what attempts of
-    an earlier run left in staging or in progress (a streaming sink's ``.part-*``).
-    ``keep_output``: a streaming job started from a savepoint goes on with the output of
-    the job before it, whose pending files its restored sinks commit or delete."""
-    for vertex in graph.vertices:
-        for op in vertex.operators:
-            if op.kind in plan.FILE_SINKS:
-                folder = Path(op.params["path"])
-                folder.mkdir(parents=True, exist_ok=True)
-                if keep_output:
-                    continue
-                for old in [*folder.glob("part-*"), *folder.glob(".part-*")]:
-                    if old.is_file():
-                        old.unlink()
-                shutil.rmtree(folder / STAGING, ignore_errors=True)
+from clusterdeck.core.jobapi.sinkfolders import STAGING
+from clusterdeck.core.protocol.jobgraph import OperatorSpec
 
 
 class FileSinkWriter:

@@ -18,7 +18,6 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from clusterdeck.core.engine.inputsplits import part_bounds, read_lines
 from clusterdeck.core.engine.records import SCALAR_COLUMN
 from clusterdeck.core.engine.streams import (
     CountingPartition,
@@ -32,6 +31,7 @@ from clusterdeck.core.engine.streams import (
 )
 from clusterdeck.core.engine.tally import Tally
 from clusterdeck.core.jobapi import plan
+from clusterdeck.core.jobapi.inputsplits import part_bounds, read_lines
 from clusterdeck.core.jobapi.plan import UserCode
 from clusterdeck.core.protocol.jobgraph import InputSplit, OperatorSpec
 

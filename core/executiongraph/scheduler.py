@@ -28,13 +28,19 @@ name it) and a consumer still needs them.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from clusterdeck.core.executiongraph.execution import Execution, ExecutionVertex, SlotRef, epoch_of
 from clusterdeck.core.executiongraph.failover import failover_region, pipelined_region
+from clusterdeck.core.executiongraph.failurehandling import (
+    lose_partitions,
+    partitions_not_found,
+    record_failure,
+    stranded_splits,
+    without_usable_result,
+)
 from clusterdeck.core.executiongraph.graph import ExecutionGraph, ExecutionJobVertex
 from clusterdeck.core.executiongraph.instructions import (
     AllocateSlot,
@@ -56,9 +62,10 @@ from clusterdeck.core.executiongraph.instructions import (
 )
 from clusterdeck.core.executiongraph.recovery import FinishedSubtask, restore_finished
 from clusterdeck.core.executiongraph.restart import NoRestart, RestartStrategy
+from clusterdeck.core.executiongraph.slots import SlotBook
 from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
 from clusterdeck.core.executiongraph.tasktimes import TaskTimes
-from clusterdeck.core.protocol.failures import TASKMANAGER_LOST, FailureRecord, TaskFailure
+from clusterdeck.core.protocol.failures import TASKMANAGER_LOST, TaskFailure
 from clusterdeck.core.protocol.states import ExecutionState, IllegalTransition, JobStatus
 
 FailoverStrategy = Literal["region", "full"]
@@ -97,16 +104,13 @@ class Scheduler:
         self.splits = splits or InputSplitAssigner()
         self.partitions_outlive_taskmanagers = partitions_outlive_taskmanagers
         self.failover: FailoverStrategy = failover
-        self._waiting_for_slot: deque[Execution] = deque()
-        self._slots_in_use: dict[SlotRef, Execution] = {}
-        # Deployed behind a slot's holder, in order, started by its TaskManager as the
-        # ones before end: the slot does not wait a round trip to the JobMaster between
-        # two tasks (as many as cover that round trip: TaskTimes.ahead).
-        # Only behind tasks of a vertex whose tasks take less than ``deploy_ahead``
-        # seconds (0: never): the round trip matters only for short tasks, and an attempt
-        # queued behind a long one could miss a slot that frees meanwhile elsewhere.
+        self._slots = SlotBook(graph)
+        # Attempts are deployed ahead behind a slot's holder (SlotBook), as many as cover
+        # a round trip to the JobMaster (TaskTimes.ahead), only behind tasks of a vertex
+        # whose tasks take less than ``deploy_ahead`` seconds (0: never): the round trip
+        # matters only for short tasks, and an attempt queued behind a long one could miss
+        # a slot that frees meanwhile elsewhere.
         self.deploy_ahead = deploy_ahead
-        self._queued: dict[SlotRef, deque[Execution]] = {}  # never an empty deque
         self._task_times = TaskTimes()
         self._pending_restarts: list[_PendingRestart] = []
         self._started_at: float | None = None
@@ -154,10 +158,10 @@ class Scheduler:
         """A slot arrived: deploy the longest-waiting scheduled subtask into it, or give
         the slot back when nothing waits."""
         slot = SlotRef(taskmanager_id, slot_index)
-        if slot in self._slots_in_use:
-            holder = self._slots_in_use[slot].attempt_id
-            return [Rejected(None, f"slot {taskmanager_id}:{slot_index} is in use by {holder}")]
-        execution = self._next_waiting() if self.status is JobStatus.RUNNING else None
+        if (holder := self._slots.holder(slot)) is not None:
+            return [Rejected(None, f"slot {taskmanager_id}:{slot_index} is in use by "
+                                   f"{holder.attempt_id}")]
+        execution = self._slots.next_waiting() if self.status is JobStatus.RUNNING else None
         if execution is None:
             return [ReleaseSlot(slot)]
         if self.pipelined:
@@ -168,42 +172,40 @@ class Scheduler:
         """Pipelined: hold the slot for ``execution``; once no attempt waits for one, deploy
         every attempt holding a slot (Flink's pipelined region scheduling allocates a
         region's slots before it deploys the region)."""
-        self._slots_in_use[slot] = execution
+        self._slots.hold(slot, execution)
         execution.slot = slot
-        if any(waiting.state is ExecutionState.SCHEDULED and waiting.slot is None
-               and self.graph.is_current(waiting) for waiting in self._waiting_for_slot):
+        if self._slots.still_waiting():
             return []
         out: list[Instruction] = []
-        for held_slot, held in list(self._slots_in_use.items()):
+        for held_slot, held in self._slots.held():
             if held.state is ExecutionState.SCHEDULED and self.graph.is_current(held):
                 out += self._deploy(held_slot, held, now)
         return out
 
     def _deploy_into(self, slot: SlotRef, execution: Execution,
                      now: float) -> list[Instruction]:
-        self._slots_in_use[slot] = execution
+        self._slots.hold(slot, execution)
         return self._deploy(slot, execution, now)
 
     def _ahead(self, slot: SlotRef, now: float) -> list[Instruction]:
         """Deploy the longest-waiting attempts behind the slot's holder (Flink's batch
         scheduler deploys what is ready at once; here a slot runs one task at a time, so
         the next ones wait on its TaskManager, not on the JobMaster)."""
-        holder = self._slots_in_use.get(slot)
+        holder = self._slots.holder(slot)
         if holder is None or self.status is not JobStatus.RUNNING \
                 or not self._task_times.shorter_than(holder.vertex_id, self.deploy_ahead):
             return []
-        queue = self._queued.get(slot) or deque()
+        queue = self._slots.queue_behind(slot)
         depth = self._task_times.ahead(holder.vertex_id)
         out: list[Instruction] = []
         while len(queue) < depth:
-            execution = self._next_waiting()
+            execution = self._slots.next_waiting()
             if execution is None:
                 break
             queue.append(execution)
             out += [WithdrawSlotRequest(execution.attempt_id),
                     *self._deploy(slot, execution, now)]
-        if queue:
-            self._queued[slot] = queue
+        self._slots.keep_queue(slot, queue)
         return out
 
     def _deploy(self, slot: SlotRef, execution: Execution, now: float) -> list[Instruction]:
@@ -226,7 +228,7 @@ class Scheduler:
         a round trip to the ResourceManager; back to it when nothing waits."""
         if slot is None:
             return []
-        execution = self._next_waiting() if self.status is JobStatus.RUNNING else None
+        execution = self._slots.next_waiting() if self.status is JobStatus.RUNNING else None
         if execution is None:
             return [ReleaseSlot(slot)]
         if self.pipelined:
@@ -261,14 +263,15 @@ class Scheduler:
                                          f"{state}")]
         if state is ExecutionState.RUNNING:
             return [self._move(execution, state, now)]
-        if state is ExecutionState.FINISHED and (stranded := self._stranded_splits(execution)):
+        if state is ExecutionState.FINISHED and (
+                stranded := stranded_splits(self.graph, self.splits, execution)):
             return self.task_state_changed(attempt_id, ExecutionState.FAILED, now,
                                            failure=stranded)
         if state is ExecutionState.FINISHED:
             execution.result = result
             self._task_times.finished(execution, now)
             out = [self._move(execution, state, now)]
-            freed = self._unhold(execution)
+            freed = self._slots.unhold(execution)
             after = self._after_finished(execution, now)  # may schedule its consumers
             if self.status is JobStatus.RUNNING:
                 return out + after + self._reuse(freed, now) + self._refill(execution.slot, now)
@@ -280,7 +283,7 @@ class Scheduler:
                                          "the task failed without reporting a cause")
         out = self._fail(execution, failure, now)
         out += self._release(execution)
-        self._partitions_not_found(execution, failure.lost_producers)
+        partitions_not_found(self.graph, execution, failure.lost_producers)
         return out + self._after_failures([execution.subtask_id], now)
 
     def request_split(self, attempt_id: str, host: str | None) -> list[Instruction]:
@@ -295,26 +298,6 @@ class Scheduler:
             execution.input_splits.append(split)
         return [AssignSplit(attempt_id, split)]
 
-    def _stranded_splits(self, execution: Execution) -> TaskFailure | None:
-        """The last subtask of a source finishing while splits are left: they are bound
-        to hosts where none of its subtasks ran (files on one machine's own disk). Its
-        failure says so, and failover runs it again, perhaps there; a job never ends
-        FINISHED with part of its input."""
-        vertex = self.graph.vertex(execution.vertex_id)
-        # the others all finished: this one is the only unfinished subtask
-        if vertex.unfinished != 1 or execution.state is ExecutionState.FINISHED:
-            return None
-        left = self.splits.remaining(execution.vertex_id)
-        if not left:
-            return None
-        hosts = sorted({host for split in left for host in split.hosts})
-        return TaskFailure("InputSplitUnreadable", (
-            f"{len(left)} input split(s) of {execution.vertex_id} were read by no subtask, "
-            f"e.g. {left[0].path or left[0].split_id}: they are files on the disk of "
-            f"{', '.join(hosts) or 'no known host'}, and no subtask of {execution.vertex_id} "
-            f"ran there. Start a TaskManager there, or name the input so every TaskManager "
-            f"reads it (a URL such as file:///shared/..., hdfs://..., s3a://...)."))
-
     def taskmanager_lost(self, taskmanager_id: str, cause: str,
                          now: float) -> list[Instruction]:
         """A TaskManager died or stopped answering: its tasks fail (one failure event for
@@ -322,11 +305,7 @@ class Scheduler:
         out: list[Instruction] = []
         failed: list[str] = []
         message = f"lost TaskManager {taskmanager_id}: {cause}"
-        lost = [self._slots_in_use.pop(s) for s in list(self._slots_in_use)
-                if s.taskmanager_id == taskmanager_id]
-        lost += [queued for s in list(self._queued) if s.taskmanager_id == taskmanager_id
-                 for queued in self._queued.pop(s)]
-        for execution in lost:
+        for execution in self._slots.take_lost(taskmanager_id):
             if execution.state is ExecutionState.CANCELING:
                 out.append(self._move(execution, ExecutionState.CANCELED, now))
             else:
@@ -335,7 +314,7 @@ class Scheduler:
         if out and self.status is JobStatus.RUNNING:
             out += self._run_due_restarts(now)
         if not self.partitions_outlive_taskmanagers:
-            failed += self._lose_partitions(taskmanager_id, message, now)
+            failed += lose_partitions(self.graph, taskmanager_id, message, now)
         if self.status is JobStatus.RESTARTING:
             # A full restart under way absorbs the loss: it reruns what was lost.
             return out + self._run_due_restarts(now)
@@ -369,7 +348,7 @@ class Scheduler:
             out.append(self._job(JobStatus.RUNNING, now))
         fresh: list[Execution] = []
         for pending in due:
-            members = (self._without_usable_result() if pending.full
+            members = (without_usable_result(self.graph) if pending.full
                        else [self._subtask(s) for s in pending.subtasks])
             for subtask in members:
                 previous = subtask.current
@@ -413,7 +392,7 @@ class Scheduler:
         first = next(iter(self.graph.current_executions()), None)
         if first is None:
             return []
-        self._record_failure(first, failure, now)
+        record_failure(self.graph, first, failure, now)
         self._pending_restarts.clear()
         out = [self._job(JobStatus.FAILING, now),
                *self._cancel(self.graph.current_executions(), now)]
@@ -426,8 +405,7 @@ class Scheduler:
         ``slot.request.timeout``) instead of holding the slots it got for ever."""
         if not self.pipelined or self.status is not JobStatus.RUNNING:
             return []
-        waiting = [e for e in self._waiting_for_slot if e.state is ExecutionState.SCHEDULED
-                   and e.slot is None and self.graph.is_current(e)]
+        waiting = self._slots.still_waiting()
         if not waiting:
             return []
         since = min(e.state_timestamps.get(ExecutionState.SCHEDULED, now) for e in waiting)
@@ -499,49 +477,11 @@ class Scheduler:
         cancelled; the restart runs once all have stopped and the backoff has passed."""
         delay = self.restart_strategy.backoff()
         self._pending_restarts.append(_PendingRestart(now + delay, (), full=True))
-        rerun = tuple(subtask.id for subtask in self._without_usable_result())
+        rerun = tuple(subtask.id for subtask in without_usable_result(self.graph))
         failed_attempts = tuple(self._subtask(s).current.attempt_id for s in subtask_ids)
         out: list[Instruction] = [self._job(JobStatus.RESTARTING, now),
                                   ScheduleRestart(delay, now + delay, rerun, failed_attempts)]
         return out + self._cancel(self.graph.current_executions(), now)
-
-    def _without_usable_result(self) -> list[ExecutionVertex]:
-        """What a full restart runs again: every subtask that has not finished, and
-        finished ones whose lost partitions a consumer still needs."""
-        return [subtask for subtask in self.graph.subtasks()
-                if not subtask.current.has_usable_partitions
-                and (subtask.current.state is not ExecutionState.FINISHED
-                     or self.graph.partitions_needed(subtask))]
-
-    def _lose_partitions(self, taskmanager_id: str, message: str, now: float) -> list[str]:
-        """Mark the partitions of finished subtasks on a lost TaskManager as gone; those a
-        consumer still needs count as failed, so they are computed again."""
-        needed: list[str] = []
-        for subtask in self.graph.subtasks():
-            execution = subtask.current
-            if (execution.state is not ExecutionState.FINISHED
-                    or execution.taskmanager_id != taskmanager_id):
-                continue
-            execution.partitions_lost = True
-            if self.graph.partitions_needed(subtask):
-                self._record_failure(execution, TaskFailure(
-                    TASKMANAGER_LOST, f"{message} (its result partitions are gone)"), now)
-                needed.append(subtask.id)
-        return needed
-
-    def _partitions_not_found(self, consumer: Execution, lost_producers: Iterable[str]) -> None:
-        """The consumer could not find or read the partitions of these producer attempts
-        (Flink's PartitionNotFound): they count as lost, so the failover region runs the
-        producers again before the consumer instead of rerunning the consumer against the
-        same missing files. Only the consumer's own producers' current, finished attempts
-        are marked; a producer already running again is left alone."""
-        named = frozenset(lost_producers)
-        if not named:
-            return
-        for producer in self.graph.producers_of(self._subtask(consumer.subtask_id)):
-            if (producer.current.attempt_id in named
-                    and producer.current.state is ExecutionState.FINISHED):
-                producer.current.partitions_lost = True
 
     def _cancel(self, executions: Iterable[Execution], now: float) -> list[Instruction]:
         """Stop executions that have not stopped: at once if they never reached a
@@ -580,61 +520,18 @@ class Scheduler:
 
     def _schedule(self, execution: Execution, now: float) -> list[Instruction]:
         changed = self._move(execution, ExecutionState.SCHEDULED, now)
-        self._waiting_for_slot.append(execution)
+        self._slots.wait_for_slot(execution)
         return [changed, AllocateSlot(execution.attempt_id, execution.vertex_id,
                                      execution.subtask)]
 
-    def _next_waiting(self) -> Execution | None:
-        """The oldest scheduled attempt still waiting; cancelled or replaced ones are
-        dropped from the queue here rather than searched for when they change."""
-        while self._waiting_for_slot:
-            execution = self._waiting_for_slot.popleft()
-            if execution.state is ExecutionState.SCHEDULED and self.graph.is_current(execution):
-                return execution
-        return None
-
     def _fail(self, execution: Execution, failure: TaskFailure,
               now: float) -> list[Instruction]:
-        execution.failure = self._record_failure(execution, failure, now)
+        execution.failure = record_failure(self.graph, execution, failure, now)
         return [self._move(execution, ExecutionState.FAILED, now)]
 
-    def _record_failure(self, execution: Execution, failure: TaskFailure,
-                        now: float) -> FailureRecord:
-        record = FailureRecord(
-            attempt_id=execution.attempt_id, vertex_id=execution.vertex_id,
-            subtask=execution.subtask, attempt=execution.attempt,
-            taskmanager_id=execution.taskmanager_id, failure=failure, timestamp=now,
-            input_splits=tuple(split.split_id for split in execution.input_splits),
-            slot_index=execution.slot.slot_index if execution.slot else None,
-            start_time=execution.start_time)
-        self.graph.failures.append(record)
-        return record
-
     def _release(self, execution: Execution) -> list[Instruction]:
-        slot = self._unhold(execution)
+        slot = self._slots.unhold(execution)
         return [] if slot is None else [ReleaseSlot(slot)]
-
-    def _unhold(self, execution: Execution) -> SlotRef | None:
-        """The slot the attempt held, now free; None if it held none, or if the attempt
-        queued behind it takes it over (its TaskManager starts that one now)."""
-        slot = execution.slot
-        queue = self._queued.get(slot) if slot is not None else None
-        if queue is not None and execution in queue:
-            queue.remove(execution)  # it ended before its turn (cancelled, refused)
-            self._drop_if_empty(slot)
-            return None
-        if slot is None or self._slots_in_use.get(slot) is not execution:
-            return None
-        if queue:
-            self._slots_in_use[slot] = queue.popleft()
-            self._drop_if_empty(slot)
-            return None
-        del self._slots_in_use[slot]
-        return slot
-
-    def _drop_if_empty(self, slot: SlotRef) -> None:
-        if not self._queued.get(slot):
-            self._queued.pop(slot, None)
 
     def _move(self, execution: Execution, new: ExecutionState,
               now: float) -> ExecutionStateChanged:

@@ -12,130 +12,32 @@ Called on whichever thread loads the job; nothing here touches Spark or the file
 
 from __future__ import annotations
 
-import difflib
-import functools
-import inspect
-import os
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from clusterdeck.core.jobapi import mqttparams, plan
-from clusterdeck.core.jobapi.counters import Counter
-from clusterdeck.core.jobapi.plan import (
-    AggregateFunctions,
-    InputRef,
-    KeySpec,
-    Transformation,
-    UserCode,
+from clusterdeck.core.jobapi.arguments import (
+    JOIN_TYPES,
+    SQL_NAME,
+    PathLike,
+    checked_operator,
+    checked_parallelism,
+    input_paths,
+    is_seconds,
+    key_fields,
+    schema_text,
+    sink_path,
+    user_function,
+    watched_folder,
 )
+from clusterdeck.core.jobapi.counters import Counter
+from clusterdeck.core.jobapi.keyedstreams import KeyedStream, WindowedStream
+from clusterdeck.core.jobapi.plan import InputRef, KeySpec, Transformation, UserCode
 from clusterdeck.core.protocol.checkpoints import CheckpointingMode, CheckpointOptions
-from clusterdeck.core.protocol.jobgraph import is_url
 
-F = TypeVar("F", bound=Callable[..., Any])
-PathLike = str | os.PathLike[str]
-
-AGGREGATE_FUNCTIONS = frozenset({"sum", "count", "min", "max", "avg", "mean", "first", "last",
-                                 "collect_list", "collect_set", "count_distinct"})
-JOIN_TYPES = {"inner": "inner", "left": "left", "left_outer": "left", "right": "right",
-              "right_outer": "right", "full": "full", "outer": "full", "full_outer": "full",
-              "semi": "left_semi", "left_semi": "left_semi", "anti": "left_anti",
-              "left_anti": "left_anti"}
-_SQL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-MAX_WINDOWS_PER_RECORD = 1000  # size / slide of a sliding window: each is state per record
-
-
-def _operator(op_name: str) -> Callable[[F], F]:
-    """Check an operator call's arguments before it runs, so a misspelt keyword gives
-    ``map() got an unknown argument 'paralelism' (did you mean 'parallelism'?)``."""
-
-    def decorate(method: F) -> F:
-        signature = inspect.signature(method)
-        accepted = [p for p in signature.parameters if p != "self"]
-
-        @functools.wraps(method)
-        def checked(*args: Any, **kwargs: Any) -> Any:
-            unknown = [key for key in kwargs if key not in accepted]
-            if unknown:
-                close = difflib.get_close_matches(unknown[0], accepted, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise TypeError(f"{op_name}() got an unknown argument {unknown[0]!r}{hint}; "
-                                f"it takes: {', '.join(accepted)}")
-            try:
-                signature.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise TypeError(f"{op_name}(): {exc}") from None
-            return method(*args, **kwargs)
-
-        return checked  # type: ignore[return-value]
-
-    return decorate
-
-
-def _paths(op_name: str, path: PathLike | Sequence[PathLike]) -> list[str]:
-    items = [path] if isinstance(path, str | os.PathLike) else list(path)
-    if not items or not all(isinstance(item, str | os.PathLike) for item in items):
-        raise TypeError(f"{op_name}(): a path is a file, a folder or a glob, or a list of them; "
-                        f"got {path!r}")
-    return [_absolute(os.fspath(item)) for item in items]
-
-
-def _sink_path(op_name: str, path: PathLike) -> str:
-    if not isinstance(path, str | os.PathLike):
-        raise TypeError(f"{op_name}(): the output is one folder path, got {path!r}")
-    path = os.fspath(path)
-    if path.startswith("file://"):  # a shared mount: published with local renames
-        return os.path.abspath(path.removeprefix("file://"))
-    if is_url(path):
-        raise ValueError(f"{op_name}(): file sinks publish into a folder of the machine "
-                         f"that runs them; {path!r} is not one (write to a shared mount, "
-                         f"file:///..., or from a PySpark script)")
-    return _absolute(path)
-
-
-def _watched_folder(path: PathLike) -> str:
-    if not isinstance(path, str | os.PathLike):
-        raise TypeError(f"folder_source(): the folder is one path, got {path!r}")
-    path = os.fspath(path)
-    if path.startswith("file://"):  # a shared mount every TaskManager lists
-        return os.path.abspath(path.removeprefix("file://"))
-    if is_url(path):
-        raise ValueError(f"folder_source(): watches a folder of the machines that run it; "
-                         f"{path!r} is not one (a shared mount is file:///...)")
-    return _absolute(path)
-
-
-def _seconds(value: Any) -> bool:
-    """A finite number of seconds (bools are not)."""
-    return not isinstance(value, bool) and isinstance(value, int | float) \
-        and value == value and value not in (float("inf"), float("-inf"))
-
-
-def _absolute(path: str) -> str:
-    """A local path made absolute against the submitter's folder; a URL as it is."""
-    return path if is_url(path) else os.path.abspath(os.path.expanduser(path))
-
-
-def _schema(op_name: str, schema: Any) -> str | None:
-    """A schema as text: a DDL string (``"word STRING, n BIGINT"``) or a StructType's JSON."""
-    if schema is None or isinstance(schema, str):
-        return schema
-    if hasattr(schema, "json"):
-        return schema.json()
-    raise TypeError(f"{op_name}(): schema is a DDL string or a StructType, got {schema!r}")
-
-
-def _function(op_name: str, fn: Any) -> Callable[..., Any]:
-    if not callable(fn):
-        raise TypeError(f"{op_name}(): expected a function, got {fn!r}")
-    return fn
-
-
-def _fields(op_name: str, key: Any) -> list[str | int]:
-    spec, fn = KeySpec.of(key)
-    if fn is not None:
-        raise TypeError(f"{op_name}(): keys here are field names or positions, not functions")
-    return list(spec.fields)
+# What a job file may name (KeyedStream and WindowedStream live in keyedstreams).
+__all__ = ["DataStream", "DataStreamSink", "ExecutionEnvironment", "KeyedStream",
+           "WindowedStream"]
 
 
 class ExecutionEnvironment:
@@ -163,7 +65,7 @@ class ExecutionEnvironment:
 
     def set_parallelism(self, parallelism: int) -> ExecutionEnvironment:
         """The default parallelism of every operator declared without ``parallelism=``."""
-        self._parallelism = _check_parallelism("set_parallelism", parallelism)
+        self._parallelism = checked_parallelism("set_parallelism", parallelism)
         return self
 
     def set_job_name(self, name: str) -> ExecutionEnvironment:
@@ -195,14 +97,14 @@ class ExecutionEnvironment:
             raise TypeError(f"counter(): expected a non-empty name, got {name!r}")
         return self._counters.setdefault(name, Counter(name))
 
-    @_operator("from_collection")
+    @checked_operator("from_collection")
     def from_collection(self, items: Iterable[Any], *, name: str | None = None,
                         parallelism: int | None = None) -> DataStream:
         """The items as records, split into ``parallelism`` contiguous parts."""
         return self._source(plan.SOURCE_COLLECTION, name or "from_collection", parallelism,
                             {}, UserCode(items=list(items)))
 
-    @_operator("from_range")
+    @checked_operator("from_range")
     def from_range(self, start: int, end: int | None = None, *, name: str | None = None,
                    parallelism: int | None = None) -> DataStream:
         """The ints ``start .. end-1`` (``from_range(n)`` is ``0 .. n-1``), like ``range``."""
@@ -213,7 +115,7 @@ class ExecutionEnvironment:
         return self._source(plan.SOURCE_RANGE, name or "from_range", parallelism,
                             {"start": start, "end": end})
 
-    @_operator("rate_source")
+    @checked_operator("rate_source")
     def rate_source(self, rate: float, count: int | None = None, *, name: str | None = None,
                     parallelism: int | None = None) -> DataStream:
         """A stream of ``(index, "key-<index mod 10>")`` records at ``rate`` records a
@@ -229,7 +131,7 @@ class ExecutionEnvironment:
         return self._source(plan.SOURCE_RATE, name or "rate_source", parallelism,
                             {"rate": float(rate), "count": count})
 
-    @_operator("folder_source")
+    @checked_operator("folder_source")
     def folder_source(self, path: PathLike, pattern: str = "*", *,
                       monitor_interval: float = 1.0, stop_when_idle: float | None = None,
                       name: str | None = None, parallelism: int | None = None) -> DataStream:
@@ -242,20 +144,20 @@ class ExecutionEnvironment:
         if not isinstance(pattern, str) or not pattern or "/" in pattern:
             raise ValueError(f"folder_source(): pattern is a glob of file names ('*.txt'), "
                              f"got {pattern!r}")
-        if not _seconds(monitor_interval) or not monitor_interval > 0:
+        if not is_seconds(monitor_interval) or not monitor_interval > 0:
             raise ValueError(f"folder_source(): monitor_interval is seconds, > 0; "
                              f"got {monitor_interval!r}")
-        if stop_when_idle is not None and not (_seconds(stop_when_idle)
+        if stop_when_idle is not None and not (is_seconds(stop_when_idle)
                                                and stop_when_idle >= 0):
             raise ValueError(f"folder_source(): stop_when_idle is seconds, >= 0, or None "
                              f"(for ever); got {stop_when_idle!r}")
         return self._source(plan.SOURCE_FOLDER, name or "folder_source", parallelism,
-                            {"path": _watched_folder(path), "pattern": pattern,
+                            {"path": watched_folder(path), "pattern": pattern,
                              "monitor_interval": float(monitor_interval),
                              "stop_when_idle": None if stop_when_idle is None
                              else float(stop_when_idle)})
 
-    @_operator("mqtt_source")
+    @checked_operator("mqtt_source")
     def mqtt_source(self, topic: str, *, url: str | None = None, qos: int = 1,
                     format: str = "text", max_buffered: int = mqttparams.MAX_BUFFERED,
                     max_payload: int = mqttparams.MAX_PAYLOAD, name: str | None = None,
@@ -273,27 +175,27 @@ class ExecutionEnvironment:
                             mqttparams.source_params(topic, url, qos, format, max_buffered,
                                                      max_payload))
 
-    @_operator("read_text")
+    @checked_operator("read_text")
     def read_text(self, path: PathLike | Sequence[PathLike], *, name: str | None = None,
                   parallelism: int | None = None) -> DataStream:
         """Lines of text files (a file, a folder or a glob); each line is a ``str``."""
         return self._source(plan.SOURCE_TEXT, name or "read_text", parallelism,
-                            {"paths": _paths("read_text", path)})
+                            {"paths": input_paths("read_text", path)})
 
-    @_operator("read_csv")
+    @checked_operator("read_csv")
     def read_csv(self, path: PathLike | Sequence[PathLike], header: bool = True,
                  schema: Any = None, *, name: str | None = None,
                  parallelism: int | None = None) -> DataStream:
         """Rows of CSV files; columns are strings unless ``schema`` gives their types."""
         return self._source(plan.SOURCE_CSV, name or "read_csv", parallelism,
-                            {"paths": _paths("read_csv", path), "header": bool(header),
-                             "schema": _schema("read_csv", schema)})
+                            {"paths": input_paths("read_csv", path), "header": bool(header),
+                             "schema": schema_text("read_csv", schema)})
 
-    @_operator("read_parquet")
+    @checked_operator("read_parquet")
     def read_parquet(self, path: PathLike | Sequence[PathLike], *, name: str | None = None,
                      parallelism: int | None = None) -> DataStream:
         return self._source(plan.SOURCE_PARQUET, name or "read_parquet", parallelism,
-                            {"paths": _paths("read_parquet", path)})
+                            {"paths": input_paths("read_parquet", path)})
 
     def _source(self, kind: str, name: str, parallelism: int | None, params: dict[str, Any],
                 code: UserCode | None = None) -> DataStream:
@@ -306,7 +208,7 @@ class ExecutionEnvironment:
         if not isinstance(name, str) or not name:
             raise TypeError(f"{op_name}(): name must be a non-empty string, got {name!r}")
         if parallelism is not None:
-            _check_parallelism(op_name, parallelism)
+            checked_parallelism(op_name, parallelism)
         for ref in inputs:
             if ref.source not in self._transformations:
                 raise ValueError(f"{op_name}(): an input belongs to another environment")
@@ -315,13 +217,6 @@ class ExecutionEnvironment:
             parallelism=parallelism, params=params, code=code or UserCode())
         self._transformations.append(transformation)
         return transformation
-
-
-def _check_parallelism(op_name: str, parallelism: Any) -> int:
-    if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
-        raise ValueError(f"{op_name}(): parallelism must be a whole number >= 1, "
-                         f"got {parallelism!r}")
-    return parallelism
 
 
 class DataStream:
@@ -347,32 +242,39 @@ class DataStream:
         inputs = inputs or (InputRef(self._transformation, self._partitioning),)
         return self._env._add(kind, name, inputs, parallelism, params or {}, code)
 
-    @_operator("map")
+    def _derive(self, kind: str, name: str, parallelism: int | None,
+                params: dict[str, Any] | None = None, code: UserCode | None = None,
+                inputs: tuple[InputRef, ...] | None = None) -> DataStream:
+        """The stream out of the next operator (a keyed stream's, too)."""
+        return DataStream(self._env, self._then(kind, name, parallelism, params, code, inputs))
+
+    @checked_operator("map")
     def map(self, fn: Callable[[Any], Any], *, name: str | None = None,
             parallelism: int | None = None, schema: Any = None) -> DataStream:
         """One record out per record in. ``schema`` (optional) types the output's columns
         where they are needed (SQL, join, CSV/Parquet sinks) instead of inferring them."""
         t = self._then(plan.MAP, name or "map", parallelism,
-                       {"schema": _schema("map", schema)}, UserCode(fn=_function("map", fn)))
+                       {"schema": schema_text("map", schema)},
+                       UserCode(fn=user_function("map", fn)))
         return DataStream(self._env, t)
 
-    @_operator("flat_map")
+    @checked_operator("flat_map")
     def flat_map(self, fn: Callable[[Any], Iterable[Any]], *, name: str | None = None,
                  parallelism: int | None = None, schema: Any = None) -> DataStream:
         """Zero or more records out per record in (``fn`` returns an iterable)."""
         t = self._then(plan.FLAT_MAP, name or "flat_map", parallelism,
-                       {"schema": _schema("flat_map", schema)},
-                       UserCode(fn=_function("flat_map", fn)))
+                       {"schema": schema_text("flat_map", schema)},
+                       UserCode(fn=user_function("flat_map", fn)))
         return DataStream(self._env, t)
 
-    @_operator("filter")
+    @checked_operator("filter")
     def filter(self, fn: Callable[[Any], bool], *, name: str | None = None,
                parallelism: int | None = None) -> DataStream:
         t = self._then(plan.FILTER, name or "filter", parallelism, {},
-                       UserCode(fn=_function("filter", fn)))
+                       UserCode(fn=user_function("filter", fn)))
         return DataStream(self._env, t)
 
-    @_operator("assign_timestamps")
+    @checked_operator("assign_timestamps")
     def assign_timestamps(self, fn: Callable[[Any], float], max_out_of_orderness: float = 0.0,
                           *, name: str | None = None,
                           parallelism: int | None = None) -> DataStream:
@@ -381,15 +283,15 @@ class DataStream:
         ``max_out_of_orderness`` seconds (Flink's ``forBoundedOutOfOrderness``): records
         may come that much out of order before a window they belong to fires without
         them (docs/streaming.md)."""
-        if not _seconds(max_out_of_orderness) or max_out_of_orderness < 0:
+        if not is_seconds(max_out_of_orderness) or max_out_of_orderness < 0:
             raise ValueError(f"assign_timestamps(): max_out_of_orderness is seconds, >= 0; "
                              f"got {max_out_of_orderness!r}")
         t = self._then(plan.ASSIGN_TIMESTAMPS, name or "assign_timestamps", parallelism,
                        {"max_out_of_orderness": float(max_out_of_orderness)},
-                       UserCode(fn=_function("assign_timestamps", fn)))
+                       UserCode(fn=user_function("assign_timestamps", fn)))
         return DataStream(self._env, t)
 
-    @_operator("key_by")
+    @checked_operator("key_by")
     def key_by(self, key: str | int | Sequence[str | int] | Callable[[Any], Any]) -> KeyedStream:
         """Group by a key for the next operator: a field name (``"word"``, ``"_1"``), a
         position (``0``), a list of them, or a function of the record."""
@@ -399,7 +301,7 @@ class DataStream:
             raise TypeError(f"key_by(): {exc}") from None
         return KeyedStream(self, spec, fn)
 
-    @_operator("join")
+    @checked_operator("join")
     def join(self, other: DataStream, on: Any = None, *, left_on: Any = None,
              right_on: Any = None, how: str = "inner", name: str | None = None,
              parallelism: int | None = None) -> DataStream:
@@ -413,8 +315,8 @@ class DataStream:
             raise TypeError("join(): give on= or left_on= and right_on=, not both")
         if on is None and (left_on is None or right_on is None):
             raise TypeError("join(): needs on= or both left_on= and right_on=")
-        left_fields = _fields("join", on if on is not None else left_on)
-        right_fields = _fields("join", on if on is not None else right_on)
+        left_fields = key_fields("join", on if on is not None else left_on)
+        right_fields = key_fields("join", on if on is not None else right_on)
         if len(left_fields) != len(right_fields):
             raise TypeError("join(): left_on and right_on need as many fields each")
         if how not in JOIN_TYPES:
@@ -438,7 +340,7 @@ class DataStream:
                         "same_keys": on is not None}, inputs=inputs)
         return DataStream(self._env, t)
 
-    @_operator("sql")
+    @checked_operator("sql")
     def sql(self, query: str, *, table: str = "input",
             tables: Mapping[str, DataStream] | None = None, partition_by: Any = None,
             name: str | None = None, parallelism: int | None = None) -> DataStream:
@@ -453,14 +355,14 @@ class DataStream:
         others = dict(tables or {})
         names = [table, *others]
         for view in names:
-            if not isinstance(view, str) or not _SQL_NAME.fullmatch(view):
+            if not isinstance(view, str) or not SQL_NAME.fullmatch(view):
                 raise ValueError(f"sql(): {view!r} is not a usable table name")
         if len(set(names)) != len(names):
             raise ValueError(f"sql(): table names must differ, got {names}")
         streams = [self, *others.values()]
         if not all(isinstance(stream, DataStream) for stream in streams):
             raise TypeError("sql(): tables maps names to DataStreams")
-        keys = _fields("sql", partition_by) if partition_by is not None else []
+        keys = key_fields("sql", partition_by) if partition_by is not None else []
         inputs = tuple(
             InputRef(stream._transformation,
                      stream._partitioning if stream._partitioning == plan.BROADCAST or not keys
@@ -486,27 +388,27 @@ class DataStream:
         self._transformation.slot_sharing_group = group
         return self
 
-    @_operator("write_text")
+    @checked_operator("write_text")
     def write_text(self, path: PathLike, *, name: str | None = None,
                    parallelism: int | None = None) -> DataStreamSink:
         """One line per record (``str(record)``; strings as they are) into files
         ``part-*.txt`` of the folder ``path``."""
         return self._sink(plan.SINK_TEXT, name or "write_text", parallelism,
-                          {"path": _sink_path("write_text", path)})
+                          {"path": sink_path("write_text", path)})
 
-    @_operator("write_csv")
+    @checked_operator("write_csv")
     def write_csv(self, path: PathLike, header: bool = True, *, name: str | None = None,
                   parallelism: int | None = None) -> DataStreamSink:
         return self._sink(plan.SINK_CSV, name or "write_csv", parallelism,
-                          {"path": _sink_path("write_csv", path), "header": bool(header)})
+                          {"path": sink_path("write_csv", path), "header": bool(header)})
 
-    @_operator("write_parquet")
+    @checked_operator("write_parquet")
     def write_parquet(self, path: PathLike, *, name: str | None = None,
                       parallelism: int | None = None) -> DataStreamSink:
         return self._sink(plan.SINK_PARQUET, name or "write_parquet", parallelism,
-                          {"path": _sink_path("write_parquet", path)})
+                          {"path": sink_path("write_parquet", path)})
 
-    @_operator("print")
+    @checked_operator("print")
     def print(self, *, name: str | None = None,
               parallelism: int | None = None) -> DataStreamSink:
         """Each record as a line of the task's printed output (``str(record)``, prefixed
@@ -515,7 +417,7 @@ class DataStream:
         jobs only: a batch job collects."""
         return self._sink(plan.SINK_PRINT, name or "print", parallelism, {})
 
-    @_operator("write_mqtt")
+    @checked_operator("write_mqtt")
     def write_mqtt(self, topic: str, *, url: str | None = None, qos: int = 1,
                    retain: bool = False, max_inflight: int = mqttparams.MAX_INFLIGHT,
                    name: str | None = None, parallelism: int | None = None) -> DataStreamSink:
@@ -528,7 +430,7 @@ class DataStream:
         return self._sink(plan.SINK_MQTT, name or "write_mqtt", parallelism,
                           mqttparams.sink_params(topic, url, qos, retain, max_inflight))
 
-    @_operator("collect")
+    @checked_operator("collect")
     def collect(self, *, name: str | None = None,
                 parallelism: int | None = None) -> DataStreamSink:
         """Send every record back to the client, as JSON (see the record model)."""
@@ -537,162 +439,6 @@ class DataStream:
     def _sink(self, kind: str, name: str, parallelism: int | None,
               params: dict[str, Any]) -> DataStreamSink:
         return DataStreamSink(self._then(kind, name, parallelism, params))
-
-
-class KeyedStream:
-    """A stream grouped by a key; the next operator sees all records of a key together."""
-
-    def __init__(self, stream: DataStream, key: KeySpec,
-                 key_fn: Callable[[Any], Any] | None) -> None:
-        self._stream = stream
-        self._key = key
-        self._key_fn = key_fn
-
-    def _keyed(self, kind: str, name: str, parallelism: int | None,
-               params: dict[str, Any], fn: Callable[..., Any] | None = None,
-               aggregate: AggregateFunctions | None = None) -> DataStream:
-        stream = self._stream
-        t = stream._then(kind, name, parallelism, {"key": self._key.to_params(), **params},
-                         UserCode(fn=fn, keys=(self._key_fn,), aggregate=aggregate),
-                         inputs=(InputRef(stream._transformation, plan.HASH),))
-        return DataStream(stream._env, t)
-
-    @_operator("window")
-    def window(self, size: float, slide: float | None = None,
-               offset: float = 0.0) -> WindowedStream:
-        """Event-time windows of each key, streaming jobs only (timestamps assigned
-        earlier with ``assign_timestamps``): ``[start, start + size)`` seconds, one after
-        the other (tumbling), or starting every ``slide`` seconds (sliding, ``slide <
-        size``), from ``offset``. Aggregate them with ``count``, ``sum``, ``reduce`` or
-        ``aggregate``: each window emits ``(key, start, end, value)`` once the watermark
-        passes its end (docs/streaming.md)."""
-        if not _seconds(size) or not size > 0:
-            raise ValueError(f"window(): size is seconds, > 0; got {size!r}")
-        step = size if slide is None else slide
-        if not _seconds(step) or not 0 < step <= size:
-            raise ValueError(f"window(): slide is seconds, > 0 and at most size ({size!r}): "
-                             f"a record then falls into at least one window; got {slide!r}")
-        if size / step > MAX_WINDOWS_PER_RECORD:
-            raise ValueError(f"window(): size / slide is {size / step:g}: each record would "
-                             f"be state in that many windows; at most "
-                             f"{MAX_WINDOWS_PER_RECORD}")
-        if not _seconds(offset) or not abs(offset) < step:
-            raise ValueError(f"window(): offset is seconds, smaller than the slide (or size) "
-                             f"{step!r}; got {offset!r}")
-        return WindowedStream(self, {"size": float(size), "slide": float(step),
-                                     "offset": float(offset)})
-
-    @_operator("reduce")
-    def reduce(self, fn: Callable[[Any, Any], Any], *, name: str | None = None,
-               parallelism: int | None = None) -> DataStream:
-        """Combine the records of each key pairwise with ``fn(a, b)``. In a batch job one
-        record per key comes out at the end; in a streaming job the running result,
-        each time a batch of records updated the key (docs/streaming.md)."""
-        return self._keyed(plan.REDUCE, name or "reduce", parallelism, {},
-                           _function("reduce", fn))
-
-    @_operator("sum")
-    def sum(self, field: str | int | None = None, *, name: str | None = None,
-            parallelism: int | None = None) -> DataStream:
-        """``(key, total)`` per key: the sum of ``field`` (or of the records themselves);
-        in a streaming job the running total, each time a batch updated the key."""
-        if field is not None and (isinstance(field, bool) or not isinstance(field, str | int)):
-            raise TypeError(f"sum(): field is a name or a position, got {field!r}")
-        return self._keyed(plan.SUM, name or "sum", parallelism, {"field": field})
-
-    @_operator("count")
-    def count(self, *, name: str | None = None, parallelism: int | None = None) -> DataStream:
-        """``(key, number of records)`` per key; in a streaming job the running count,
-        each time a batch updated the key."""
-        return self._keyed(plan.COUNT, name or "count", parallelism, {})
-
-    @_operator("process")
-    def process(self, fn: Callable[[Any, Any], Iterable[Any] | None], *,
-                name: str | None = None, parallelism: int | None = None) -> DataStream:
-        """Each record with its key's value state (Flink's ``KeyedProcessFunction`` with a
-        ``ValueState``): ``fn(record, state)`` returns or yields the records it emits
-        (None: none), and reads and writes the state with ``state.value()`` (None until
-        set), ``state.update(value)`` and ``state.clear()``; ``state.key`` is the key.
-        A key's records come in their order of arrival. In a streaming job the state is
-        checkpointed (so JSON-like: numbers, strings, lists, dicts, tuples, dates) and
-        restored after a failure; in a batch job each key starts afresh."""
-        return self._keyed(plan.PROCESS, name or "process", parallelism, {},
-                           _function("process", fn))
-
-    @_operator("aggregate")
-    def aggregate(self, aggregations: Mapping[str, tuple[str | int, str]], *,
-                  name: str | None = None, parallelism: int | None = None) -> DataStream:
-        """Named aggregates per key, as Rows of the key column(s) and the aggregates:
-        ``aggregate({"revenue": ("amount", "sum"), "orders": ("*", "count")})``.
-        Functions: sum, count, min, max, avg/mean, first, last, collect_list,
-        collect_set, count_distinct."""
-        if not isinstance(aggregations, Mapping) or not aggregations:
-            raise TypeError("aggregate(): expected a mapping of output name -> "
-                            "(column, function)")
-        specs = []
-        for output, spec in aggregations.items():
-            if (not isinstance(spec, tuple | list) or len(spec) != 2
-                    or spec[1] not in AGGREGATE_FUNCTIONS):
-                raise ValueError(f"aggregate(): {output!r}: expected (column, function) with a "
-                                 f"function in {sorted(AGGREGATE_FUNCTIONS)}, got {spec!r}")
-            specs.append([str(output), spec[0], spec[1]])
-        return self._keyed(plan.AGGREGATE, name or "aggregate", parallelism,
-                           {"aggregations": specs})
-
-
-class WindowedStream:
-    """A keyed stream cut into event-time windows (``KeyedStream.window``); each of its
-    aggregates emits ``(key, window_start, window_end, value)`` per key and window once
-    the watermark passes the window's end. Streaming jobs only."""
-
-    def __init__(self, keyed: KeyedStream, window: dict[str, float]) -> None:
-        self._keyed = keyed
-        self._window = window
-
-    def _aggregate(self, function: str, name: str, parallelism: int | None,
-                   field: str | int | None = None, fn: Callable[..., Any] | None = None,
-                   aggregate: AggregateFunctions | None = None) -> DataStream:
-        return self._keyed._keyed(plan.WINDOW, name, parallelism,
-                                  {**self._window, "function": function, "field": field},
-                                  fn, aggregate)
-
-    @_operator("count")
-    def count(self, *, name: str | None = None, parallelism: int | None = None) -> DataStream:
-        """The number of records of each key and window."""
-        return self._aggregate("count", name or "window count", parallelism)
-
-    @_operator("sum")
-    def sum(self, field: str | int | None = None, *, name: str | None = None,
-            parallelism: int | None = None) -> DataStream:
-        """The sum of ``field`` (or of the records themselves) of each key and window."""
-        if field is not None and (isinstance(field, bool) or not isinstance(field, str | int)):
-            raise TypeError(f"sum(): field is a name or a position, got {field!r}")
-        return self._aggregate("sum", name or "window sum", parallelism, field=field)
-
-    @_operator("reduce")
-    def reduce(self, fn: Callable[[Any, Any], Any], *, name: str | None = None,
-               parallelism: int | None = None) -> DataStream:
-        """The records of each key and window combined pairwise with ``fn(a, b)``
-        (associative and commutative, as batch ``reduce``)."""
-        return self._aggregate("reduce", name or "window reduce", parallelism,
-                               fn=_function("reduce", fn))
-
-    @_operator("aggregate")
-    def aggregate(self, create: Callable[[], Any], add: Callable[[Any, Any], Any],
-                  merge: Callable[[Any, Any], Any], result: Callable[[Any], Any] | None = None,
-                  *, name: str | None = None, parallelism: int | None = None) -> DataStream:
-        """Flink's AggregateFunction: ``create()`` a fresh accumulator, ``add(accumulator,
-        record)`` the accumulator with one more record, ``merge(a, b)`` two accumulators
-        as one, ``result(accumulator)`` the window's value (default: the accumulator).
-        Accumulators are checkpointed: scalars, tuples, lists, dicts (as records between
-        vertices), e.g. an average: ``aggregate(lambda: (0, 0), lambda a, r: (a[0] +
-        r[1], a[1] + 1), lambda a, b: (a[0] + b[0], a[1] + b[1]), lambda a: a[0] / a[1])``."""
-        functions = AggregateFunctions(_function("aggregate", create),
-                                       _function("aggregate", add),
-                                       _function("aggregate", merge),
-                                       None if result is None else _function("aggregate", result))
-        return self._aggregate("aggregate", name or "window aggregate", parallelism,
-                               aggregate=functions)
 
 
 class DataStreamSink:

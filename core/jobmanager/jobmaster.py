@@ -22,8 +22,6 @@ from typing import Any
 from clusterdeck.core.checkpointing import CheckpointStorage, CheckpointStorageError, Savepoints
 from clusterdeck.core.checkpointing.stats import stats_of
 from clusterdeck.core.config.settings import Config
-from clusterdeck.core.engine.inputsplits import plan_splits
-from clusterdeck.core.engine.sinks import initialize_sinks
 from clusterdeck.core.executiongraph import instructions as ins
 from clusterdeck.core.executiongraph.execution import Execution, SlotRef, subtask_id
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
@@ -37,6 +35,8 @@ from clusterdeck.core.executiongraph.restart import (
 )
 from clusterdeck.core.executiongraph.scheduler import Scheduler
 from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
+from clusterdeck.core.jobapi.inputsplits import plan_splits
+from clusterdeck.core.jobapi.sinkfolders import initialize_sinks
 from clusterdeck.core.jobmanager.checkpoints import (
     JobCheckpoints,
     SavepointFailed,

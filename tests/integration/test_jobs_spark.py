@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 
 from clusterdeck.core.engine.exchange import InputPartition, PartitionNotFound
-from clusterdeck.core.engine.inputsplits import plan_splits
 from clusterdeck.core.engine.local import run_local
 from clusterdeck.core.engine.runtime import cancel_subtask, run_subtask
 from clusterdeck.core.engine.tally import LiveCounts
 from clusterdeck.core.jobapi.artifact import pack_artifact, unpack_artifact
 from clusterdeck.core.jobapi.errors import SubtaskCancelled, SubtaskFailed
+from clusterdeck.core.jobapi.inputsplits import plan_splits
 from clusterdeck.core.jobapi.loader import LoadedJob, load_job
 from clusterdeck.core.protocol.wiring import ResultPartitionRef
 from tests.waiting import wait_for

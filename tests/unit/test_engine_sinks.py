@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clusterdeck.core.engine.sinks import STAGING, FileSinkWriter
+from clusterdeck.core.engine.sinks import FileSinkWriter
 from clusterdeck.core.jobapi import plan
+from clusterdeck.core.jobapi.sinkfolders import STAGING
 from clusterdeck.core.protocol.jobgraph import OperatorSpec
 
 

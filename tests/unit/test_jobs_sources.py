@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from clusterdeck.core.engine.inputsplits import part_bounds
 from clusterdeck.core.engine.sources import _merged
+from clusterdeck.core.jobapi.inputsplits import part_bounds
 
 
 def test_adjacent_parts_of_a_range_merge_into_one_interval() -> None:

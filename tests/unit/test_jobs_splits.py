@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterdeck.core.engine.inputsplits import (
+from clusterdeck.core.jobapi.inputsplits import (
     part_bounds,
     plan_file_splits,
     plan_splits,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterdeck.core.engine.inputsplits import plan_file_splits
-from clusterdeck.core.jobapi.environment import _paths, _sink_path
+from clusterdeck.core.jobapi.arguments import input_paths, sink_path
+from clusterdeck.core.jobapi.inputsplits import plan_file_splits
 from clusterdeck.core.protocol.jobgraph import is_url
 
 
@@ -21,7 +21,7 @@ def test_urls_are_told_from_paths() -> None:
 def test_a_url_source_is_kept_as_written_and_is_one_whole_split(tmp_path: Path) -> None:
     local = tmp_path / "words.txt"
     local.write_text("a b\n")
-    sources = _paths("read_text", ["s3a://bucket/in/*.txt", f"file://{local}", "rel.txt"])
+    sources = input_paths("read_text", ["s3a://bucket/in/*.txt", f"file://{local}", "rel.txt"])
     assert sources[:2] == ["s3a://bucket/in/*.txt", f"file://{local}"]
     assert sources[2].startswith("/")
     splits = plan_file_splits(sources[:2], vertex_id="v")
@@ -30,6 +30,6 @@ def test_a_url_source_is_kept_as_written_and_is_one_whole_split(tmp_path: Path) 
 
 
 def test_a_sink_url_is_a_shared_mount_or_refused_clearly() -> None:
-    assert _sink_path("write_csv", "file:///mnt/shared/out") == "/mnt/shared/out"
+    assert sink_path("write_csv", "file:///mnt/shared/out") == "/mnt/shared/out"
     with pytest.raises(ValueError, match="file sinks publish into a folder"):
-        _sink_path("write_csv", "s3a://bucket/out")
+        sink_path("write_csv", "s3a://bucket/out")

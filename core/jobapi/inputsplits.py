@@ -15,7 +15,9 @@ A URL (``s3a://``, ``hdfs://``, ``file://`` on a shared mount) is not listed her
 one split, read whole by Spark's reader on the TaskManager that takes it (any of them).
 
 Collections and ranges are split into ``parallelism`` parts (``part`` of ``parts``).
-Nothing here uses Spark; ``read_lines`` runs inside Spark's Python workers.
+Nothing here uses Spark, so the JobManager plans splits without importing it; the
+engine's sources read them with ``part_bounds`` and ``read_lines`` (inside Spark's
+Python workers).
 """
 
 from __future__ import annotations
