@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.supervisor import ProcessInfo, ProcessSpec, ProcessStatus, Supervisor
 from clusterdeck.gui.bridge import ClusterBridge
@@ -24,6 +26,7 @@ def cell(model: ProcessTableModel, name: str, column: str) -> str:
     return model.data(model.index(row, COLUMNS.index(column)))
 
 
+@pytest.mark.integration
 def test_the_table_shows_the_supervisors_processes_and_their_states(qtbot, tmp_path):
     bridge = ClusterBridge()
     model = ProcessTableModel()

@@ -1,4 +1,8 @@
-"""A real local cluster for integration tests, and a watcher of its retained snapshot."""
+"""A real local cluster for integration tests, and a watcher of its retained snapshot.
+
+tests/integration/conftest.py starts one for each module that asks for the ``cluster``
+fixture, with the settings of the module's ``cluster`` marker (the names below).
+"""
 
 from __future__ import annotations
 
@@ -21,6 +25,10 @@ FAST_HEARTBEATS = {"heartbeat.interval": 0.2, "heartbeat.timeout": 1.5,
                    "registration.max-backoff": 0.5, "rpc.ask-timeout": 5.0,
                    "supervisor.restart-backoff": 0.1, "supervisor.shutdown-grace": 3.0,
                    "spark.start": "lazy"}
+QUICK_RESTARTS = {"restart-strategy.fixed-delay.delay": 0.2}
+# Spark up before the first job, and five quick restarts for the TaskManagers a test kills.
+SPARK_UP_AND_RESTARTS = {"spark.start": "eager", **QUICK_RESTARTS,
+                         "restart-strategy.fixed-delay.attempts": 5}
 
 
 def broker_kinds() -> list:
@@ -74,9 +82,13 @@ class ClusterWatcher:
         self.client.close()
 
 
+RunningCluster = tuple[LocalCluster, ClusterWatcher]
+
+
 @contextmanager
-def running_cluster(kind: str, **overrides: object) -> Iterator[tuple[LocalCluster,
-                                                                       ClusterWatcher]]:
+def running_cluster(kind: str, **overrides: object) -> Iterator[RunningCluster]:
+    """A cluster of two TaskManagers of two slots each, all of them registered; stopped
+    (every process) when the block ends, also on a failure."""
     config = Config({"cluster.id": f"test-{kind}-{uuid.uuid4().hex[:6]}", "broker.kind": kind,
                      "taskmanager.count": 2, "taskmanager.slots": 2, **FAST_HEARTBEATS,
                      **overrides})

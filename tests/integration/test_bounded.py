@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import pytest
 
 from clusterdeck.broker.client import connect_and_wait, make_client
-from clusterdeck.core.client.jobclient import ClusterClient, JobClient
+from clusterdeck.core.client.jobclient import ClusterClient
 from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.jobmanager.jobstore import RECORD, JobRecord
@@ -84,13 +84,6 @@ def cluster() -> Iterator[tuple]:
             "resourcemanager.max-taskmanagers": MAX_TASKMANAGERS,
             "resourcemanager.max-lost-taskmanagers": MAX_LOST}) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def client(cluster) -> Iterator[JobClient]:
-    local_cluster, _ = cluster
-    with JobClient(local_cluster.config, connect_timeout=30) as job_client:
-        yield job_client
 
 
 def test_retention_trims_the_store_to_its_limit_with_each_jobs_files(cluster) -> None:

@@ -28,27 +28,14 @@ from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from clusterdeck.core.rpc import RemoteError
-from tests.integration.clusters import running_cluster, wait_result
+from tests.integration.clusters import QUICK_RESTARTS, wait_result
 from tests.waiting import wait_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.cluster(
+    {"spark.start": "eager", "job.split-size": "64 KiB", **QUICK_RESTARTS})]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 WORDS = ["spark", "flink", "actor", "slot", "mailbox", "fencing", "broker", "heartbeat",
          "split", "vertex"]
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with running_cluster("auto", **{"spark.start": "eager", "job.split-size": "64 KiB",
-                                    "restart-strategy.fixed-delay.delay": 0.2}) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def client(cluster):
-    local_cluster, _ = cluster
-    with JobClient(local_cluster.config, connect_timeout=30) as job_client:
-        yield job_client
 
 
 def run(client: JobClient, job_file: Path, *args: str, timeout: float = 240) -> p.JobResult:

@@ -140,12 +140,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield local, taskmanagers
 
 
-@pytest.fixture(scope="module")
-def client(cluster: Cluster) -> Iterator[JobClient]:
-    with JobClient(cluster[0].config, connect_timeout=30) as connected:
-        yield connected
-
-
 @dataclass(frozen=True)
 class Run:
     """A finished job: its result, what plain Python counted, its failures, its graph."""

@@ -16,16 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from clusterdeck.core.client.jobclient import JobClient, collected_rows
+from clusterdeck.core.client.jobclient import collected_rows
 from clusterdeck.core.config import paths
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from clusterdeck.core.taskmanager.runner import attempt_dir
-from tests.integration.clusters import running_cluster, wait_result
+from tests.integration.clusters import SPARK_UP_AND_RESTARTS, wait_result
 from tests.waiting import wait_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration,
+              pytest.mark.cluster({**SPARK_UP_AND_RESTARTS, "job.split-size": "4 KiB"})]
 BOTH = ["taskmanager-1", "taskmanager-2"]
 
 SLOW_WORDCOUNT = '''
@@ -48,21 +49,6 @@ def build(env):
         .map(lambda pair: time.sleep({consumer_delay}) or pair, name="slow")
         .collect(name="counts"))
 '''
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with running_cluster("auto", **{"spark.start": "eager", "job.split-size": "4 KiB",
-                                    "restart-strategy.fixed-delay.delay": 0.2,
-                                    "restart-strategy.fixed-delay.attempts": 5}) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def client(cluster):
-    local_cluster, _ = cluster
-    with JobClient(local_cluster.config, connect_timeout=30) as job_client:
-        yield job_client
 
 
 def running_on(vertex_name_part: str, snapshot: JobGraphSnapshot) -> str | None:

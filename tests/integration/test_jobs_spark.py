@@ -11,7 +11,6 @@ import os
 import random
 import re
 import shutil
-import sys
 import textwrap
 import threading
 from collections import Counter
@@ -33,29 +32,6 @@ from tests.waiting import wait_for
 pytestmark = pytest.mark.integration
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 WORD = re.compile(r"[a-z']+")
-
-
-@pytest.fixture(scope="module")
-def spark():
-    saved = {key: os.environ.get(key) for key in ("PYSPARK_PYTHON", "SPARK_LOCAL_IP")}
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # the workers' interpreter
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[2]").appName("clusterdeck-test-jobs")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
 
 
 def job_file(folder: Path, name: str, source: str) -> Path:

@@ -105,6 +105,7 @@ def test_a_missing_java_is_named_with_how_to_get_it(monkeypatch, tmp_path) -> No
     assert "install" in message.lower()
 
 
+@pytest.mark.integration
 def test_an_old_java_is_refused(monkeypatch, tmp_path) -> None:
     java = tmp_path / "bin" / "java"
     java.parent.mkdir()
@@ -121,6 +122,7 @@ def test_a_missing_mosquitto_is_a_notice_not_an_error() -> None:
     assert notice is not None and "amqtt" in notice
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(shutil.which("desktop-file-validate") is None,
                     reason="desktop-file-validate (desktop-file-utils) is not installed")
 def test_the_desktop_entry_is_valid() -> None:
@@ -130,6 +132,7 @@ def test_the_desktop_entry_is_valid() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(shutil.which("appstreamcli") is None,
                     reason="appstreamcli (appstream) is not installed")
 def test_the_appstream_metainfo_is_valid() -> None:

@@ -30,10 +30,10 @@ from clusterdeck.core.node import exitcodes
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.rpc import AskTimeoutError, RemoteError, RpcError
-from tests.integration.clusters import running_cluster, wait_result
+from tests.integration.clusters import QUICK_RESTARTS, wait_result
 from tests.waiting import wait_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.cluster(QUICK_RESTARTS)]
 
 KEYED_SUMS = ("def build(env):\n"
               "    (env.from_range(0, 40, parallelism=2).map(lambda x: (x % 4, x))\n"
@@ -45,19 +45,6 @@ MARKING = ("def build(env):\n"
            "            marks.write(f'{{x}}\\n')\n"
            "        return x\n"
            "    env.from_range(0, 10, parallelism=2).map(mark).collect()\n")
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with running_cluster("auto", **{"restart-strategy.fixed-delay.delay": 0.2}) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def client(cluster):
-    local_cluster, _ = cluster
-    with JobClient(local_cluster.config, connect_timeout=30) as job_client:
-        yield job_client
 
 
 def marking_job(tmp_path: Path) -> tuple[Path, Path]:

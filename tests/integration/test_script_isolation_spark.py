@@ -15,11 +15,9 @@ from pathlib import Path
 import pytest
 
 from clusterdeck.core.engine.script import Submission, run_pyspark_script
-from tests.integration import test_jobs_spark
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
-spark = test_jobs_spark.spark  # the same module-scoped SparkSession fixture
 
 
 def script_file(folder: Path, source: str) -> Path:

@@ -13,32 +13,16 @@ from pathlib import Path
 import psutil
 import pytest
 
-from clusterdeck.core.client.jobclient import JobClient
 from clusterdeck.core.protocol.states import JobStatus
-from tests.integration.clusters import running_cluster, wait_result
+from tests.integration.clusters import SPARK_UP_AND_RESTARTS, wait_result
 from tests.integration.test_failover import described, pid_of, running_on
 from tests.waiting import wait_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.cluster(SPARK_UP_AND_RESTARTS)]
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "streaming_rate.py"
 WINDOWS = EXAMPLE.with_name("streaming_window.py")
 STATE = EXAMPLE.with_name("streaming_state.py")
 TOTALS = EXAMPLE.with_name("streaming_totals.py")
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with running_cluster("auto", **{"spark.start": "eager",
-                                    "restart-strategy.fixed-delay.delay": 0.2,
-                                    "restart-strategy.fixed-delay.attempts": 5}) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def client(cluster):
-    local_cluster, _ = cluster
-    with JobClient(local_cluster.config, connect_timeout=30) as job_client:
-        yield job_client
 
 
 def expected(count: int) -> list[str]:

@@ -18,29 +18,13 @@ from pathlib import Path
 import pytest
 
 from clusterdeck.broker.client import connect_and_wait, make_client
-from clusterdeck.core.client.jobclient import JobClient
-from tests.integration.clusters import running_cluster
+from tests.integration.clusters import SPARK_UP_AND_RESTARTS
 from tests.integration.test_failover import pid_of, running_on
 from tests.integration.test_streaming import committed
 from tests.waiting import wait_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.cluster(SPARK_UP_AND_RESTARTS)]
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "streaming_mqtt.py"
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with running_cluster("auto", **{"spark.start": "eager",
-                                    "restart-strategy.fixed-delay.delay": 0.2,
-                                    "restart-strategy.fixed-delay.attempts": 5}) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def client(cluster):
-    local_cluster, _ = cluster
-    with JobClient(local_cluster.config, connect_timeout=30) as job_client:
-        yield job_client
 
 
 class Raw:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,27 +18,7 @@ from clusterdeck.core.jobapi.builder import build_graph
 from clusterdeck.core.jobapi.environment import ExecutionEnvironment
 from clusterdeck.core.jobapi.loader import LoadedJob
 
-
-@pytest.fixture(scope="module")
-def spark():
-    saved = {key: os.environ.get(key) for key in ("PYSPARK_PYTHON", "SPARK_LOCAL_IP")}
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # the workers' interpreter
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[1]").appName("clusterdeck-test-streamops")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.default.parallelism", "1")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+pytestmark = pytest.mark.integration  # a SparkSession: a JVM
 
 
 def job_of(declare) -> LoadedJob:

@@ -32,6 +32,7 @@ def test_every_package_folder_is_installed() -> None:
     assert listed == folders
 
 
+@pytest.mark.integration
 def test_the_wheel_installs_one_top_level_name(tmp_path) -> None:
     source = tmp_path / "src"
     source.mkdir()
@@ -53,6 +54,7 @@ def test_the_wheel_installs_one_top_level_name(tmp_path) -> None:
             assert f"clusterdeck/{room}/{path.relative_to(REPO / room)}" in modules
 
 
+@pytest.mark.integration
 def test_the_import_contracts_hold() -> None:
     result = lint_imports(REPO / "pyproject.toml", REPO)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -70,6 +72,7 @@ def copy_of_the_tree(tmp_path) -> Path:
     return tmp_path
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("module", "violation", "complaint"), [
     ("core/rpc/_errors.py", "from clusterdeck.core.protocol import topics",
      "clusterdeck.core.rpc is not allowed to import clusterdeck.core.protocol"),
@@ -92,6 +95,7 @@ def test_a_lower_layer_importing_a_higher_one_breaks_the_contracts(
     assert complaint in " ".join(broken.stdout.split()), broken.stdout
 
 
+@pytest.mark.integration
 def test_the_code_is_ruff_clean() -> None:
     """What STYLE asks of every change, checked in CI like the import contracts."""
     ruff = Path(sys.executable).parent / "ruff"

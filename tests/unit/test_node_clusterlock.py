@@ -20,6 +20,8 @@ from clusterdeck.core.node import clusterlock
 from clusterdeck.core.node.clusterlock import ClusterLockedError, LockHolder
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.integration  # lock holders in processes of their own
+
 # Takes the lock, then holds it until its stdin closes or it is killed. With a child:
 # starts `sleep` without closing file descriptors, which must not keep the lock alive.
 HOLDER = """

@@ -87,6 +87,7 @@ def spinner():
         process.wait(10)
 
 
+@pytest.mark.integration
 def test_a_real_process_shows_its_threads_and_where_its_time_goes(spinner):
     threads = thread_dump(spinner.pid)
     assert {"spinner", "MainThread"} <= {t.name for t in threads}
@@ -98,6 +99,7 @@ def test_a_real_process_shows_its_threads_and_where_its_time_goes(spinner):
     assert graph.root.hottest(1)[0][0].startswith("spin_here")
 
 
+@pytest.mark.integration
 def test_the_command_prints_where_the_time_went_and_writes_the_stacks(spinner, tmp_path,
                                                                         capsys):
     stacks = tmp_path / "stacks.txt"
@@ -109,6 +111,7 @@ def test_the_command_prints_where_the_time_went_and_writes_the_stacks(spinner, t
     assert "Thread spinner" in capsys.readouterr().out
 
 
+@pytest.mark.integration
 def test_a_process_that_is_gone_is_named_as_gone():
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait(10)

@@ -195,6 +195,7 @@ def test_the_sampler_follows_the_processes_that_announce_themselves_on_this_host
     assert [x.process for x in sampler.sample(7.0)] == ["recorder"]
 
 
+@pytest.mark.integration
 def test_a_process_counts_with_its_children_like_a_taskmanager_with_its_jvm():
     parent = subprocess.Popen([sys.executable, "-c", (
         "import subprocess, sys; subprocess.run([sys.executable, '-c', "
@@ -216,6 +217,7 @@ def test_a_process_counts_with_its_children_like_a_taskmanager_with_its_jvm():
         parent.wait(10)
 
 
+@pytest.mark.integration
 def test_a_process_that_is_gone_is_no_longer_sampled():
     sampler = ProcessSampler(host="here")
     child = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from clusterdeck.core.supervisor import RESTARTS_ENV, ProcessSpec
 from clusterdeck.core.supervisor._spawn import spawn
+
+pytestmark = pytest.mark.integration  # a child process
 
 PRINT = f"import os; print(os.environ['{RESTARTS_ENV}'], os.environ.get('EXTRA', '-'))"
 

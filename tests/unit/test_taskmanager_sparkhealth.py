@@ -32,6 +32,8 @@ from clusterdeck.core.taskmanager.sparkhealth import (
 from clusterdeck.core.taskmanager.tasks import Task, TaskOutcome, TaskServices
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.integration  # a process stands in for the JVM
+
 
 @pytest.fixture
 def jvm_process() -> Iterator[subprocess.Popen[Any]]:
