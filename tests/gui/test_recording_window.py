@@ -16,10 +16,11 @@ from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.recorder.export import describe, export
 from clusterdeck.core.recorder.replay import RecordedEvent, replay
 from clusterdeck.core.recorder.store import FILE_NAME
+from clusterdeck.gui.controllers.mainwindow import MainWindow
+from clusterdeck.gui.controllers.recordings import recent_recordings, remember_recording
 from clusterdeck.gui.session import SessionMode, SessionState
 from clusterdeck.gui.views.failuresview import FAILURE_ROLE
 from clusterdeck.gui.views.jobsview import job_span
-from clusterdeck.gui.views.mainwindow import MainWindow, recent_recordings, remember_recording
 from tests.integration.clusters import running_cluster, wait_result
 from tests.waiting import wait_for
 
