@@ -10,7 +10,6 @@ views show. GUI thread only.
 
 from __future__ import annotations
 
-import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from clusterdeck.gui.bridge import ClusterBridge
 from clusterdeck.gui.controllers.actionstate import enable_actions
 from clusterdeck.gui.controllers.inspection import ProcessInspector
 from clusterdeck.gui.controllers.jobcalls import JobCommands, JobWorker, SavepointAsk
-from clusterdeck.gui.controllers.recordings import recent_recordings, remember_recording
+from clusterdeck.gui.controllers.recordings import RecordingOpener
 from clusterdeck.gui.controllers.statusline import (
     broker_style,
     broker_text,
@@ -41,7 +40,7 @@ from clusterdeck.gui.controllers.tray import DesktopNotifier
 from clusterdeck.gui.models.health import cluster_health
 from clusterdeck.gui.models.processmodel import ProcessRow
 from clusterdeck.gui.models.profiles import ProfileError, ProfileStore
-from clusterdeck.gui.recording import SUFFIX, is_recording, open_in_bridge
+from clusterdeck.gui.recording import is_recording
 from clusterdeck.gui.sampler import ResourceSample
 from clusterdeck.gui.session import (
     ClusterSession,
@@ -79,9 +78,9 @@ class MainWindow(MainWindowView):
         self.bridge = bridge
         self.worker = worker
         self.submission = SubmissionFlow(bridge, worker, self, job_files)
-        self.recording: Path | None = None  # the recording shown instead of a cluster
         self.session = session or ClusterSession(self.bridge, self)
         self.commands = JobCommands(self.bridge, self.worker, self)
+        self.recordings = RecordingOpener(self, self.bridge, self.session, self.notice)
         self.inspector = ProcessInspector(self.bridge, self)
         self.notifier = DesktopNotifier(self, self.show_notice, self.bridge.call_on_gui_thread)
         self.comparisons: list[ComparisonWindow] = []
@@ -126,7 +125,7 @@ class MainWindow(MainWindowView):
         self.session.notice.connect(self.notice)
 
     def _wire_views(self) -> None:
-        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        self.recent_menu.aboutToShow.connect(self.recordings.fill_recent_menu)
         self.files_dropped.connect(self._on_files_dropped)
         self.model.dataChanged.connect(self.update_actions)
         self.model.modelReset.connect(self.update_actions)
@@ -155,7 +154,7 @@ class MainWindow(MainWindowView):
     def _wire_actions(self) -> None:
         a = self.actions
         a.submit.triggered.connect(self.choose_job_file)
-        a.open_recording.triggered.connect(self.choose_recording)
+        a.open_recording.triggered.connect(self.recordings.choose)
         a.cancel_job.triggered.connect(self.cancel_current_job)
         a.savepoint_job.triggered.connect(self.take_savepoint_of_current_job)
         a.stop_job_savepoint.triggered.connect(self.stop_current_job_with_savepoint)
@@ -337,7 +336,7 @@ class MainWindow(MainWindowView):
         """A recording is opened; any other file is offered for submission."""
         for path in dropped:
             if is_recording(path):
-                self.open_recording(Path(path))
+                self.recordings.open(Path(path))
             else:
                 self.submission.offer(path)
 
@@ -419,11 +418,11 @@ class MainWindow(MainWindowView):
 
     def _on_session(self, state: SessionState) -> None:
         if state.active:
-            self.recording = None
+            self.recordings.forget()
         config = self.session.config
         self.submission.savepoints_dir = (savepoints_dir(config) if state.active
                                           and config is not None else None)
-        if state.active or self.recording is None:
+        if state.active or self.recordings.recording is None:
             self._follow_cluster_logs(state)
         self.cluster_panel.set_session_state(state)
         self.session_label.setText(f"{state.cluster_id}: {state.mode}" if state.active
@@ -466,48 +465,3 @@ class MainWindow(MainWindowView):
             self.session.shutdown()
         event.accept()
         self.closed.emit(choice)
-
-    # -- recordings ---------------------------------------------------------------------------
-
-    def open_recording(self, path: Path) -> None:
-        """Show a flight recording (docs/recorder.md) instead of a cluster: offline, every
-        view fed from the file. Refused while a cluster is shown."""
-        if self.session.state.active:
-            self.notice(f"{path.name} not opened: stop or detach the cluster first")
-            return
-        self.bridge.reset()
-        self.recording = path
-        remember_recording(path)
-        self.setWindowTitle(f"clusterdeck \u2014 recording {path.name} (offline)")
-        self.session_label.setText(f"recording {path.name}: offline, no cluster")
-        self.statusBar().showMessage(f"Opening the recording {path.name}...")
-        open_in_bridge(self.bridge, path, functools.partial(self._recording_opened, path))
-        self.logs.show_recording(path, live=False)
-
-    def choose_recording(self) -> None:
-        """File > Open Recording...: pick a recording file."""
-        path, _ = QFileDialog.getOpenFileName(
-            self, "Open a recording", str(Path.cwd()),
-            f"Recordings (*{SUFFIX} {FILE_NAME});;All files (*)")
-        if path:
-            self.open_recording(Path(path))
-
-    def _fill_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        recent = recent_recordings()
-        for path in recent:
-            action = self.recent_menu.addAction(str(path))
-            action.setEnabled(not self.session.state.active)
-            action.triggered.connect(functools.partial(self._open_recent, path))
-        if not recent:
-            self.recent_menu.addAction("(none yet)").setEnabled(False)
-
-    def _open_recent(self, path: Path, _checked: bool = False) -> None:
-        self.open_recording(path)
-
-    def _recording_opened(self, path: Path, count: int, error: str) -> None:
-        if error:
-            self.notice(f"{path.name} could not be read: {error}")
-            return
-        self.statusBar().showMessage(f"Recording {path.name}: {count:,} messages. This is "
-                                     "what was recorded, not a running cluster.")
