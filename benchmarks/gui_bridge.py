@@ -419,7 +419,7 @@ def run(seconds: float, rate: float, subtasks: int, view: str, profile: bool = F
     probe = Probe()
     probe.profile = cProfile.Profile() if profile else None
     instrument(probe)
-    from clusterdeck.gui.views.mainwindow import MainWindow
+    from clusterdeck.gui.controllers.mainwindow import MainWindow
 
     app = TimedApplication(["clusterdeck-bench"])
     from clusterdeck.gui.collector import MainThreadCollector

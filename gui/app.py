@@ -23,9 +23,10 @@ from PySide6.QtWidgets import QApplication
 
 from clusterdeck.core.config.settings import ConfigError, load, parse_override
 from clusterdeck.gui.collector import MainThreadCollector
+from clusterdeck.gui.controllers.mainwindow import MainWindow
 from clusterdeck.gui.models.profiles import ProfileError
 from clusterdeck.gui.session import attach_config
-from clusterdeck.gui.views.mainwindow import APPLICATION, HEADLESS, ORGANISATION, MainWindow
+from clusterdeck.gui.views.mainwindow import APPLICATION, HEADLESS, ORGANISATION
 
 
 def build_parser() -> argparse.ArgumentParser:

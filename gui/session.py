@@ -22,8 +22,7 @@ import signal
 import socket
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
-from enum import StrEnum
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,35 +37,11 @@ from clusterdeck.core.node.clusterlock import ClusterLockedError
 from clusterdeck.core.node.service import run_dir
 from clusterdeck.core.rpc import RpcError
 from clusterdeck.gui.bridge import ClusterBridge
+from clusterdeck.gui.models.sessionstate import SessionMode, SessionState
 
 log = logging.getLogger(__name__)
 
 _CONNECT_TIMEOUT = 30.0
-
-
-class SessionMode(StrEnum):
-    IDLE = "idle"
-    STARTING = "starting"
-    RUNNING = "running"        # a local cluster under our supervisor
-    ATTACHING = "attaching"
-    ATTACHED = "attached"      # somebody else's cluster, watched through a client only
-    STOPPING = "stopping"
-
-
-@dataclass(frozen=True)
-class SessionState:
-    """What the window shows about the session; immutable, replaced on every change."""
-
-    mode: SessionMode = SessionMode.IDLE
-    cluster_id: str = ""
-    broker_kind: str = ""
-    supervised: bool = False   # our supervisor runs the processes (restart/kill work)
-    owned: bool = False        # closing the window must decide the cluster's fate
-    error: str = ""
-
-    @property
-    def active(self) -> bool:
-        return self.mode is not SessionMode.IDLE
 
 
 class ClusterSession(QObject):

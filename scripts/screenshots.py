@@ -38,9 +38,9 @@ from PySide6.QtWidgets import QApplication, QDockWidget, QWidget
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.states import ExecutionState
+from clusterdeck.gui.controllers.mainwindow import MainWindow
 from clusterdeck.gui.models.replay import JobHistory
 from clusterdeck.gui.session import SessionMode, attach_config
-from clusterdeck.gui.views.mainwindow import MainWindow
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 _CLUSTER = {"cluster.id": "demo", "heartbeat.interval": 0.5, "heartbeat.timeout": 3.0,

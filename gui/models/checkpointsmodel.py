@@ -12,7 +12,6 @@ stays selected while the job runs. Fed by the bridge's signals; GUI thread only.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,10 +26,9 @@ from clusterdeck.core.protocol.checkpointstats import (
 )
 from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot, Truncation
-from clusterdeck.gui.models.processmodel import format_bytes
+from clusterdeck.gui.models.formatting import NONE, clock, format_bytes, format_duration
 from clusterdeck.gui.models.tablemodel import FixedColumnsModel, Index
 
-NONE = "\u2013"
 COLUMNS = ("ID", "Type", "Status", "Triggered", "Duration", "Size", "Acknowledged",
            "Alignment", "Details")
 STATS_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -58,22 +56,6 @@ HISTORY_LEFT_OUT = ("The checkpoint history was left out of this job's snapshot 
                     "rpc.framesize; the counts above are complete.")
 
 
-def clock(timestamp: float) -> str:
-    """A wall-clock time to the second, as the failures view's restore line shows it."""
-    return time.strftime("%H:%M:%S", time.localtime(timestamp))
-
-
-def seconds_text(seconds: float | None) -> str:
-    if seconds is None:
-        return NONE
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, rest = divmod(int(seconds), 60)
-    return f"{minutes} min {rest:02d} s"
-
-
 def restored_text(restored: RestoredCheckpointStats) -> str:
     """``restored from checkpoint 7 (12:03:41)``: the checkpoint and when it was restored."""
     return f"restored from checkpoint {restored.checkpoint_id} ({clock(restored.restored)})"
@@ -88,7 +70,7 @@ def summary_text(stats: CheckpointStatsSnapshot) -> str:
         ended = latest.ended
         parts.append(f"latest: checkpoint {latest.checkpoint_id}"
                      + (f" at {clock(ended)}" if ended is not None else "")
-                     + f", {seconds_text(latest.duration)}, {format_bytes(latest.size)}")
+                     + f", {format_duration(latest.duration)}, {format_bytes(latest.size)}")
     else:
         parts.append("none completed yet")
     if stats.restored is not None:
@@ -266,14 +248,14 @@ def cell_text(row: CheckpointStats, column: str) -> str:
     if column == "Triggered":
         return clock(row.triggered)
     if column == "Duration":
-        return seconds_text(row.duration)
+        return format_duration(row.duration)
     if column == "Size":
         return format_bytes(row.size) if row.status is not CheckpointStatus.IN_PROGRESS \
             or row.size else NONE
     if column == "Acknowledged":
         return f"{row.acknowledged}/{row.expected}" if row.expected else NONE
     if column == "Alignment":
-        return seconds_text(row.alignment)
+        return format_duration(row.alignment)
     if column == "Details":
         return details_text(row)
     return ""

@@ -1,4 +1,4 @@
-"""The cluster's health in one word and one line, for the tray icon (gui/tray.py)."""
+"""The cluster's health in one word and one line, for the tray icon (gui/controllers/tray.py)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,20 +80,6 @@ class VertexNumbers:
 def backpressure_band(share: float) -> str:
     """"OK", "LOW" or "HIGH", as Flink's web UI bands a share of time back-pressured."""
     return next(band for most, band in BACKPRESSURE_BANDS if share <= most)
-
-
-def format_watermark(watermark: float | None) -> str:
-    """A watermark as event time: a time of day (and the date, if not today) when it is
-    seconds since the epoch (from 2001 on), else seconds."""
-    if watermark is None:
-        return "no watermark"
-    if math.isinf(watermark):
-        return "end of event time"
-    if watermark >= 1e9:
-        stamp = time.localtime(watermark)
-        day = "" if stamp[:3] == time.localtime()[:3] else time.strftime("%Y-%m-%d ", stamp)
-        return f"{day}{time.strftime('%H:%M:%S', stamp)}.{int(watermark % 1 * 1000):03d}"
-    return f"{watermark:,.3f} s"
 
 
 @dataclass

@@ -19,9 +19,10 @@ from PySide6.QtGui import QBrush, QFont
 
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.supervisor import ProcessInfo, ProcessStatus
+from clusterdeck.gui.models.formatting import format_bytes, format_uptime
+from clusterdeck.gui.models.palette import PROCESS_STATE_COLOURS
 from clusterdeck.gui.models.tablemodel import FixedColumnsModel, Index
 from clusterdeck.gui.sampler import ResourceSample
-from clusterdeck.gui.views.palette import PROCESS_STATE_COLOURS
 
 _STATES = {ProcessStatus.STARTING: "starting", ProcessStatus.RUNNING: "running",
            ProcessStatus.RESTARTING: "restarting", ProcessStatus.FAILED: "crashed",
@@ -57,22 +58,6 @@ class ProcessRow:
 def process_state(info: ProcessInfo) -> str:
     """The table's word for a supervisor status (FAILED: it crashed too often)."""
     return _STATES[info.status]
-
-
-def format_duration(seconds: float) -> str:
-    seconds = int(max(0.0, seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, seconds = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
-
-
-def format_bytes(count: int) -> str:
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
 
 
 class ProcessTableModel(FixedColumnsModel):
@@ -214,7 +199,7 @@ class ProcessTableModel(FixedColumnsModel):
         if column == "Uptime":
             if row.started_at is None or row.state != "running":
                 return NONE
-            return format_duration(time.time() - row.started_at)
+            return format_uptime(time.time() - row.started_at)
         if column == "Restarts":
             return str(row.restarts) if row.supervised else NONE
         if column == "CPU %":

@@ -11,7 +11,6 @@ one endpoint (as sender or receiver), with or without heartbeats. GUI thread onl
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,6 +21,7 @@ from PySide6.QtCore import (
 )
 
 from clusterdeck.core.rpc.mqtt import Traffic
+from clusterdeck.gui.models.formatting import clock_millis
 from clusterdeck.gui.models.tablemodel import FixedColumnsModel, Index
 
 COLUMNS = ("Time", "Channel", "Sender", "Receiver", "Kind", "Type", "Size")
@@ -30,8 +30,7 @@ TRAFFIC_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
 def _texts(record: Traffic) -> tuple[str, ...]:
-    stamp = time.strftime("%H:%M:%S", time.localtime(record.at)) + \
-        f".{int(record.at * 1000) % 1000:03d}"
+    stamp = clock_millis(record.at)
     return (stamp, record.channel, record.sender, record.receiver, record.kind,
             record.type_name, f"{record.size:,}")
 

@@ -26,13 +26,10 @@ from PySide6.QtWidgets import (
 
 from clusterdeck.core.protocol.failures import FailureRecord
 from clusterdeck.core.protocol.snapshots import AttemptSnapshot, SubtaskSnapshot, VertexSnapshot
-from clusterdeck.gui.views.palette import execution_colour
+from clusterdeck.gui.models.formatting import clock
+from clusterdeck.gui.models.palette import execution_colour
 
 _COLUMNS = ("#", "State", "Slot", "Started", "Ended", "Duration", "Failure")
-
-
-def _clock(timestamp: float | None) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(timestamp)) if timestamp else ""
 
 
 def _duration(start: float | None, end: float | None) -> str:
@@ -129,7 +126,7 @@ class AttemptsPanel(QWidget):
         slot, failure = attempt.slot, attempt.failure
         values = (str(attempt.attempt), str(attempt.state),
                   f"{slot.taskmanager_id}/{slot.slot_index}" if slot else "",
-                  _clock(attempt.start_time), _clock(attempt.end_time),
+                  clock(attempt.start_time), clock(attempt.end_time),
                   _duration(attempt.start_time, attempt.end_time),
                   failure.exception_type if failure else "")
         for column, value in enumerate(values):

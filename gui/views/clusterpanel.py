@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from clusterdeck.gui.models.processmodel import ProcessRow, ProcessTableModel
 from clusterdeck.gui.models.profiles import BROKER_KINDS, ClusterProfile, ProfileStore
-from clusterdeck.gui.session import SessionMode, SessionState
+from clusterdeck.gui.models.sessionstate import SessionMode, SessionState
 from clusterdeck.gui.views.actions import WindowActions
 
 

@@ -41,7 +41,8 @@ from clusterdeck.core.protocol.checkpointstats import RestoredCheckpointStats
 from clusterdeck.core.protocol.failures import FailureRecord
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.gui.models.checkpointsmodel import restored_text
-from clusterdeck.gui.views.failuretext import USER_COLOUR, attempt_number, clock, failure_html
+from clusterdeck.gui.models.formatting import clock_millis
+from clusterdeck.gui.views.failuretext import USER_COLOUR, attempt_number, failure_html
 
 FAILURE_ROLE = Qt.ItemDataRole.UserRole + 1
 HISTORY_SHOWN = 500
@@ -252,7 +253,7 @@ class FailuresView(QWidget):
             f"#{failure.subtask} {failures.vertex_names.get(vertex_id, vertex_id)}",
             attempt_number(failure),
             f"{failure.taskmanager_id or '?'}" + (f" / {slot}" if slot is not None else ""),
-            clock(failure.timestamp)])
+            clock_millis(failure.timestamp)])
         item.setData(0, FAILURE_ROLE, (failure, root))
         item.setToolTip(0, failure.message)
         if root:

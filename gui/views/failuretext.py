@@ -12,11 +12,11 @@ from __future__ import annotations
 import html
 import os
 import re
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
 from clusterdeck.core.protocol.failures import FailureRecord
+from clusterdeck.gui.models.formatting import clock_millis
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
 USER_COLOUR = "#b03a36"
@@ -68,13 +68,6 @@ def traceback_html(traceback_text: str, job_id: str = "",
     return "<pre>" + "\n".join(out) + "</pre>"
 
 
-def clock(timestamp: float | None) -> str:
-    if not timestamp:
-        return DASH
-    return time.strftime("%H:%M:%S", time.localtime(timestamp)) + \
-        f".{int(timestamp * 1000) % 1000:03d}"
-
-
 def attempt_number(failure: FailureRecord) -> str:
     """The attempt's number; ``?`` for the root cause of a job that never started (it
     has no attempt)."""
@@ -97,7 +90,7 @@ def failure_html(failure: FailureRecord, *, root_cause: bool = False, job_id: st
             ("TaskManager", f"{failure.taskmanager_id or DASH}"
                             + (f", slot {slot}" if slot is not None else "")),
             ("Input splits", splits),
-            ("Started", clock(start)), ("Failed", clock(end) + ran)]
+            ("Started", clock_millis(start)), ("Failed", clock_millis(end) + ran)]
     parts = [f'<h3 style="color:{USER_COLOUR}">'
              + ("Root cause \u2014 " if root_cause else "") + f"{title}</h3>",
              "<table cellspacing=0 cellpadding=2>"

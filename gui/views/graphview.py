@@ -50,10 +50,10 @@ from PySide6.QtWidgets import (
 from clusterdeck.core.protocol.jobgraph import JobEdge, JobKind
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot, SubtaskSnapshot, VertexSnapshot
 from clusterdeck.core.protocol.states import ExecutionState
+from clusterdeck.gui.models.formatting import format_bytes, format_watermark
 from clusterdeck.gui.models.graphlayout import snapshot_layers, structure_key
-from clusterdeck.gui.models.metrics import VertexNumbers, format_watermark
-from clusterdeck.gui.models.processmodel import format_bytes
-from clusterdeck.gui.views.palette import (
+from clusterdeck.gui.models.metrics import VertexNumbers
+from clusterdeck.gui.models.palette import (
     BACKPRESSURE_COLOURS,
     JOB_STATUS_COLOURS,
     execution_colour,

@@ -47,8 +47,9 @@ from PySide6.QtWidgets import (
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.gui.models.formatting import clock, format_duration
+from clusterdeck.gui.models.palette import JOB_STATUS_COLOURS, job_colour
 from clusterdeck.gui.models.tablemodel import FixedColumnsModel, Index
-from clusterdeck.gui.views.palette import JOB_STATUS_COLOURS, job_colour
 from clusterdeck.gui.views.progress import draw_progress
 
 COLUMNS = ("Job", "Status", "Progress", "Duration", "Submitted", "Id")
@@ -77,16 +78,6 @@ class JobRow:
         if self.submitted_at and not self.ended:
             return max(0.0, now - self.submitted_at)
         return None
-
-
-def format_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "\u2013"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, rest = divmod(int(seconds), 60)
-    return f"{minutes} min {rest:02d} s" if minutes < 60 else \
-        f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 class JobListModel(FixedColumnsModel):
@@ -197,8 +188,7 @@ class JobListModel(FixedColumnsModel):
         if column == "Duration":
             return format_duration(row.shown_duration(time.time()))
         if column == "Submitted":
-            return time.strftime("%H:%M:%S", time.localtime(row.submitted_at)) \
-                if row.submitted_at else "\u2013"
+            return clock(row.submitted_at)
         return row.job_id
 
     # -- changes ------------------------------------------------------------------------------

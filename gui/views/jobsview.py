@@ -29,15 +29,15 @@ from PySide6.QtWidgets import (
 
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.gui.models.metrics import MetricsStore
-from clusterdeck.gui.models.recorder import JobRecorder
-from clusterdeck.gui.models.replay import JobHistory
-from clusterdeck.gui.views.attempts import AttemptsPanel
-from clusterdeck.gui.views.graphview import ExecutionGraphView
-from clusterdeck.gui.views.palette import (
+from clusterdeck.gui.models.palette import (
     EXECUTION_STATE_COLOURS,
     JOB_STATUS_COLOURS,
     text_colour_on,
 )
+from clusterdeck.gui.models.recorder import JobRecorder
+from clusterdeck.gui.models.replay import JobHistory
+from clusterdeck.gui.views.attempts import AttemptsPanel
+from clusterdeck.gui.views.graphview import ExecutionGraphView
 from clusterdeck.gui.views.plots import VertexPlot
 from clusterdeck.gui.views.progress import ProgressStrip
 from clusterdeck.gui.views.replaybar import ReplayBar

@@ -15,7 +15,6 @@ shows the message's decoded payload as JSON. GUI thread only.
 from __future__ import annotations
 
 import json
-import time
 from collections import deque
 from collections.abc import Iterable
 
@@ -39,6 +38,7 @@ from PySide6.QtWidgets import (
 
 from clusterdeck.core.rpc import to_data
 from clusterdeck.core.rpc.mqtt import Traffic
+from clusterdeck.gui.models.formatting import clock_millis
 from clusterdeck.gui.models.trafficmodel import COLUMNS, TRAFFIC_ROLE, TrafficFilter, TrafficModel
 
 ALL_TYPES = "all types"
@@ -47,8 +47,7 @@ BATCH_MS = 250
 
 def payload_text(record: Traffic) -> str:
     """A header line, then the decoded message as pretty JSON (or why there is none)."""
-    when = time.strftime("%H:%M:%S", time.localtime(record.at)) + \
-        f".{int(record.at * 1000) % 1000:03d}"
+    when = clock_millis(record.at)
     head = (f"{record.type_name}  ({record.channel}, {record.kind})\n"
             f"from {record.sender} to {record.receiver} at {when}, {record.size:,} bytes\n")
     if record.error:

@@ -8,17 +8,12 @@ Dragging back to the end, or the Live button, returns to live. GUI thread only.
 
 from __future__ import annotations
 
-import time
-
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
 
+from clusterdeck.gui.models.formatting import clock_tenths
+
 STEPS = 1000
-
-
-def clock(t: float) -> str:
-    """``HH:MM:SS.d`` of a wall-clock time."""
-    return time.strftime("%H:%M:%S", time.localtime(t)) + f".{int(t * 10) % 10}"
 
 
 class ReplayBar(QWidget):
@@ -111,5 +106,5 @@ class ReplayBar(QWidget):
             self.label.setText("live")
             self.label.setStyleSheet("")
             return
-        self.label.setText(f"{clock(self.moment)}  (+{self.moment - self.start:.1f} s)")
+        self.label.setText(f"{clock_tenths(self.moment)}  (+{self.moment - self.start:.1f} s)")
         self.label.setStyleSheet("color: #9b59b6; font-weight: bold;")

@@ -4,7 +4,7 @@ The header says how it ended (status, duration, records in and out per vertex); 
 are its accumulators (``env.counter``), the paths it wrote, the rows its ``collect()``
 sinks gathered, in a table, and a PySpark script's stdout (and stderr). The result is the
 retained ``JobResult``; the rows live in files named by it, read on the worker thread
-(gui/jobcalls.py) and handed over with ``show_rows``. GUI thread only.
+(gui/controllers/jobcalls.py) and handed over with ``show_rows``. GUI thread only.
 
 Rows can be scalars, lists (tuples, Spark rows as lists) or dicts (Spark rows by field),
 and may mix: ``RowsTableModel`` makes one column per dict key and per list position, and
@@ -42,9 +42,9 @@ from PySide6.QtWidgets import (
 
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
+from clusterdeck.gui.models.formatting import format_duration
+from clusterdeck.gui.models.palette import JOB_STATUS_COLOURS
 from clusterdeck.gui.models.tablemodel import Index
-from clusterdeck.gui.views.joblist import format_duration
-from clusterdeck.gui.views.palette import JOB_STATUS_COLOURS
 
 VALUE = "value"
 

@@ -28,7 +28,8 @@ from PySide6.QtWidgets import QLabel, QScrollArea, QSplitter, QTabWidget, QVBoxL
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.gui.jobfeed import busy_slots
-from clusterdeck.gui.views.palette import SLOT_BUSY, SLOT_FREE, SLOT_LOST, SLOT_OUTLINE, job_colour
+from clusterdeck.gui.models.formatting import clock
+from clusterdeck.gui.models.palette import SLOT_BUSY, SLOT_FREE, SLOT_LOST, SLOT_OUTLINE, job_colour
 from clusterdeck.gui.views.timeline import SlotTimeline
 
 _CELL = 30
@@ -313,7 +314,7 @@ class SlotsView(QWidget):
             snapshot, moment = self.replay
             busy = sum(1 for *_, what in self.grid.cells() if what not in ("free", "lost"))
             self.summary.setText(
-                f"replay at {time.strftime('%H:%M:%S', time.localtime(moment))}: "
+                f"replay at {clock(moment)}: "
                 f"{snapshot.name} held {busy} slot{'s' if busy != 1 else ''}")
             self.summary.setStyleSheet("color: #9b59b6; font-weight: bold;")
             return

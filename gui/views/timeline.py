@@ -27,7 +27,8 @@ from PySide6.QtWidgets import QWidget
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import ExecutionState
-from clusterdeck.gui.views.palette import EXECUTION_STATE_COLOURS, job_colour
+from clusterdeck.gui.models.formatting import clock
+from clusterdeck.gui.models.palette import EXECUTION_STATE_COLOURS, job_colour
 
 MAX_BARS = 5000
 """The most recent bars drawn; older attempts leave the timeline."""
@@ -220,7 +221,7 @@ class SlotTimeline(pg.PlotWidget):
         self.setToolTip("" if found is None else
                         f"{found.job_name}: {found.subtask_id} attempt {found.attempt}\n"
                         f"{found.taskmanager_id}, slot {found.slot_index}: {found.state}\n"
-                        f"{time.strftime('%H:%M:%S', time.localtime(found.start))}"
+                        f"{clock(found.start)}"
                         + (f" \u2013 {found.end - found.start:.1f} s" if found.end else
                            " \u2013 running"))
 

@@ -15,8 +15,8 @@ import pytest
 from clusterdeck.core.client.jobclient import JobClient
 from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.gui.app import _begin, build_parser
+from clusterdeck.gui.controllers.mainwindow import MainWindow
 from clusterdeck.gui.session import SessionMode, attach_config
-from clusterdeck.gui.views.mainwindow import MainWindow
 from tests.gui.windowdriver import job_status, leave
 from tests.integration.clusters import ClusterWatcher
 from tests.waiting import wait_for

@@ -22,6 +22,7 @@ from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.checkpointstats import RestoredCheckpointStats
 from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot, Truncation
+from clusterdeck.gui.controllers.mainwindow import MainWindow
 from clusterdeck.gui.models.checkpointsmodel import (
     BATCH_JOB,
     COLUMNS,
@@ -32,10 +33,9 @@ from clusterdeck.gui.models.checkpointsmodel import (
     NONE_YET,
     STATS_ROLE,
     CheckpointsModel,
-    clock,
 )
+from clusterdeck.gui.models.formatting import clock
 from clusterdeck.gui.views.checkpointsview import CheckpointsView
-from clusterdeck.gui.views.mainwindow import MainWindow
 from tests.gui.jobsnapshots import empty_snapshot
 
 JOB = "5f0c2a9e1b7d4c36"

@@ -12,9 +12,9 @@ from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from clusterdeck.gui.models.graphlayout import layers
+from clusterdeck.gui.models.palette import BACKPRESSURE_COLOURS, execution_colour
 from clusterdeck.gui.views.graphview import MAX_FIT_SCALE
 from clusterdeck.gui.views.jobsview import JobsView
-from clusterdeck.gui.views.palette import BACKPRESSURE_COLOURS, execution_colour
 from tests.gui.jobsnapshots import mixed_word_count
 
 S = ExecutionState

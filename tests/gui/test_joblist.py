@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.gui.controllers.mainwindow import MainWindow
 from clusterdeck.gui.views.joblist import (
     COLUMNS,
     JOB_ID_ROLE,
@@ -11,7 +12,6 @@ from clusterdeck.gui.views.joblist import (
     JobListModel,
     JobListView,
 )
-from clusterdeck.gui.views.mainwindow import MainWindow
 from tests.gui.jobsnapshots import mixed_word_count
 
 

@@ -12,10 +12,10 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
-from clusterdeck.gui import inspection
+from clusterdeck.gui.controllers import inspection
+from clusterdeck.gui.controllers.mainwindow import MainWindow
 from clusterdeck.gui.session import SessionMode
 from clusterdeck.gui.views.failuretext import user_frames
-from clusterdeck.gui.views.mainwindow import MainWindow
 from tests.gui.windowdriver import drop_files, job_status, leave, submit_dropped
 from tests.integration.clusters import running_cluster
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from clusterdeck.core.config import paths
 from clusterdeck.core.supervisor import ProcessInfo, ProcessStatus
+from clusterdeck.gui.controllers.mainwindow import MainWindow
 from clusterdeck.gui.views.logview import LogTail
-from clusterdeck.gui.views.mainwindow import MainWindow, window_settings
+from clusterdeck.gui.views.mainwindow import window_settings
 
 
 def test_the_layout_is_saved_under_the_config_dir_not_the_users_home(qtbot):

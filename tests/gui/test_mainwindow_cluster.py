@@ -9,9 +9,10 @@ import signal
 import pytest
 
 from clusterdeck.core.supervisor import ProcessStatus
+from clusterdeck.gui.controllers.mainwindow import MainWindow
 from clusterdeck.gui.models.profiles import ClusterProfile, ProfileStore
 from clusterdeck.gui.session import SessionMode
-from clusterdeck.gui.views.mainwindow import CANCEL, HEADLESS, MainWindow
+from clusterdeck.gui.views.mainwindow import CANCEL, HEADLESS
 from tests.integration.clusters import running_cluster
 
 pytestmark = pytest.mark.integration
@@ -87,7 +88,7 @@ def test_the_window_follows_a_real_cluster_through_a_kill_and_a_restart(
                             for x in window.logs.lines) >= 2, timeout=15_000)
 
     answers = iter([CANCEL, HEADLESS])
-    monkeypatch.setattr(window, "ask_close_action", lambda: next(answers, HEADLESS))
+    monkeypatch.setattr(window, "ask_close_action", lambda _cluster_id: next(answers, HEADLESS))
     window.close()
     assert window.isVisible(), "cancel keeps the window open"
     with qtbot.waitSignal(window.closed, timeout=2000) as closed:

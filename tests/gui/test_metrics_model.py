@@ -9,12 +9,12 @@ from dataclasses import replace
 import pytest
 
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.gui.models.formatting import format_watermark
 from clusterdeck.gui.models.metrics import (
     HISTORY,
     MAX_JOBS,
     MetricsStore,
     backpressure_band,
-    format_watermark,
 )
 
 
@@ -85,8 +85,8 @@ def test_a_taskmanager_cannot_make_the_window_hold_without_bound(monkeypatch):
 
 
 def test_only_a_web_address_opens_as_a_spark_ui(qtbot, monkeypatch):
-    from clusterdeck.gui import inspection
     from clusterdeck.gui.bridge import ClusterBridge
+    from clusterdeck.gui.controllers import inspection
     opened, notices = [], []
     monkeypatch.setattr(inspection.QDesktopServices, "openUrl",
                         lambda url: opened.append(url.toString()) or True)

@@ -16,10 +16,11 @@ from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.recorder.export import describe, export
 from clusterdeck.core.recorder.replay import RecordedEvent, replay
 from clusterdeck.core.recorder.store import FILE_NAME
+from clusterdeck.gui.controllers.mainwindow import MainWindow
+from clusterdeck.gui.controllers.recordings import recent_recordings, remember_recording
 from clusterdeck.gui.session import SessionMode, SessionState
 from clusterdeck.gui.views.failuresview import FAILURE_ROLE
 from clusterdeck.gui.views.jobsview import job_span
-from clusterdeck.gui.views.mainwindow import MainWindow, recent_recordings, remember_recording
 from tests.integration.clusters import running_cluster, wait_result
 from tests.waiting import wait_for
 
@@ -91,7 +92,7 @@ def test_a_job_that_failed_once_then_finished_shows_its_failure_offline(qtbot, r
     path, _, flaky_id = runs
     window = MainWindow()
     qtbot.addWidget(window)
-    window.open_recording(path)
+    window.recordings.open(path)
     qtbot.waitUntil(lambda: window.statusBar().currentMessage().startswith(
         f"Recording {path.name}"), timeout=30_000)
     window.choose_job(flaky_id)
@@ -113,7 +114,7 @@ def test_a_recording_opens_offline_and_every_view_shows_the_failed_run(qtbot, fa
     window = MainWindow()
     qtbot.addWidget(window)
     window.show()
-    window.open_recording(path)
+    window.recordings.open(path)
     qtbot.waitUntil(lambda: window.statusBar().currentMessage().startswith(
         f"Recording {path.name}"), timeout=30_000)
     assert "recording failed-run.cdrec (offline)" in window.windowTitle()
@@ -176,8 +177,8 @@ def test_a_cluster_shown_keeps_the_window_from_opening_a_recording(qtbot, failed
     window = MainWindow()
     qtbot.addWidget(window)
     window.session.state = SessionState(SessionMode.RUNNING, "lab")
-    window.open_recording(path)
-    assert window.recording is None
+    window.recordings.open(path)
+    assert window.recordings.recording is None
     assert "stop or detach the cluster first" in window.statusBar().currentMessage()
 
 
@@ -197,10 +198,10 @@ def test_the_file_menu_offers_the_recent_recordings(qtbot, failed_run):
     path, _ = failed_run
     window = MainWindow()
     qtbot.addWidget(window)
-    window.open_recording(path)
+    window.recordings.open(path)
     qtbot.waitUntil(lambda: window.statusBar().currentMessage().startswith("Recording"),
                     timeout=30_000)
-    window._fill_recent_menu()
+    window.recordings.fill_recent_menu()
     assert window.recent_menu.actions()[0].text() == str(path.resolve())
     assert window.actions.open_recording.isEnabled()
 

@@ -15,9 +15,9 @@ import pytest
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.rpc import AskTimeoutError, RemoteError
-from clusterdeck.gui.jobcalls import SavepointAsk
+from clusterdeck.gui.controllers.jobcalls import SavepointAsk
+from clusterdeck.gui.controllers.mainwindow import MainWindow
 from clusterdeck.gui.session import SessionMode, SessionState
-from clusterdeck.gui.views.mainwindow import MainWindow
 
 JOB = "3f2a91c0d4e1"
 FOLDER = "/data/clusters/lab/savepoints/savepoint-3f2a91c0d4e1-7-a1b2c3"

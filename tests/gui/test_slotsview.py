@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clusterdeck.gui.views.palette import job_colour
+from clusterdeck.gui.models.palette import job_colour
 from clusterdeck.gui.views.slotsview import SlotsView
 from tests.gui.jobsnapshots import mixed_word_count
 from tests.gui.overviews import overview, taskmanager

@@ -16,9 +16,9 @@ from clusterdeck.core.jobapi.errors import JobLoadError
 from clusterdeck.core.protocol.checkpoints import SavepointRestore
 from clusterdeck.core.rpc import RemoteError
 from clusterdeck.gui.bridge import ClusterBridge
-from clusterdeck.gui.jobcalls import JobWorker
+from clusterdeck.gui.controllers.jobcalls import JobWorker
+from clusterdeck.gui.controllers.submission import SubmissionFlow, check_job_file
 from clusterdeck.gui.session import savepoints_dir
-from clusterdeck.gui.submission import SubmissionFlow, check_job_file
 from clusterdeck.gui.views.submitdialog import (
     CLUSTER_DEFAULT,
     JobErrorDialog,

@@ -1,4 +1,4 @@
-"""Desktop habits (gui/tray.py, gui/models/health.py): job-end notifications while the
+"""Desktop habits (gui/controllers/tray.py, gui/models/health.py): job-end notifications while the
 window is not in front, the cluster's health for the tray icon."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from PySide6.QtWidgets import QMainWindow
 
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.gui.controllers.tray import DesktopNotifier
 from clusterdeck.gui.models.health import Health, cluster_health
-from clusterdeck.gui.tray import DesktopNotifier
 from tests.gui.jobsnapshots import empty_snapshot
 
 

@@ -9,7 +9,7 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 
-from clusterdeck.gui.views.mainwindow import MainWindow
+from clusterdeck.gui.controllers.mainwindow import MainWindow
 
 
 def drop_files(window: MainWindow, *paths: Path) -> None:

@@ -1,5 +1,5 @@
 """A job-end notification reaches a desktop notification service over a real session
-D-Bus (gui/tray.py's dbus_notify): a dbus-daemon started here, and a service that owns
+D-Bus (gui/controllers/tray.py's dbus_notify): a dbus-daemon started here, and a service that owns
 org.freedesktop.Notifications and records what it is told, as a desktop's would."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from jeepney import HeaderFields, MessageType, new_method_return
 from jeepney.bus_messages import message_bus
 from jeepney.io.blocking import open_dbus_connection
 
-from clusterdeck.gui.tray import dbus_notify
+from clusterdeck.gui.controllers.tray import dbus_notify
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ from clusterdeck.core.jobapi.loader import detect_kind, load_job
 from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.rpc import RemoteError
 from clusterdeck.gui.bridge import ClusterBridge
-from clusterdeck.gui.jobcalls import JobWorker
+from clusterdeck.gui.controllers.jobcalls import JobWorker
 from clusterdeck.gui.views.submitdialog import JobErrorDialog, SubmitDialog, SubmitRequest
 
 _KIND_TEXT = {JobKind.DATAFLOW: "dataflow job (build(env))",
@@ -52,15 +52,17 @@ class SubmissionFlow(QObject):
     """``(job_id, path)`` of a job the Dispatcher accepted."""
     notice = Signal(str)
 
-    def __init__(self, bridge: ClusterBridge, worker: JobWorker, window: QWidget) -> None:
+    def __init__(self, bridge: ClusterBridge, worker: JobWorker, window: QWidget,
+                 job_files: dict[str, Path] | None = None) -> None:
         super().__init__(window)
         self.bridge = bridge
         self.worker = worker
         self.window = window
         self.dialog: SubmitDialog | None = None
         self.error_dialog: JobErrorDialog | None = None
-        self.job_files: dict[str, Path] = {}
-        """Job id -> the local file it was submitted from (to mark the user's frames)."""
+        self.job_files = job_files if job_files is not None else {}
+        """Job id -> the local file it was submitted from (to mark the user's frames);
+        shared with the failures view."""
         self.savepoints_dir: Path | None = None
         """The followed cluster's savepoint folder, where the dialog's Browse starts; the
         window sets it."""

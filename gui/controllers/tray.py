@@ -17,32 +17,19 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import QMainWindow, QMenu, QSystemTrayIcon
 
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.gui.models.formatting import format_duration
 from clusterdeck.gui.models.health import ClusterHealth, Health
+from clusterdeck.gui.views.trayicon import health_icon
 
 log = logging.getLogger(__name__)
 WATCHED = 10_000  # jobs followed for their end at most
 SENT_KEPT = 50
-_COLOURS = {Health.NONE: "#9aa4b2", Health.OK: "#27ae60", Health.WARN: "#e6a23c",
-            Health.DOWN: "#d64541"}
 _SERVICE = "org.freedesktop.Notifications"
-
-
-def health_icon(level: Health) -> QIcon:
-    pixmap = QPixmap(64, 64)
-    pixmap.fill(QColor(0, 0, 0, 0))
-    painter = QPainter(pixmap)
-    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-    painter.setBrush(QColor(_COLOURS[level]))
-    painter.setPen(QColor("#33404f"))
-    painter.drawEllipse(6, 6, 52, 52)
-    painter.end()
-    return QIcon(pixmap)
 
 
 def dbus_notify(summary: str, body: str, critical: bool = False) -> None:
@@ -83,7 +70,7 @@ class DesktopNotifier(QObject):
         self.tray: QSystemTrayIcon | None = None
         if QSystemTrayIcon.isSystemTrayAvailable() if with_tray is None else with_tray:
             self.tray = self._make_tray()
-        self.sent.connect(lambda *sent: self.history.append(sent))
+        self.sent.connect(self._remember_sent)
 
     # -- the window feeds these --------------------------------------------------------------
 
@@ -100,7 +87,8 @@ class DesktopNotifier(QObject):
         if self.in_front():
             return
         failed = result.status is JobStatus.FAILED
-        duration = f" after {result.duration:.1f} s" if result.duration is not None else ""
+        duration = f" after {format_duration(result.duration)}" \
+            if result.duration is not None else ""
         cause = result.root_cause or {}
         body = f"{result.name} ({job_id}) {str(result.status).lower()}{duration}" + (
             f": {cause.get('exception_type', '')}: {cause.get('message', '')}"
@@ -148,6 +136,9 @@ class DesktopNotifier(QObject):
         self._notice(f"{summary}: {body} (no desktop notification: {why})")
         self.sent.emit(summary, body, "window")
 
+    def _remember_sent(self, summary: str, body: str, how: str) -> None:
+        self.history.append((summary, body, how))
+
     def _make_tray(self) -> QSystemTrayIcon:
         tray = QSystemTrayIcon(health_icon(Health.NONE), self)
         tray.setToolTip("clusterdeck \u2014 no cluster")
@@ -155,10 +146,13 @@ class DesktopNotifier(QObject):
         menu.addAction("Show clusterdeck", self._raise_window)
         tray.setContextMenu(menu)
         self._menu = menu  # the tray does not own it
-        tray.activated.connect(lambda reason: reason is QSystemTrayIcon.ActivationReason
-                               .Trigger and self._raise_window())
+        tray.activated.connect(self._on_tray_activated)
         tray.show()
         return tray
+
+    def _on_tray_activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
+        if reason is QSystemTrayIcon.ActivationReason.Trigger:
+            self._raise_window()
 
     def _raise_window(self) -> None:
         self.window.showNormal()
