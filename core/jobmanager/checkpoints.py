@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from clusterdeck.core.checkpointing import (
     CheckpointCoordinator,
@@ -37,6 +37,7 @@ from clusterdeck.core.checkpointing.checkpoints import CheckpointRecord
 from clusterdeck.core.checkpointing.storage import state_path
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.jobmanager.datapeers import fetch_unseen
+from clusterdeck.core.jobmanager.mainthread import Endpoint
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.checkpoints import CheckpointOptions, StateHandle
 from clusterdeck.core.protocol.jobgraph import JobGraph
@@ -65,16 +66,6 @@ def _starts_barriers(graph: ExecutionGraph, vertex_id: str) -> bool:
     vertex = graph.vertex(vertex_id)
     return vertex.job_vertex.is_source or all(
         graph.vertex(edge.source).unfinished == 0 for edge in vertex.inputs)
-
-
-class Endpoint(Protocol):
-    """What of its JobMaster this uses: timers, worker threads, callbacks back."""
-
-    def schedule(self, delay: float, fn: Callable[..., Any], *args: Any) -> ScheduledCall: ...
-
-    def run_in_worker(self, fn: Callable[..., Any], *args: Any, name: str = ...) -> Any: ...
-
-    def on_main_thread(self, future: Any, callback: Callable[[Any, Any], None]) -> None: ...
 
 
 def chain(source: Future[Any], target: Future[Any]) -> None:
