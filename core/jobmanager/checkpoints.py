@@ -38,6 +38,7 @@ from clusterdeck.core.checkpointing.storage import state_path
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.jobmanager.datapeers import fetch_unseen
 from clusterdeck.core.jobmanager.mainthread import Endpoint
+from clusterdeck.core.jobmanager.resultfiles import chunk_size, read_chunk
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.checkpoints import CheckpointOptions, StateHandle
 from clusterdeck.core.protocol.jobgraph import JobGraph
@@ -159,6 +160,14 @@ class JobCheckpoints:
             raise ValueError(f"checkpoint {checkpoint_id} is not retained or holds no state "
                              f"of {subtask_id}")
         return handle, self.storage.state_file(self.job_id, handle)
+
+    def state_chunk(self, subtask_id: str, request: p.RequestStateChunk,
+                    framesize: int) -> Future[p.JobFileChunk]:
+        """A chunk of the snapshot ``subtask_id`` restores, read on a worker thread."""
+        handle, path = self.snapshot_file(subtask_id, request.checkpoint_id)
+        return self._endpoint.run_in_worker(read_chunk, self.job_id, handle.path, str(path),
+                                            request.offset, chunk_size(framesize),
+                                            name="state-chunk")
 
     # -- events (main thread) ----------------------------------------------------------------
 

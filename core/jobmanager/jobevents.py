@@ -15,7 +15,9 @@ JobMaster's main thread.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from clusterdeck.core.jobmanager.mainthread import Endpoint
@@ -60,6 +62,18 @@ class JobEvents:
 
     def _send(self, events: tuple[p.ExecutionStateEvent, ...]) -> None:
         self._publish(self.topic, p.ExecutionStateEvents(self.job_id, events))
+
+
+def relayed_output(job_id: str, output: p.TaskOutput, work_dir: Path) -> p.JobOutput:
+    """What a running script printed, for its submitter on ``jobs/<job-id>/output``;
+    ValueError unless it is a piece of one of the job's output files."""
+    if output.stream not in ("stdout", "stderr") or output.offset < 0 or \
+            len(output.text) > p.OUTPUT_PIECE or \
+            os.path.dirname(output.path) != str(work_dir / "output") or \
+            not output.path.endswith(f".{output.stream}"):
+        raise ValueError(f"malformed output of {output.attempt_id}")
+    return p.JobOutput(job_id, output.attempt_id, output.stream, output.path, output.offset,
+                       output.text)
 
 
 class JobSnapshots:

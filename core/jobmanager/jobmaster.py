@@ -12,7 +12,6 @@ endpoint only carries its instructions out, each by the one handler of its type.
 from __future__ import annotations
 
 import logging
-import os
 import time
 import traceback
 from collections.abc import Callable
@@ -34,9 +33,14 @@ from clusterdeck.core.jobmanager.checkpoints import (
     chain,
     tasks_to_checkpoint,
 )
-from clusterdeck.core.jobmanager.datapeers import DataPeers, fetch_unseen
+from clusterdeck.core.jobmanager.datapeers import DataPeers, fetch_unseen, files_the_client_reads
 from clusterdeck.core.jobmanager.deployer import Deployer
-from clusterdeck.core.jobmanager.jobevents import JobEvents, JobSnapshots, ProgressReports
+from clusterdeck.core.jobmanager.jobevents import (
+    JobEvents,
+    JobSnapshots,
+    ProgressReports,
+    relayed_output,
+)
 from clusterdeck.core.jobmanager.jobresult import failed_outside_graph, failure_cause, job_result
 from clusterdeck.core.jobmanager.jobslots import JobSlots
 from clusterdeck.core.jobmanager.jobstart import (
@@ -44,10 +48,10 @@ from clusterdeck.core.jobmanager.jobstart import (
     job_checkpoints,
     job_scheduler,
     planned_splits,
+    restore_finished,
 )
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
 from clusterdeck.core.jobmanager.reconciliation import ReconciliationRounds, live_executions
-from clusterdeck.core.jobmanager.resultfiles import chunk_size, read_chunk
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.failures import TaskFailure
@@ -63,15 +67,6 @@ log = logging.getLogger(__name__)
 class UnknownInstruction(TypeError):
     """The scheduler emitted an instruction this JobMaster has no handler for: the job
     fails with it rather than go on with the instruction lost."""
-
-
-def _files_the_client_reads(update: p.UpdateTaskExecutionState) -> tuple[str, ...]:
-    """The files of a finished task the JobManager must have before the task counts."""
-    result = update.result
-    if update.state is not ExecutionState.FINISHED or result is None:
-        return ()
-    return tuple(path for path in (result.collected_path, result.stdout_path,
-                                   result.stderr_path) if path)
 
 
 def endpoint_id_of(job_id: str) -> str:
@@ -133,7 +128,8 @@ class JobMaster(FencedRpcEndpoint):
             self._fail_before_start(error)
             return
         self.scheduler = scheduler
-        self._restore(scheduler)
+        if self.record.epoch:
+            restore_finished(scheduler, self.record, self.progress_log)
         self._execute(scheduler.start(time.time()))
         if self.checkpoints is not None:
             self.checkpoints.start()
@@ -142,20 +138,6 @@ class JobMaster(FencedRpcEndpoint):
         self.snapshots.schedule()
         self.reconciliation.round()
 
-    def _restore(self, scheduler: Scheduler) -> None:
-        """Put back the subtasks an earlier JobManager run had finished."""
-        if self.record.epoch == 0:
-            return
-        finished = self.progress_log.read()
-        try:
-            scheduler.restore_finished(finished)
-        except ValueError as error:
-            log.warning("job %s: cannot reuse the earlier run's results (%s); running it "
-                        "all again", self.job_id, error)
-            return
-        log.info("job %s recovered in epoch %d: %d subtasks already finished", self.job_id,
-                 self.record.epoch, len(finished))
-
     def on_stop(self) -> None:
         """Main thread: let go of what this job held in the process's shared transport."""
         self.rpc_service.unsubscribe(topics.CLUSTER_EVENTS, self._on_cluster_event)
@@ -163,10 +145,7 @@ class JobMaster(FencedRpcEndpoint):
 
     def _fail_before_start(self, error: Exception) -> None:
         log.warning("job %s cannot start: %s", self.job_id, error)
-        self.events.status_changed(self.graph.status, JobStatus.FAILED, time.time())
-        self._failed_outside_graph = True
-        self._end(failed_outside_graph(self.job_id, self.record.graph.name,
-                                       failure_cause(type(error).__name__, str(error))))
+        self._fail_outside_graph(failure_cause(type(error).__name__, str(error)), (0, 0))
 
     def on_unhandled_error(self, error: Exception, context: str) -> None:
         """Main thread: an error no asker hears of would leave the job waiting for ever;
@@ -179,12 +158,16 @@ class JobMaster(FencedRpcEndpoint):
             if self.slots.knows(execution.taskmanager_id):
                 self._executor(execution.taskmanager_id).cancel_task(
                     p.CancelTask(self.job_id, execution.attempt_id))
-        root = failure_cause(type(error).__name__, f"the JobMaster failed in {context}: {error}",
-                             "".join(traceback.format_exception(error)))
+        self._fail_outside_graph(failure_cause(
+            type(error).__name__, f"the JobMaster failed in {context}: {error}",
+            "".join(traceback.format_exception(error))), self.progress)
+
+    def _fail_outside_graph(self, root_cause: dict[str, Any],
+                            progress: tuple[int, int]) -> None:
         self.events.status_changed(self.graph.status, JobStatus.FAILED, time.time())
         self._failed_outside_graph = True
-        self._end(failed_outside_graph(self.job_id, self.record.graph.name, root,
-                                       self.progress))
+        self._end(failed_outside_graph(self.job_id, self.record.graph.name, root_cause,
+                                       progress))
 
     @property
     def progress(self) -> tuple[int, int]:
@@ -248,11 +231,8 @@ class JobMaster(FencedRpcEndpoint):
         if execution is None or self.checkpoints is None:
             raise ValueError(f"{request.attempt_id} is no attempt of a streaming job "
                              f"{self.job_id}")
-        handle, path = self.checkpoints.snapshot_file(execution.subtask_id,
-                                                      request.checkpoint_id)
-        return self.run_in_worker(read_chunk, self.job_id, handle.path, str(path),
-                                  request.offset, chunk_size(self.config["rpc.framesize"]),
-                                  name="state-chunk")
+        return self.checkpoints.state_chunk(execution.subtask_id, request,
+                                            self.config["rpc.framesize"])
 
     @handler(p.DeclineCheckpoint, senders=(topics.TASKMANAGERS,))
     def decline_checkpoint(self, decline: p.DeclineCheckpoint) -> None:
@@ -292,7 +272,7 @@ class JobMaster(FencedRpcEndpoint):
     def _update(self, update: p.UpdateTaskExecutionState) -> p.UpdateAcknowledged:
         if self.scheduler is None:
             return p.UpdateAcknowledged(update.attempt_id, False, "the job is not running")
-        unseen = _files_the_client_reads(update)
+        unseen = files_the_client_reads(update)
         if unseen:  # applied once they are here: a finished task's rows are never lost
             execution = self.graph.execution(update.attempt_id)
             host = execution.taskmanager_id if execution is not None else None
@@ -342,14 +322,8 @@ class JobMaster(FencedRpcEndpoint):
         if self.graph.execution(output.attempt_id) is None:
             raise ValueError(f"output of {output.attempt_id}, no attempt of job {self.job_id}")
         self._check_attempt_host(output.attempt_id)
-        if output.stream not in ("stdout", "stderr") or output.offset < 0 or \
-                len(output.text) > p.OUTPUT_PIECE or \
-                os.path.dirname(output.path) != str(self.work_dir / "output") or \
-                not output.path.endswith(f".{output.stream}"):
-            raise ValueError(f"malformed output of {output.attempt_id}")
-        self.rpc_service.publish(topics.job_output(self.job_id), p.JobOutput(
-            self.job_id, output.attempt_id, output.stream, output.path, output.offset,
-            output.text))
+        self.rpc_service.publish(topics.job_output(self.job_id),
+                                 relayed_output(self.job_id, output, self.work_dir))
 
     @handler(p.RequestNextInputSplit, senders=(topics.TASKMANAGERS,))
     def request_next_input_split(self, request: p.RequestNextInputSplit) -> p.NextInputSplit:

@@ -28,7 +28,7 @@ from clusterdeck.core.executiongraph.restart import restart_strategy
 from clusterdeck.core.executiongraph.scheduler import Scheduler
 from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
 from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints
-from clusterdeck.core.jobmanager.jobstore import JobRecord
+from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
 from clusterdeck.core.jobmanager.mainthread import Endpoint
 from clusterdeck.core.protocol.jobgraph import InputSplit, JobKind, is_url
 
@@ -71,6 +71,19 @@ def job_scheduler(graph: ExecutionGraph, record: JobRecord, config: Config,
         # a streaming task never ends: nothing may wait behind it in its slot
         deploy_ahead=settings["jobmanager.scheduler.deploy-ahead"] and not streaming,
         pipelined=streaming)
+
+
+def restore_finished(scheduler: Scheduler, record: JobRecord, progress: ProgressLog) -> None:
+    """Put back the subtasks an earlier JobManager run of the job had finished."""
+    finished = progress.read()
+    try:
+        scheduler.restore_finished(finished)
+    except ValueError as error:
+        log.warning("job %s: cannot reuse the earlier run's results (%s); running it "
+                    "all again", record.job_id, error)
+        return
+    log.info("job %s recovered in epoch %d: %d subtasks already finished", record.job_id,
+             record.epoch, len(finished))
 
 
 def job_checkpoints(record: JobRecord, work_dir: Path, savepoint_root: Path | None,
