@@ -33,8 +33,9 @@ from clusterdeck.core.jobmanager.checkpoints import (
     chain,
     tasks_to_checkpoint,
 )
-from clusterdeck.core.jobmanager.datapeers import DataPeers, fetch_unseen, files_the_client_reads
+from clusterdeck.core.jobmanager.datapeers import DataPeers
 from clusterdeck.core.jobmanager.deployer import Deployer
+from clusterdeck.core.jobmanager.finalupdates import FinalUpdates
 from clusterdeck.core.jobmanager.jobevents import (
     JobEvents,
     JobSnapshots,
@@ -104,6 +105,8 @@ class JobMaster(FencedRpcEndpoint):
             record, work_dir, self.endpoint_id, fencing_token, self.graph, self.slots,
             self._data_peers, self, self._executor, lambda: self.checkpoints,
             self.reconciliation.confirmed, self._deployment_failed)
+        self._final_updates = FinalUpdates(self.graph, self._data_peers, work_dir, self,
+                                           self.reconciliation, self._apply_update)
         self.events = JobEvents(self.job_id, self._publish, self.run_async)
         self.snapshots = JobSnapshots(self.job_id, sum(1 for _ in self.graph.subtasks()),
                                       self, self._snapshot, self._publish_retained)
@@ -272,26 +275,10 @@ class JobMaster(FencedRpcEndpoint):
     def _update(self, update: p.UpdateTaskExecutionState) -> p.UpdateAcknowledged:
         if self.scheduler is None:
             return p.UpdateAcknowledged(update.attempt_id, False, "the job is not running")
-        unseen = files_the_client_reads(update)
-        if unseen:  # applied once they are here: a finished task's rows are never lost
-            execution = self.graph.execution(update.attempt_id)
-            host = execution.taskmanager_id if execution is not None else None
-            self.reconciliation.fetching(update.attempt_id)
-            self.on_main_thread(
-                self.run_in_worker(fetch_unseen, unseen, self._data_peers.endpoint(host),
-                                   str(self.work_dir), name="fetch"),
-                lambda _none, error: self._fetched(update, error))
-            return p.UpdateAcknowledged(update.attempt_id, True, "")
-        rejected = self._apply_update(update)
-        return p.UpdateAcknowledged(update.attempt_id, not rejected, "; ".join(rejected))
-
-    def _fetched(self, update: p.UpdateTaskExecutionState,
-                 error: BaseException | None) -> None:
-        self.reconciliation.fetched(update.attempt_id)
-        self._apply_update(update, error)
+        return self._final_updates.take(update)
 
     def _apply_update(self, update: p.UpdateTaskExecutionState,
-                      fetch_error: BaseException | None = None) -> list[str]:
+                      fetch_error: BaseException | None) -> list[str]:
         """The update's transition; a FINISHED whose files could not be fetched is a
         failure of the attempt instead, so failover runs it again."""
         if not self._running():

@@ -17,7 +17,7 @@ from clusterdeck.core.executiongraph.execution import subtask_id
 from clusterdeck.core.jobapi.builder import build_graph
 from clusterdeck.core.jobapi.environment import ExecutionEnvironment
 from clusterdeck.core.jobapi.loader import script_graph
-from clusterdeck.core.jobmanager import jobmaster as jobmaster_module
+from clusterdeck.core.jobmanager import finalupdates
 from clusterdeck.core.jobmanager.jobmaster import JobMaster
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
 from clusterdeck.core.protocol import messages as p
@@ -225,7 +225,7 @@ def test_a_final_update_whose_files_are_still_fetched_is_not_taken_for_lost(
     machine): meanwhile its TaskExecutor lists it no more, and several reconciliation
     rounds must not fail it as lost."""
     fetched = threading.Event()
-    monkeypatch.setattr(jobmaster_module, "fetch_unseen", lambda *_: fetched.wait(10))
+    monkeypatch.setattr(finalupdates, "fetch_unseen", lambda *_: fetched.wait(10))
     taskexecutor = ScriptedTaskExecutor()
     jobmaster, outcome = start_job(service, tmp_path, taskexecutor)
     attempt = taskexecutor.running[0]
