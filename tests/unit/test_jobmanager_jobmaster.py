@@ -185,6 +185,20 @@ def test_an_error_of_the_jobmaster_itself_fails_its_job_with_that_error(service,
     wait_for(lambda: taskexecutor.cancelled, 10, "its running attempt to be cancelled")
 
 
+def test_an_instruction_without_a_handler_fails_the_job_with_that_cause(service,
+                                                                      tmp_path) -> None:
+    """Even when a TaskManager's update (an ask, whose errors go to the asker) carried it
+    out: the job fails rather than go on without it."""
+    taskexecutor = ScriptedTaskExecutor()
+    jobmaster, outcome = start_job(service, tmp_path, taskexecutor)
+    jobmaster.run_async(jobmaster._execute, ["an instruction of tomorrow"])
+    result = wait_for(lambda: outcome.result, 10, "the job to end")
+    assert result.status is JobStatus.FAILED
+    assert result.root_cause["exception_type"] == "UnknownInstruction"
+    assert "an instruction of tomorrow" in result.root_cause["message"]
+    wait_for(lambda: taskexecutor.cancelled, 10, "its running attempt to be cancelled")
+
+
 def empty_range(parallelism: int) -> JobGraph:
     env = ExecutionEnvironment("batches")
     env.set_parallelism(parallelism)
