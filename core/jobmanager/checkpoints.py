@@ -41,6 +41,7 @@ from clusterdeck.core.jobmanager.mainthread import Endpoint
 from clusterdeck.core.jobmanager.resultfiles import chunk_size, read_chunk
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.checkpoints import CheckpointOptions, StateHandle
+from clusterdeck.core.protocol.gateways import TaskExecutorGateway
 from clusterdeck.core.protocol.jobgraph import JobGraph
 from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.core.protocol.wiring import DataEndpoint
@@ -77,6 +78,16 @@ def chain(source: Future[Any], target: Future[Any]) -> None:
         else:
             target.set_result(done.result())
     source.add_done_callback(copy)
+
+
+def send_to_task(gateway: TaskExecutorGateway, message: Any) -> None:
+    """A checkpoint's trigger, abort or completion to the TaskExecutor of its attempt."""
+    if isinstance(message, p.TriggerCheckpoint):
+        gateway.trigger_checkpoint(message)
+    elif isinstance(message, p.NotifyCheckpointAborted):
+        gateway.notify_checkpoint_aborted(message)
+    else:
+        gateway.notify_checkpoint_complete(message)
 
 
 class SavepointFailed(Exception):

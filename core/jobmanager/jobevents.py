@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from clusterdeck.core.executiongraph import instructions as ins
+from clusterdeck.core.executiongraph.execution import SlotRef
 from clusterdeck.core.jobmanager.mainthread import Endpoint
 from clusterdeck.core.jobmanager.reductions import reductions
 from clusterdeck.core.protocol import messages as p
@@ -62,6 +64,15 @@ class JobEvents:
 
     def _send(self, events: tuple[p.ExecutionStateEvent, ...]) -> None:
         self._publish(self.topic, p.ExecutionStateEvents(self.job_id, events))
+
+
+def execution_event(job_id: str, change: ins.ExecutionStateChanged,
+                    slot: SlotRef | None) -> p.ExecutionStateEvent:
+    """The scheduler's move of an attempt, for observers, with the slot it holds."""
+    return p.ExecutionStateEvent(
+        job_id, change.attempt_id, change.vertex_id, change.subtask, change.attempt,
+        change.old, change.new, change.timestamp, slot.taskmanager_id if slot else None,
+        slot.slot_index if slot else None, change.failure)
 
 
 def relayed_output(job_id: str, output: p.TaskOutput, work_dir: Path) -> p.JobOutput:

@@ -31,6 +31,7 @@ from clusterdeck.core.jobmanager.checkpoints import (
     JobCheckpoints,
     SavepointFailed,
     chain,
+    send_to_task,
     tasks_to_checkpoint,
 )
 from clusterdeck.core.jobmanager.datapeers import DataPeers
@@ -40,6 +41,7 @@ from clusterdeck.core.jobmanager.jobevents import (
     JobEvents,
     JobSnapshots,
     ProgressReports,
+    execution_event,
     relayed_output,
 )
 from clusterdeck.core.jobmanager.jobresult import failed_outside_graph, failure_cause, job_result
@@ -85,7 +87,6 @@ class JobMaster(FencedRpcEndpoint):
         self.config = config
         self.record = record
         self.job_id = record.job_id
-        self.resource_manager = resource_manager
         self.work_dir = work_dir
         self._on_status = on_status
         self._on_terminal = on_terminal
@@ -203,13 +204,7 @@ class JobMaster(FencedRpcEndpoint):
         taskmanager_id = execution.taskmanager_id if execution is not None else None
         if not self.slots.knows(taskmanager_id):
             return  # its TaskManager is gone: the attempt is failing over
-        gateway = self._executor(taskmanager_id)
-        if isinstance(message, p.TriggerCheckpoint):
-            gateway.trigger_checkpoint(message)
-        elif isinstance(message, p.NotifyCheckpointAborted):
-            gateway.notify_checkpoint_aborted(message)
-        else:
-            gateway.notify_checkpoint_complete(message)
+        send_to_task(self._executor(taskmanager_id), message)
 
     def _fail_for_checkpoints(self, reason: str) -> None:
         if self._running():
@@ -398,11 +393,7 @@ class JobMaster(FencedRpcEndpoint):
     def _execution_state_changed(self, change: ins.ExecutionStateChanged) -> None:
         execution = self.graph.execution(change.attempt_id)
         slot = execution.slot if execution else None
-        self.events.execution_moved(p.ExecutionStateEvent(
-            self.job_id, change.attempt_id, change.vertex_id, change.subtask, change.attempt,
-            change.old, change.new, change.timestamp,
-            slot.taskmanager_id if slot else None, slot.slot_index if slot else None,
-            change.failure))
+        self.events.execution_moved(execution_event(self.job_id, change, slot))
         if change.new in (ExecutionState.FAILED, ExecutionState.CANCELING) \
                 and self.checkpoints is not None:
             self.checkpoints.failing_over(f"{change.attempt_id} is {change.new}")
