@@ -28,7 +28,7 @@ from clusterdeck.core.jobmanager.admission import (
 )
 from clusterdeck.core.jobmanager.checkpoints import SavepointFailed
 from clusterdeck.core.jobmanager.jobmaster import JobMaster
-from clusterdeck.core.jobmanager.jobresult import failure_cause
+from clusterdeck.core.jobmanager.jobresult import bare, failure_cause
 from clusterdeck.core.jobmanager.jobstore import (
     BROKEN_RECORD,
     STORE_WRITE_FAILED,
@@ -38,7 +38,6 @@ from clusterdeck.core.jobmanager.jobstore import (
 )
 from clusterdeck.core.jobmanager.listings import budget, fitting, listed
 from clusterdeck.core.jobmanager.resultfiles import chunk_size, read_chunk, servable
-from clusterdeck.core.jobmanager.results import bare
 from clusterdeck.core.jobmanager.retention import JobFiles, RetentionPolicy, delete_jobs, expired
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics

@@ -1,6 +1,14 @@
 """A job's result, as Flink's JobResult: assembled once when the job ends, from what
 its subtasks reported, with its root cause and failure history as flat records.
 
+A JobResult is published once, kept by the Dispatcher and sent again to every client that
+asks, so it must stay under ``rpc.framesize`` however large the job is (``fitted``). What
+grows with the job is spilled: the lists of output and collected-row files go to a
+manifest file in the job's work dir once they are long (a collect() sink writes one file
+per subtask: at 2,000 subtasks the list alone is larger than a frame), and the printed
+output keeps its end. The message then names the manifest;
+``clusterdeck.core.client.jobclient`` reads it back.
+
 Every root cause goes through ``failure_cause``: a task's FailureRecord, or a failure of
 no task (the job could not start, its JobMaster failed, its stored record broke), in
 one form with its traceback cut to what a message can carry. Pure functions, called on
@@ -9,17 +17,21 @@ the JobMaster's (or the Dispatcher's) main thread.
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
-from clusterdeck.core.jobmanager.results import fitted
+from clusterdeck.core.jobmanager.jobstore import write_atomically
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.failures import FailureRecord
 from clusterdeck.core.protocol.states import JobStatus
 
 MAX_HISTORY = 20  # failures kept in a JobResult; the snapshot has them all
 TRACEBACK_KEPT = 6000  # characters of a traceback a record keeps: its end, where it struck
+FILES_KEPT = 50  # file names a JobResult lists itself; the manifest has them all
+MANIFEST = "result-files.json"
 
 
 def failure_cause(cause: FailureRecord | str, message: str = "",
@@ -37,7 +49,7 @@ def job_result(graph: ExecutionGraph, name: str, status: JobStatus, duration: fl
                results: list[p.TaskResult], work_dir: Path,
                root_cause: dict[str, Any] | None = None) -> p.JobResult:
     """The result of a job whose graph ran: ``results`` are what its subtasks reported
-    (FINISHED: every subtask's), fitted into one message (``results.fitted``)."""
+    (FINISHED: every subtask's), fitted into one message (``fitted``)."""
     finished, total = graph.progress()
     accumulators: dict[str, Any] = {}
     for result in results:
@@ -66,6 +78,35 @@ def failed_outside_graph(job_id: str, name: str, root_cause: dict[str, Any],
     finished, total = progress
     return p.JobResult(job_id, name, JobStatus.FAILED, duration=0.0, root_cause=root_cause,
                        failures=1, finished=finished, total=total)
+
+
+def fitted(result: p.JobResult, work_dir: Path) -> p.JobResult:
+    """``result``, with long file lists spilled to a manifest and long output cut."""
+    result = replace(result, stdout=p.printed_tail(result.stdout),
+                     stderr=p.printed_tail(result.stderr),
+                     stdout_paths=result.stdout_paths[:FILES_KEPT],
+                     stderr_paths=result.stderr_paths[:FILES_KEPT])
+    if len(result.outputs) <= FILES_KEPT and len(result.collected_paths) <= FILES_KEPT:
+        return result
+    manifest = work_dir / MANIFEST
+    work_dir.mkdir(parents=True, exist_ok=True)
+    write_atomically(manifest, json.dumps({"outputs": list(result.outputs),
+                                           "collected_paths": list(result.collected_paths)}
+                                          ).encode())
+    return replace(result, outputs=result.outputs[:FILES_KEPT],
+                   collected_paths=result.collected_paths[:FILES_KEPT],
+                   files_manifest=str(manifest), outputs_total=len(result.outputs),
+                   collected_total=len(result.collected_paths))
+
+
+def bare(result: p.JobResult) -> p.JobResult:
+    """The last resort when even a fitted result exceeds the frame (user counters or
+    failure records too large): status, counts and where to look, nothing else."""
+    return replace(result, accumulators={}, records={}, stdout="", failure_history=(),
+                   root_cause=None, outputs=(), collected_paths=(),
+                   stderr="[the job's result was larger than rpc.framesize: counters, "
+                   "output and failure records left out; see `clusterdeck failures` and "
+                   "the attempt logs]\n")
 
 
 def _ordered_results(graph: ExecutionGraph) -> list[p.TaskResult]:
