@@ -68,8 +68,8 @@ from benchmarks._harness import (
     markdown_table,
     percentile,
 )
-from clusterdeck.core.jobmanager.jobevents import EVENTS_PER_MESSAGE
-from clusterdeck.core.jobmanager.jobmaster import (
+from clusterdeck.core.jobmanager.jobevents import (
+    EVENTS_PER_MESSAGE,
     SNAPSHOT_INTERVAL,
     SUBTASKS_PER_SNAPSHOT_SECOND,
 )

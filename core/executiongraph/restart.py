@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 
 class RestartStrategy(Protocol):
@@ -124,3 +125,19 @@ class ExponentialDelay:
     def __repr__(self) -> str:
         return (f"ExponentialDelay(initial={self.initial}, max={self.max}, "
                 f"multiplier={self.multiplier}, jitter={self.jitter})")
+
+
+def restart_strategy(settings: Mapping[str, Any]) -> RestartStrategy:
+    """The strategy named by ``restart-strategy.type`` with its ``restart-strategy.*``
+    settings (a Config, or a Config with a job's own overrides)."""
+    kind = settings["restart-strategy.type"]
+    key = f"restart-strategy.{kind}."
+    if kind == "fixed-delay":
+        return FixedDelay(settings[key + "attempts"], settings[key + "delay"])
+    if kind == "failure-rate":
+        return FailureRate(settings[key + "max-failures"], settings[key + "interval"],
+                           settings[key + "delay"])
+    if kind == "exponential-delay":
+        return ExponentialDelay(settings[key + "initial"], settings[key + "max"],
+                                settings[key + "multiplier"], settings[key + "jitter"])
+    return NoRestart()

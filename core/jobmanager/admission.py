@@ -6,16 +6,23 @@ JobMaster. So the id must be a plain name (``../../x`` would write outside the j
 the graph must be one the scheduler can run (every vertex between 1 and
 ``jobmanager.max-parallelism`` subtasks wide, edges between known vertices, no cycle),
 and the per-job options may only be restart options with finite values. A job refused
-here leaves nothing behind, and the client hears why.
+here leaves nothing behind, and the client hears why. So do a job's own restart settings
+that name no strategy the JobMaster can build, and a savepoint the job cannot start from:
+refused here, not found failing once the job runs.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
+from clusterdeck.core.checkpointing import CheckpointStorageError, Savepoints
+from clusterdeck.core.checkpointing.savepoints import fitting_states
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.executiongraph.restart import restart_strategy
 from clusterdeck.core.protocol import messages as p
-from clusterdeck.core.protocol.jobgraph import JobGraph
+from clusterdeck.core.protocol.jobgraph import JobGraph, JobKind
 from clusterdeck.core.protocol.wiring import check_edge
 
 JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
@@ -40,6 +47,26 @@ def check_submission(request: p.SubmitJob, max_parallelism: int) -> None:
             raise SubmissionRefused(f"{key} must be a finite number")
     if not (math.isfinite(request.task_timeout) and request.task_timeout >= 0):
         raise SubmissionRefused("the task timeout must be a finite number of seconds >= 0")
+
+
+def check_restart_strategy(config: Config, overrides: dict[str, Any] | None) -> None:
+    """Raise ValueError (a ConfigError) when the job's restart settings, over the
+    cluster's, build no restart strategy."""
+    restart_strategy(config.with_overrides(overrides or {}))
+
+
+def check_savepoint(graph: JobGraph, savepoints: Savepoints) -> None:
+    """Raise SubmissionRefused when the job cannot start from its savepoint: it reads the
+    savepoint's metadata only (the state is copied when the job starts)."""
+    restore = graph.savepoint
+    if restore is None:
+        return
+    if graph.kind is not JobKind.STREAMING:
+        raise SubmissionRefused("only a streaming job starts from a savepoint")
+    try:
+        fitting_states(savepoints.read(restore.path), graph, restore.allow_non_restored_state)
+    except (CheckpointStorageError, ValueError) as error:
+        raise SubmissionRefused(str(error)) from None
 
 
 def _check_graph(graph: JobGraph, max_parallelism: int) -> None:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from clusterdeck.core.checkpointing import (
     CheckpointCoordinator,
@@ -37,8 +37,11 @@ from clusterdeck.core.checkpointing.checkpoints import CheckpointRecord
 from clusterdeck.core.checkpointing.storage import state_path
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.jobmanager.datapeers import fetch_unseen
+from clusterdeck.core.jobmanager.mainthread import Endpoint
+from clusterdeck.core.jobmanager.resultfiles import chunk_size, read_chunk
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.checkpoints import CheckpointOptions, StateHandle
+from clusterdeck.core.protocol.gateways import TaskExecutorGateway
 from clusterdeck.core.protocol.jobgraph import JobGraph
 from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.core.protocol.wiring import DataEndpoint
@@ -67,16 +70,6 @@ def _starts_barriers(graph: ExecutionGraph, vertex_id: str) -> bool:
         graph.vertex(edge.source).unfinished == 0 for edge in vertex.inputs)
 
 
-class Endpoint(Protocol):
-    """What of its JobMaster this uses: timers, worker threads, callbacks back."""
-
-    def schedule(self, delay: float, fn: Callable[..., Any], *args: Any) -> ScheduledCall: ...
-
-    def run_in_worker(self, fn: Callable[..., Any], *args: Any, name: str = ...) -> Any: ...
-
-    def on_main_thread(self, future: Any, callback: Callable[[Any, Any], None]) -> None: ...
-
-
 def chain(source: Future[Any], target: Future[Any]) -> None:
     """``target`` completes as ``source`` does (on whichever thread completes it)."""
     def copy(done: Future[Any]) -> None:
@@ -85,6 +78,16 @@ def chain(source: Future[Any], target: Future[Any]) -> None:
         else:
             target.set_result(done.result())
     source.add_done_callback(copy)
+
+
+def send_to_task(gateway: TaskExecutorGateway, message: Any) -> None:
+    """A checkpoint's trigger, abort or completion to the TaskExecutor of its attempt."""
+    if isinstance(message, p.TriggerCheckpoint):
+        gateway.trigger_checkpoint(message)
+    elif isinstance(message, p.NotifyCheckpointAborted):
+        gateway.notify_checkpoint_aborted(message)
+    else:
+        gateway.notify_checkpoint_complete(message)
 
 
 class SavepointFailed(Exception):
@@ -168,6 +171,14 @@ class JobCheckpoints:
             raise ValueError(f"checkpoint {checkpoint_id} is not retained or holds no state "
                              f"of {subtask_id}")
         return handle, self.storage.state_file(self.job_id, handle)
+
+    def state_chunk(self, subtask_id: str, request: p.RequestStateChunk,
+                    framesize: int) -> Future[p.JobFileChunk]:
+        """A chunk of the snapshot ``subtask_id`` restores, read on a worker thread."""
+        handle, path = self.snapshot_file(subtask_id, request.checkpoint_id)
+        return self._endpoint.run_in_worker(read_chunk, self.job_id, handle.path, str(path),
+                                            request.offset, chunk_size(framesize),
+                                            name="state-chunk")
 
     # -- events (main thread) ----------------------------------------------------------------
 

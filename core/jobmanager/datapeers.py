@@ -15,8 +15,18 @@ from collections.abc import Iterable, Sequence
 from clusterdeck.core.dataservice.capability import capability
 from clusterdeck.core.dataservice.client import FetchError, fetch_file
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.core.protocol.wiring import DataEndpoint, EdgeInput, StreamChannel
 from clusterdeck.core.streaming.network import partition_capability
+
+
+def files_the_client_reads(update: p.UpdateTaskExecutionState) -> tuple[str, ...]:
+    """The files of a finished task the JobManager must have before the task counts."""
+    result = update.result
+    if update.state is not ExecutionState.FINISHED or result is None:
+        return ()
+    return tuple(path for path in (result.collected_path, result.stdout_path,
+                                   result.stderr_path) if path)
 
 
 class NoChannelServer(LookupError):

@@ -17,29 +17,31 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from clusterdeck.core.checkpointing import CheckpointStorageError, Savepoints
-from clusterdeck.core.checkpointing.savepoints import fitting_states
+from clusterdeck.core.checkpointing import Savepoints
 from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config
-from clusterdeck.core.jobmanager.admission import SubmissionRefused, check_submission
+from clusterdeck.core.jobmanager.admission import (
+    SubmissionRefused,
+    check_restart_strategy,
+    check_savepoint,
+    check_submission,
+)
 from clusterdeck.core.jobmanager.checkpoints import SavepointFailed
-from clusterdeck.core.jobmanager.jobmaster import JobMaster, restart_strategy
+from clusterdeck.core.jobmanager.jobmaster import JobMaster
+from clusterdeck.core.jobmanager.jobresult import bare, failure_cause
 from clusterdeck.core.jobmanager.jobstore import (
     BROKEN_RECORD,
     STORE_WRITE_FAILED,
     BrokenRecordError,
     JobRecord,
     JobStore,
-    failure_cause,
 )
 from clusterdeck.core.jobmanager.listings import budget, fitting, listed
 from clusterdeck.core.jobmanager.resultfiles import chunk_size, read_chunk, servable
-from clusterdeck.core.jobmanager.results import bare
 from clusterdeck.core.jobmanager.retention import JobFiles, RetentionPolicy, delete_jobs, expired
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.gateways import ResourceManagerGateway
-from clusterdeck.core.protocol.jobgraph import JobGraph, JobKind
 from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.rpc import FencedRpcEndpoint, FrameTooLargeError, handler
 
@@ -190,10 +192,8 @@ class Dispatcher(FencedRpcEndpoint):
             log.info("job %s submitted again: it is the stored one", request.job_id)
             return p.JobSubmitted(existing.job_id)
         artifact = self._assemble(request.upload_id, request.artifact_sha256)
-        # Refused here, not found failing later: the job's own restart settings, and a
-        # savepoint it cannot start from (its metadata only: the state is copied later).
-        restart_strategy(self.config.with_overrides(request.restart_strategy or {}))
-        self._check_savepoint(request.graph)
+        check_restart_strategy(self.config, request.restart_strategy)
+        check_savepoint(request.graph, self.savepoints)
         record = JobRecord(request.job_id, request.graph, request.artifact_sha256,
                            request.args, request.restart_strategy, request.task_timeout)
         self.store.add(record, artifact)  # on OSError nothing is kept and the client hears it
@@ -202,18 +202,6 @@ class Dispatcher(FencedRpcEndpoint):
         log.info("job %s (%s) submitted", record.job_id, record.graph.name)
         self._start_jobmaster(record)
         return p.JobSubmitted(record.job_id)
-
-    def _check_savepoint(self, graph: JobGraph) -> None:
-        restore = graph.savepoint
-        if restore is None:
-            return
-        if graph.kind is not JobKind.STREAMING:
-            raise SubmissionRefused("only a streaming job starts from a savepoint")
-        try:
-            fitting_states(self.savepoints.read(restore.path), graph,
-                           restore.allow_non_restored_state)
-        except (CheckpointStorageError, ValueError) as error:
-            raise SubmissionRefused(str(error)) from None
 
     def _assemble(self, upload_id: str, sha256: str) -> bytes:
         chunks = self._uploads.pop(upload_id, None)

@@ -277,12 +277,6 @@ class _Finished:
     input_splits: tuple[int, ...] = ()
 
 
-def failure_cause(exception_type: str, message: str) -> dict[str, Any]:
-    """A job's root cause that is no task's failure, in FailureRecord.to_dict()'s form."""
-    return {"exception_type": exception_type, "message": message, "traceback": "",
-            "vertex_id": "", "subtask": -1}
-
-
 def write_atomically(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data``: readers see the old or the new content, never a
     torn one, and once this returns the new content survives a crash or power cut (the

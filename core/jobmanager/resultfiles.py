@@ -14,7 +14,7 @@ import base64
 import os
 from pathlib import Path
 
-from clusterdeck.core.jobmanager.results import MANIFEST
+from clusterdeck.core.jobmanager.jobresult import MANIFEST
 from clusterdeck.core.protocol import messages as p
 
 SERVED_FOLDERS = ("collect", "output")

@@ -17,7 +17,7 @@ from clusterdeck.core.executiongraph.execution import subtask_id
 from clusterdeck.core.jobapi.builder import build_graph
 from clusterdeck.core.jobapi.environment import ExecutionEnvironment
 from clusterdeck.core.jobapi.loader import script_graph
-from clusterdeck.core.jobmanager import jobmaster as jobmaster_module
+from clusterdeck.core.jobmanager import finalupdates
 from clusterdeck.core.jobmanager.jobmaster import JobMaster
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
 from clusterdeck.core.protocol import messages as p
@@ -185,6 +185,20 @@ def test_an_error_of_the_jobmaster_itself_fails_its_job_with_that_error(service,
     wait_for(lambda: taskexecutor.cancelled, 10, "its running attempt to be cancelled")
 
 
+def test_an_instruction_without_a_handler_fails_the_job_with_that_cause(service,
+                                                                      tmp_path) -> None:
+    """Even when a TaskManager's update (an ask, whose errors go to the asker) carried it
+    out: the job fails rather than go on without it."""
+    taskexecutor = ScriptedTaskExecutor()
+    jobmaster, outcome = start_job(service, tmp_path, taskexecutor)
+    jobmaster.run_async(jobmaster._execute, ["an instruction of tomorrow"])
+    result = wait_for(lambda: outcome.result, 10, "the job to end")
+    assert result.status is JobStatus.FAILED
+    assert result.root_cause["exception_type"] == "UnknownInstruction"
+    assert "an instruction of tomorrow" in result.root_cause["message"]
+    wait_for(lambda: taskexecutor.cancelled, 10, "its running attempt to be cancelled")
+
+
 def empty_range(parallelism: int) -> JobGraph:
     env = ExecutionEnvironment("batches")
     env.set_parallelism(parallelism)
@@ -225,7 +239,7 @@ def test_a_final_update_whose_files_are_still_fetched_is_not_taken_for_lost(
     machine): meanwhile its TaskExecutor lists it no more, and several reconciliation
     rounds must not fail it as lost."""
     fetched = threading.Event()
-    monkeypatch.setattr(jobmaster_module, "fetch_unseen", lambda *_: fetched.wait(10))
+    monkeypatch.setattr(finalupdates, "fetch_unseen", lambda *_: fetched.wait(10))
     taskexecutor = ScriptedTaskExecutor()
     jobmaster, outcome = start_job(service, tmp_path, taskexecutor)
     attempt = taskexecutor.running[0]

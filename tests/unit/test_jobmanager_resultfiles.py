@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from clusterdeck.core.jobmanager.jobresult import MANIFEST
 from clusterdeck.core.jobmanager.resultfiles import read_chunk, servable
-from clusterdeck.core.jobmanager.results import MANIFEST
 
 
 @pytest.fixture

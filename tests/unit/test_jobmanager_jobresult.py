@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from clusterdeck.core.client.jobclient import collected_rows, result_files
-from clusterdeck.core.jobmanager.results import FILES_KEPT, bare, fitted
+from clusterdeck.core.jobmanager.jobresult import FILES_KEPT, bare, fitted
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.messages import PRINTED_KEPT
 from clusterdeck.core.protocol.states import JobStatus

@@ -1,0 +1,51 @@
+"""A TaskManager's updates, taken on the JobMaster's main thread: a FINISHED one whose
+task left files the client reads (collected rows, printed output) on a disk this machine
+may not see is acknowledged at once but applied only once those files are fetched here
+(on a worker thread), so a finished task's rows are never lost with its TaskManager. A
+fetch that fails makes the update a failure of the attempt, and failover runs it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from clusterdeck.core.executiongraph.graph import ExecutionGraph
+from clusterdeck.core.jobmanager.datapeers import DataPeers, fetch_unseen, files_the_client_reads
+from clusterdeck.core.jobmanager.mainthread import Endpoint
+from clusterdeck.core.jobmanager.reconciliation import ReconciliationRounds
+from clusterdeck.core.protocol import messages as p
+
+
+class FinalUpdates:
+    def __init__(self, graph: ExecutionGraph, data_peers: DataPeers, work_dir: Path,
+                 endpoint: Endpoint, reconciliation: ReconciliationRounds,
+                 apply: Callable[[p.UpdateTaskExecutionState, BaseException | None],
+                                 list[str]]) -> None:
+        """``apply(update, fetch_error)`` hands the update to the scheduler and returns
+        why it was refused (nothing: it was not)."""
+        self.graph = graph
+        self.data_peers = data_peers
+        self.work_dir = work_dir
+        self._endpoint = endpoint
+        self._reconciliation = reconciliation
+        self._apply = apply
+
+    def take(self, update: p.UpdateTaskExecutionState) -> p.UpdateAcknowledged:
+        unseen = files_the_client_reads(update)
+        if not unseen:
+            rejected = self._apply(update, None)
+            return p.UpdateAcknowledged(update.attempt_id, not rejected, "; ".join(rejected))
+        execution = self.graph.execution(update.attempt_id)
+        host = execution.taskmanager_id if execution is not None else None
+        self._reconciliation.fetching(update.attempt_id)
+        self._endpoint.on_main_thread(
+            self._endpoint.run_in_worker(fetch_unseen, unseen, self.data_peers.endpoint(host),
+                                         str(self.work_dir), name="fetch"),
+            lambda _none, error: self._fetched(update, error))
+        return p.UpdateAcknowledged(update.attempt_id, True, "")
+
+    def _fetched(self, update: p.UpdateTaskExecutionState,
+                 error: BaseException | None) -> None:
+        self._reconciliation.fetched(update.attempt_id)
+        self._apply(update, error)
