@@ -85,7 +85,7 @@ class Rule:
 R, W = Access.READ, Access.WRITE
 
 # The one table both brokers enforce. Topic shapes come from core/rpc/_topics.py
-# (TopicLayout) and core/protocol/topics.py; tests/unit/test_broker_acl.py checks that the
+# (TopicLayout) and core/protocol/topics.py; tests/unit/broker/test_acl.py checks that the
 # topics those modules build are the ones granted here.
 RULES: tuple[Rule, ...] = (
     Rule("jobmanager", R, "#", "hosts the ResourceManager, Dispatcher and JobMasters"),

@@ -8,7 +8,7 @@ from clusterdeck.core.executiongraph import ExecutionState, FixedDelay, TaskFail
 from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot, JobProgress
 from clusterdeck.core.protocol.states import JobStatus
-from tests.unit.test_executiongraph_helpers import Harness, word_count
+from tests.unit.core.executiongraph.helpers import Harness, word_count
 
 
 def mixed_word_count() -> tuple[Harness, JobGraphSnapshot]:

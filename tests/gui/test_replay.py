@@ -15,7 +15,7 @@ from clusterdeck.gui.views.jobsview import JobsView
 from clusterdeck.gui.views.replaybar import STEPS
 from clusterdeck.gui.views.slotsview import SlotsView
 from tests.gui.overviews import overview, taskmanager
-from tests.unit.test_executiongraph_helpers import JOB_ID, Harness, word_count
+from tests.unit.core.executiongraph.helpers import JOB_ID, Harness, word_count
 
 
 def events_of(harness: Harness) -> list[object]:
