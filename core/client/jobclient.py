@@ -27,7 +27,13 @@ from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.checkpoints import SavepointRestore
 from clusterdeck.core.protocol.gateways import DispatcherGateway
 from clusterdeck.core.protocol.ids import new_job_id
-from clusterdeck.core.rpc import AskTimeoutError, RemoteError, RpcError
+from clusterdeck.core.rpc import (
+    AskTimeoutError,
+    EndpointStoppedError,
+    FencingTokenMismatchError,
+    RemoteError,
+    RpcError,
+)
 from clusterdeck.core.rpc.mqtt import MqttRpcService, TrafficCallback
 
 SUBMIT_TRIES = 3  # upload and SubmitJob, each try waiting rpc.ask-timeout per ask
@@ -35,7 +41,7 @@ SUBMIT_RETRY_DELAY = 1.0  # seconds before the second try, twice that before the
 SAVEPOINT_TIMEOUT = 660.0  # the default checkpoint timeout (600 s), and some
 # A JobManager that restarted (new fencing token) or was stopping while the job went in:
 # the next try goes to the leader as it is then.
-LEADER_CHANGED = frozenset({"FencingTokenMismatchError", "EndpointStoppedError"})
+LEADER_CHANGED = frozenset({FencingTokenMismatchError.__name__, EndpointStoppedError.__name__})
 
 
 class ClusterUnreachableError(RpcError):

@@ -13,8 +13,6 @@ from clusterdeck.core.executiongraph.execution import (
     Execution,
     ExecutionVertex,
     SlotRef,
-    attempt_id_of,
-    epoch_of,
 )
 from clusterdeck.core.executiongraph.failover import failover_region
 from clusterdeck.core.executiongraph.graph import ExecutionGraph, ExecutionJobVertex
@@ -51,6 +49,7 @@ from clusterdeck.core.executiongraph.scheduler import (
 )
 from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
 from clusterdeck.core.protocol.failures import TASKMANAGER_LOST, FailureRecord, TaskFailure
+from clusterdeck.core.protocol.ids import attempt_id_of, epoch_of
 from clusterdeck.core.protocol.states import ExecutionState, IllegalTransition, JobStatus
 from clusterdeck.core.protocol.wiring import EdgeInput, EdgeOutput, ResultPartitionRef
 

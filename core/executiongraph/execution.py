@@ -8,8 +8,7 @@ subtask's history.
 
 Attempt ids never repeat, not even across JobManager runs: each JobManager run of a job
 has an epoch (0 for the first, one more for every recovery) and it is part of the id. The
-format is the protocol's (``clusterdeck.core.protocol.ids``); ``subtask_id``,
-``attempt_id_of`` and ``epoch_of`` are importable from here too.
+format is the protocol's (``clusterdeck.core.protocol.ids``).
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from typing import Any
 
 from clusterdeck.core.protocol.failures import FailureRecord
 from clusterdeck.core.protocol.ids import attempt_id_of, subtask_id
-from clusterdeck.core.protocol.ids import epoch_of as epoch_of
 from clusterdeck.core.protocol.jobgraph import InputSplit
 from clusterdeck.core.protocol.snapshots import AttemptSnapshot, SlotSnapshot, SubtaskSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, IllegalTransition

@@ -15,9 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from clusterdeck.core.executiongraph.execution import Execution, attempt_id_of, epoch_of
+from clusterdeck.core.executiongraph.execution import Execution
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
+from clusterdeck.core.protocol.ids import attempt_id_of, epoch_of, subtask_id
 from clusterdeck.core.protocol.states import ExecutionState
 
 
@@ -67,12 +68,14 @@ def _check(graph: ExecutionGraph, splits: InputSplitAssigner,
         if epoch is None or record.attempt_id != attempt_id_of(
                 graph.job_id, record.vertex_id, record.subtask, record.attempt, epoch):
             raise ValueError(f"{where}: not attempt {record.attempt} of "
-                             f"{record.vertex_id}#{record.subtask} in job {graph.job_id}")
+                             f"{subtask_id(record.vertex_id, record.subtask)} "
+                             f"in job {graph.job_id}")
         if epoch >= graph.epoch:
             raise ValueError(f"{where}: epoch {epoch} is not before this run's "
                              f"epoch {graph.epoch}")
         if (record.vertex_id, record.subtask) in seen_subtasks:
-            raise ValueError(f"{where}: {record.vertex_id}#{record.subtask} is restored twice")
+            raise ValueError(f"{where}: {subtask_id(record.vertex_id, record.subtask)} is "
+                             f"restored twice")
         seen_subtasks.add((record.vertex_id, record.subtask))
         pool = {split.split_id for split in splits.remaining(record.vertex_id)}
         for split_id in record.input_splits:

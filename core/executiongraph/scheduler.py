@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from clusterdeck.core.executiongraph.execution import Execution, ExecutionVertex, SlotRef, epoch_of
+from clusterdeck.core.executiongraph.execution import Execution, ExecutionVertex, SlotRef
 from clusterdeck.core.executiongraph.failover import failover_region, pipelined_region
 from clusterdeck.core.executiongraph.failurehandling import (
     lose_partitions,
@@ -66,6 +66,7 @@ from clusterdeck.core.executiongraph.slots import SlotBook
 from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
 from clusterdeck.core.executiongraph.tasktimes import TaskTimes
 from clusterdeck.core.protocol.failures import TASKMANAGER_LOST, TaskFailure
+from clusterdeck.core.protocol.ids import parse_attempt_id, parse_subtask_id
 from clusterdeck.core.protocol.states import ExecutionState, IllegalTransition, JobStatus
 
 FailoverStrategy = Literal["region", "full"]
@@ -549,11 +550,12 @@ class Scheduler:
         """The attempt, if it is its subtask's current one; otherwise why not."""
         execution = self.graph.execution(attempt_id)
         if execution is None:
-            epoch = epoch_of(attempt_id)
-            if (attempt_id.startswith(f"{self.graph.job_id}/") and epoch is not None
-                    and epoch < self.graph.epoch):
-                return Rejected(attempt_id, f"stale attempt {attempt_id}: from epoch {epoch}, "
-                                            f"the job now runs epoch {self.graph.epoch}")
+            parsed = parse_attempt_id(attempt_id)
+            if (parsed is not None and parsed.job_id == self.graph.job_id
+                    and parsed.epoch < self.graph.epoch):
+                return Rejected(attempt_id, f"stale attempt {attempt_id}: from epoch "
+                                            f"{parsed.epoch}, the job now runs epoch "
+                                            f"{self.graph.epoch}")
             return Rejected(attempt_id, f"unknown attempt {attempt_id}")
         if not self.graph.is_current(execution):
             current = self._subtask(execution.subtask_id).current
@@ -562,8 +564,7 @@ class Scheduler:
         return execution
 
     def _subtask(self, subtask_id: str) -> ExecutionVertex:
-        vertex_id, _, index = subtask_id.rpartition("#")
-        return self.graph.subtask(vertex_id, int(index))
+        return self.graph.subtask(*parse_subtask_id(subtask_id))
 
     def _duration(self, now: float) -> float:
         return now - self._started_at if self._started_at is not None else 0.0

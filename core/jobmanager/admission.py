@@ -14,7 +14,6 @@ refused here, not found failing once the job runs.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from clusterdeck.core.checkpointing import CheckpointStorageError, Savepoints
@@ -22,10 +21,10 @@ from clusterdeck.core.checkpointing.savepoints import fitting_states
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.executiongraph.restart import restart_strategy
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.ids import JOB_ID
 from clusterdeck.core.protocol.jobgraph import JobGraph, JobKind
 from clusterdeck.core.protocol.wiring import check_edge
 
-JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 RESTART_PREFIX = "restart-strategy."
 
 

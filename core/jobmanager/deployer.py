@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from clusterdeck.core.executiongraph import instructions as ins
-from clusterdeck.core.executiongraph.execution import subtask_id
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints
 from clusterdeck.core.jobmanager.datapeers import DataPeers, NoChannelServer
@@ -30,6 +29,7 @@ from clusterdeck.core.jobmanager.mainthread import Endpoint
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.checkpointstats import RestoredCheckpointStats
 from clusterdeck.core.protocol.gateways import TaskExecutorGateway
+from clusterdeck.core.protocol.ids import subtask_id
 from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.core.protocol.wiring import EdgeInput, StreamChannel
 from clusterdeck.core.rpc import AskTimeoutError, FrameTooLargeError

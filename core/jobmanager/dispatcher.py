@@ -42,7 +42,9 @@ from clusterdeck.core.jobmanager.retention import JobFiles, RetentionPolicy, del
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.gateways import ResourceManagerGateway
+from clusterdeck.core.protocol.ids import job_file_prefix
 from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.core.protocol.workdir import job_work_dir
 from clusterdeck.core.rpc import FencedRpcEndpoint, FrameTooLargeError, handler
 
 log = logging.getLogger(__name__)
@@ -221,7 +223,7 @@ class Dispatcher(FencedRpcEndpoint):
 
     def _start_jobmaster(self, record: JobRecord) -> None:
         jobmaster = JobMaster(self.config, record, self.resource_manager.with_fencing_token(
-            self.fencing_token), self.fencing_token, self.work_root / record.job_id,
+            self.fencing_token), self.fencing_token, job_work_dir(self.work_root, record.job_id),
             self.store.progress(record.job_id), on_status=self._status_callback(record.job_id),
             on_terminal=self._terminal_callback(record.job_id),
             savepoint_root=self.savepoints.root)
@@ -359,7 +361,7 @@ class Dispatcher(FencedRpcEndpoint):
         """A chunk of one of the job's result files, for a client on another machine
         (core/jobmanager/resultfiles.py); read on a worker."""
         self._record(request.job_id)
-        real = servable(self.work_root / request.job_id, request.path)
+        real = servable(job_work_dir(self.work_root, request.job_id), request.path)
         return self._file_reads.submit(read_chunk, request.job_id, request.path, real,
                                        request.offset, self.chunk_size)
 
@@ -432,8 +434,9 @@ class Dispatcher(FencedRpcEndpoint):
         if not doomed:
             return
         underscored = [j for j in self.jobs if "_" in j]  # only these can be a longer id
-        batch = [JobFiles(job_id, self.store.folder(job_id), self.work_root / job_id,
-                          tuple(j for j in underscored if j.startswith(f"{job_id}_")))
+        batch = [JobFiles(job_id, self.store.folder(job_id),
+                          job_work_dir(self.work_root, job_id),
+                          tuple(j for j in underscored if j.startswith(job_file_prefix(job_id))))
                  for job_id in doomed]
         for job_id in doomed:
             del self.jobs[job_id]

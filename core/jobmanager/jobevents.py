@@ -28,6 +28,7 @@ from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.core.protocol.workdir import OUTPUT
 from clusterdeck.core.rpc import FrameTooLargeError
 from clusterdeck.core.rpc.outbox import Outbox, send_in_halves
 
@@ -80,7 +81,7 @@ def relayed_output(job_id: str, output: p.TaskOutput, work_dir: Path) -> p.JobOu
     ValueError unless it is a piece of one of the job's output files."""
     if output.stream not in ("stdout", "stderr") or output.offset < 0 or \
             len(output.text) > p.OUTPUT_PIECE or \
-            os.path.dirname(output.path) != str(work_dir / "output") or \
+            os.path.dirname(output.path) != str(work_dir / OUTPUT) or \
             not output.path.endswith(f".{output.stream}"):
         raise ValueError(f"malformed output of {output.attempt_id}")
     return p.JobOutput(job_id, output.attempt_id, output.stream, output.path, output.offset,

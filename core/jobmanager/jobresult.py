@@ -27,11 +27,11 @@ from clusterdeck.core.jobmanager.jobstore import write_atomically
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.failures import FailureRecord
 from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.core.protocol.workdir import FILES_MANIFEST
 
 MAX_HISTORY = 20  # failures kept in a JobResult; the snapshot has them all
 TRACEBACK_KEPT = 6000  # characters of a traceback a record keeps: its end, where it struck
 FILES_KEPT = 50  # file names a JobResult lists itself; the manifest has them all
-MANIFEST = "result-files.json"
 
 
 def failure_cause(cause: FailureRecord | str, message: str = "",
@@ -88,7 +88,7 @@ def fitted(result: p.JobResult, work_dir: Path) -> p.JobResult:
                      stderr_paths=result.stderr_paths[:FILES_KEPT])
     if len(result.outputs) <= FILES_KEPT and len(result.collected_paths) <= FILES_KEPT:
         return result
-    manifest = work_dir / MANIFEST
+    manifest = work_dir / FILES_MANIFEST
     work_dir.mkdir(parents=True, exist_ok=True)
     write_atomically(manifest, json.dumps({"outputs": list(result.outputs),
                                            "collected_paths": list(result.collected_paths)}

@@ -31,6 +31,7 @@ from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
 from clusterdeck.core.jobmanager.mainthread import Endpoint
 from clusterdeck.core.protocol.jobgraph import InputSplit, JobKind, is_url
+from clusterdeck.core.protocol.workdir import checkpoints_dir
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ def job_checkpoints(record: JobRecord, work_dir: Path, savepoint_root: Path | No
     options = record.graph.checkpointing
     if options is None:
         raise ValueError("a streaming job needs its checkpointing options")
-    storage = CheckpointStorage(work_dir / "checkpoints")
+    storage = CheckpointStorage(checkpoints_dir(work_dir))
     savepoints = Savepoints(savepoint_root) if savepoint_root else None
     restore = record.graph.savepoint
     if restore is not None and record.epoch == 0:

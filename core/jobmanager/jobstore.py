@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from clusterdeck.core.executiongraph.recovery import FinishedSubtask
-from clusterdeck.core.jobmanager.admission import JOB_ID
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.ids import JOB_ID
 from clusterdeck.core.protocol.jobgraph import JobGraph
 from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.rpc import from_data, to_data
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 ARTIFACT = "artifact.zip"
 RECORD = "job.json"
 PROGRESS = "progress.jsonl"
-SET_ASIDE = ".broken"  # never part of a job id (admission.JOB_ID has no dot)
+SET_ASIDE = ".broken"  # never part of a job id (ids.JOB_ID has no dot)
 BROKEN_RECORD = "BrokenJobRecord"  # root cause type of a job whose stored record is broken
 STORE_WRITE_FAILED = "JobStoreWriteError"  # root cause type of a job whose end was not stored
 

@@ -14,10 +14,8 @@ import base64
 import os
 from pathlib import Path
 
-from clusterdeck.core.jobmanager.jobresult import MANIFEST
 from clusterdeck.core.protocol import messages as p
-
-SERVED_FOLDERS = ("collect", "output")
+from clusterdeck.core.protocol.workdir import FILES_MANIFEST, RESULT_FOLDERS
 
 
 def chunk_size(framesize: int) -> int:
@@ -30,7 +28,7 @@ def servable(work_dir: Path, path: str) -> str:
     root = os.path.realpath(work_dir)
     real = os.path.realpath(path) if os.path.isabs(path) and "\x00" not in path else ""
     inside = os.path.relpath(real, root).split(os.sep) if real else [".."]
-    if inside == [MANIFEST] or (len(inside) == 2 and inside[0] in SERVED_FOLDERS):
+    if inside == [FILES_MANIFEST] or (len(inside) == 2 and inside[0] in RESULT_FOLDERS):
         return real
     raise ValueError(f"{path!r} is not a result file of this job (only its collected rows, "
                      f"printed output and files manifest are served)")

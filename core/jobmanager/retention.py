@@ -20,6 +20,7 @@ from pathlib import Path
 
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.jobmanager.jobstore import JobRecord
+from clusterdeck.core.protocol.ids import job_file_prefix
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +67,8 @@ def is_attempt_log_of(name: str, job_id: str, longer_job_ids: Collection[str] = 
     ``<job id>_<vertex>-<subtask>_<attempt>.log`` or a rotated end of one (the
     TaskManager's name for attempt ``<job id>/<vertex>#<i>/a<n>``). A job id may be another's
     followed by ``_`` (both are plain names), so a file of such a longer id is not."""
-    return name.startswith(f"{job_id}_") and not any(
-        name.startswith(f"{other}_") for other in longer_job_ids)
+    return name.startswith(job_file_prefix(job_id)) and not any(
+        name.startswith(job_file_prefix(other)) for other in longer_job_ids)
 
 
 DELETING = ".deleting-"  # a store folder being deleted; the store skips dot-folders

@@ -106,3 +106,9 @@ def epoch_of(attempt_id: str) -> int | None:
 def attempt_file_stem(attempt_id: str) -> str:
     """The attempt id as a file name: ``job_vertex-0_a1`` for ``job/vertex#0/a1``."""
     return attempt_id.replace("/", "_").replace("#", "-")
+
+
+def job_file_prefix(job_id: str) -> str:
+    """How the file stem of every attempt of job ``job_id`` starts (``job_``); a longer job
+    id may start the same way, as job ids may hold ``_``."""
+    return attempt_file_stem(f"{job_id}/")

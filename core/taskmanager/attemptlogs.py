@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 from clusterdeck.core.config.settings import Config
+from clusterdeck.core.protocol.ids import attempt_file_stem
 from clusterdeck.core.taskmanager.attemptfiles import (
     DISK_BACKLOG,
     END,
@@ -62,10 +63,6 @@ DRAIN_TIMEOUT = 10.0  # seconds a closing TaskManager waits for its last attempt
 
 def thread_name(attempt_id: str) -> str:
     return f"{THREAD_PREFIX}{attempt_id}"
-
-
-def safe_name(attempt_id: str) -> str:
-    return attempt_id.replace("/", "_").replace("#", "-")
 
 
 class AttemptLogHandler(logging.Handler):
@@ -233,7 +230,7 @@ class AttemptLogHandler(logging.Handler):
             if self._new_logs >= self._prune_every:
                 self._new_logs = 0
                 with self._guard:
-                    active = {safe_name(attempt_id) for attempt_id in self._files}
+                    active = {attempt_file_stem(attempt_id) for attempt_id in self._files}
                 self._prune(active)
         try:
             known.close()
@@ -246,8 +243,8 @@ class AttemptLogHandler(logging.Handler):
         if known is not None:
             self._files.move_to_end(attempt_id)
             return known
-        opened = self._files[attempt_id] = AttemptFile(str(self.folder), safe_name(attempt_id),
-                                                        self.max_bytes, fresh)
+        opened = self._files[attempt_id] = AttemptFile(
+            str(self.folder), attempt_file_stem(attempt_id), self.max_bytes, fresh)
         while len(self._files) > TAILS_KEPT:
             self._put_close(self._files.popitem(last=False)[1])
         return opened

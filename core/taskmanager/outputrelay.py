@@ -15,9 +15,9 @@ from collections.abc import Callable, Collection
 
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.gateways import JobMasterGateway
+from clusterdeck.core.protocol.workdir import printed_output_file
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
 from clusterdeck.core.taskmanager.endpoint import Endpoint
-from clusterdeck.core.taskmanager.runner import printed_path
 from clusterdeck.core.taskmanager.tasks import Task
 
 OUTPUT_INTERVAL = 0.2  # seconds between two hand-ons of what running scripts printed
@@ -58,5 +58,5 @@ class OutputRelay:
         for piece in task.live.take(p.OUTPUT_PIECE, most or sys.maxsize):
             jobmaster.task_output(p.TaskOutput(
                 deployment.job_id, task.attempt_id, piece.stream,
-                printed_path(deployment.work_dir, task.attempt_id, piece.stream),
+                str(printed_output_file(deployment.work_dir, task.attempt_id, piece.stream)),
                 piece.offset, piece.text))

@@ -25,13 +25,18 @@ from clusterdeck.core.engine.exchange import (
 )
 from clusterdeck.core.engine.runtime import run_subtask
 from clusterdeck.core.engine.streamtask import run_stream_subtask
-from clusterdeck.core.executiongraph.execution import epoch_of
 from clusterdeck.core.jobapi.errors import SubtaskFailed
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.ids import epoch_of
 from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.wiring import ResultPartitionRef
-from clusterdeck.core.taskmanager.attemptlogs import safe_name
+from clusterdeck.core.protocol.workdir import (
+    checkpoints_dir,
+    collected_rows_file,
+    partitions_dir,
+    printed_output_file,
+)
 from clusterdeck.core.taskmanager.partitionfetch import fetcher
 from clusterdeck.core.taskmanager.tasks import Task
 
@@ -41,11 +46,7 @@ _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrup
 
 def checkpoint_storage(kept: str) -> CheckpointStorage:
     """Where a streaming subtask writes its snapshots and reads the one it restores."""
-    return CheckpointStorage(Path(kept) / "checkpoints")
-
-
-def attempt_dir(work_dir: str, attempt_id: str) -> Path:
-    return Path(work_dir) / "partitions" / safe_name(attempt_id)
+    return CheckpointStorage(checkpoints_dir(kept))
 
 
 def input_partitions(deployment: p.SubmitTask, kept: str) -> list[list[InputPartition]]:
@@ -58,7 +59,7 @@ def input_partitions(deployment: p.SubmitTask, kept: str) -> list[list[InputPart
 
 def _input_partition(deployment: p.SubmitTask, kept: str, input_index: int,
                      ref: ResultPartitionRef) -> InputPartition:
-    producer_dir = attempt_dir(kept, ref.producer_attempt_id)
+    producer_dir = partitions_dir(kept, ref.producer_attempt_id)
     return InputPartition(result_partition_path(producer_dir, deployment.vertex_id,
                                                 input_index, ref.partition),
                           deployment.vertex_id, input_index, ref)
@@ -70,15 +71,15 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Task,
     work dir is on this machine (default: at its own path)."""
     kept = kept or deployment.work_dir
     named = _naming(deployment.work_dir, kept)
-    output_dir = attempt_dir(kept, deployment.attempt_id)
+    output_dir = partitions_dir(kept, deployment.attempt_id)
     try:
         if deployment.graph.kind is JobKind.STREAMING:
             services = task.services
             result = run_stream_subtask(spark, job, deployment, task.checkpoint_control,
                                         services.report_checkpoint, checkpoint_storage(kept),
                                         task.counts, live=task.live,
-                                        printed=Path(printed_path(kept, deployment.attempt_id,
-                                                                  "stdout")),
+                                        printed=printed_output_file(
+                                            kept, deployment.attempt_id, "stdout"),
                                         channels=services.channels, broker=services.broker)
         else:
             result = run_subtask(spark, job, deployment.vertex_id, deployment.subtask,
@@ -96,7 +97,7 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Task,
     collected_path = ""
     if result.collected:
         rows = [row for op_rows in result.collected.values() for row in op_rows]
-        path = Path(kept) / "collect" / f"{safe_name(deployment.attempt_id)}.json"
+        path = collected_rows_file(kept, deployment.attempt_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(rows), encoding="utf-8")
         collected_path = str(path)
@@ -126,15 +127,10 @@ def _naming(work_dir: str, kept: str) -> Any:
     return named
 
 
-def printed_path(work_dir: str, attempt_id: str, stream: str) -> str:
-    """The file that holds all an attempt printed on ``stream`` ("stdout" or "stderr")."""
-    return str(Path(work_dir) / "output" / f"{safe_name(attempt_id)}.{stream}")
-
-
 def _printed_files(deployment: p.SubmitTask, kept: str, stdout: str,
                    stderr: str) -> tuple[str, str]:
-    return (_printed_file(Path(printed_path(kept, deployment.attempt_id, "stdout")), stdout),
-            _printed_file(Path(printed_path(kept, deployment.attempt_id, "stderr")), stderr))
+    return (_printed_file(printed_output_file(kept, deployment.attempt_id, "stdout"), stdout),
+            _printed_file(printed_output_file(kept, deployment.attempt_id, "stderr"), stderr))
 
 
 def _printed_file(path: Path, text: str) -> str:

@@ -25,8 +25,8 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusterdeck.core.executiongraph.execution import epoch_of
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.ids import epoch_of
 
 MAX_JOBS = 50
 HISTORY = 3600            # points per series: an hour at one a second

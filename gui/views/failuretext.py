@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from clusterdeck.core.protocol.failures import FailureRecord
+from clusterdeck.core.protocol.ids import subtask_id
 from clusterdeck.gui.models.formatting import clock_millis
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
@@ -84,8 +85,8 @@ def failure_html(failure: FailureRecord, *, root_cause: bool = False, job_id: st
     slot = failure.slot_index
     splits = ", ".join(map(str, failure.input_splits)) or DASH
     vertex_id = failure.vertex_id
-    rows = [("Subtask", f"{(vertex_names or {}).get(vertex_id, vertex_id)} ({vertex_id}) "
-                        f"#{failure.subtask}"),
+    rows = [("Subtask", f"{(vertex_names or {}).get(vertex_id, vertex_id)} "
+                        f"({subtask_id(vertex_id, failure.subtask)})"),
             ("Attempt", f"{attempt_number(failure)} ({failure.attempt_id})"),
             ("TaskManager", f"{failure.taskmanager_id or DASH}"
                             + (f", slot {slot}" if slot is not None else "")),

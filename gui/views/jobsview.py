@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from clusterdeck.core.protocol.ids import subtask_id
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.gui.models.metrics import MetricsStore
 from clusterdeck.gui.models.palette import (
@@ -273,7 +274,7 @@ class JobsView(QWidget):
         self.progress.set_progress(snapshot.progress.finished, snapshot.progress.total)
         cause = snapshot.root_cause
         if cause is not None:
-            where = f"{cause.vertex_id}#{cause.subtask} attempt " \
+            where = f"{subtask_id(cause.vertex_id, cause.subtask)} attempt " \
                     f"{cause.attempt} on {cause.taskmanager_id or '?'}"
             self.root_cause.setText(f"Root cause: {cause.exception_type}: "
                                     f"{cause.message} ({where})")

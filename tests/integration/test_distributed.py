@@ -25,10 +25,10 @@ import pytest
 from clusterdeck.core.client.jobclient import JobClient, collected_rows
 from clusterdeck.core.client.localcluster import LocalCluster
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.ids import attempt_file_stem
 from clusterdeck.core.protocol.snapshots import AttemptSnapshot, VertexSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from clusterdeck.core.rpc import RemoteError
-from clusterdeck.core.taskmanager.attemptlogs import safe_name
 from tests.integration.clusters import (
     FAST_HEARTBEATS,
     ClusterWatcher,
@@ -212,7 +212,7 @@ def test_a_word_count_over_taskmanagers_sharing_no_folder_is_exact(
     partitions = local.cluster_dir / "work" / word_count.job_id / "partitions"
     copies = [(t.id, attempt_id) for t in taskmanagers for attempt_id, host in hosts.items()
               if host not in ("", t.id) and any(
-                  t.sees(partitions / safe_name(attempt_id)).glob("*/__part=*/*.parquet"))]
+                  t.sees(partitions / attempt_file_stem(attempt_id)).glob("*/__part=*/*.parquet"))]
     assert copies, "no TaskManager holds a partition the other one wrote"
 
 
@@ -395,7 +395,7 @@ def _finished_partitions(client: JobClient, job_id: str,
         taskmanager = where.get(_host(attempt))
         if subtask.state is not ExecutionState.FINISHED or taskmanager is None:
             continue
-        folder = work_dir / "partitions" / safe_name(attempt.attempt_id)
+        folder = work_dir / "partitions" / attempt_file_stem(attempt.attempt_id)
         seen = taskmanager.sees(folder)
         partitions = sorted(seen.glob("*/__part=*"))
         files = [next(iter(sorted(p.glob("*.parquet"))), None) for p in partitions]

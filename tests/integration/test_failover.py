@@ -21,7 +21,7 @@ from clusterdeck.core.config import paths
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
-from clusterdeck.core.taskmanager.runner import attempt_dir
+from clusterdeck.core.protocol.workdir import partitions_dir
 from tests.integration.clusters import SPARK_UP_AND_RESTARTS, wait_result
 from tests.waiting import wait_for
 
@@ -272,8 +272,8 @@ def test_a_producers_deleted_partitions_are_produced_again_before_the_consumer_r
     job_id = client.submit(job, [])
     producer = wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and finished_producer(
         s.graph), 120, "one producer subtask finished while the other waits at the gate")
-    written = attempt_dir(str(paths.cluster_dir(local_cluster.cluster_id) / "work" / job_id),
-                          producer)
+    written = partitions_dir(str(paths.cluster_dir(local_cluster.cluster_id) / "work" / job_id),
+                             producer)
     assert list(written.rglob("_complete.json")), f"no completed partitions in {written}"
     shutil.rmtree(written)  # as if the producer had run where the consumers cannot see
     gate.touch()

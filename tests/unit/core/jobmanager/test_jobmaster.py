@@ -13,7 +13,6 @@ import pytest
 
 from clusterdeck.core.checkpointing import CheckpointStatus
 from clusterdeck.core.config.settings import Config
-from clusterdeck.core.executiongraph.execution import subtask_id
 from clusterdeck.core.jobapi.builder import build_graph
 from clusterdeck.core.jobapi.environment import ExecutionEnvironment
 from clusterdeck.core.jobapi.loader import script_graph
@@ -23,6 +22,7 @@ from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.gateways import JobMasterGateway, ResourceManagerGateway
+from clusterdeck.core.protocol.ids import subtask_id
 from clusterdeck.core.protocol.jobgraph import JobGraph
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus

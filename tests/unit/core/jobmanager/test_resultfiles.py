@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clusterdeck.core.jobmanager.jobresult import MANIFEST
 from clusterdeck.core.jobmanager.resultfiles import read_chunk, servable
+from clusterdeck.core.protocol.workdir import FILES_MANIFEST
 
 
 @pytest.fixture
 def work_dir(tmp_path: Path) -> Path:
     job = tmp_path / "work" / "job-1"
-    for name in ("collect/a.json", "output/a.stdout", "partitions/a/p.parquet", MANIFEST,
+    for name in ("collect/a.json", "output/a.stdout", "partitions/a/p.parquet", FILES_MANIFEST,
                  "../job-2/collect/b.json"):
         (job / name).parent.mkdir(parents=True, exist_ok=True)
         (job / name).write_bytes(b"0123456789")
@@ -27,7 +27,7 @@ def work_dir(tmp_path: Path) -> Path:
 
 
 def test_only_collected_rows_printed_output_and_the_manifest_are_served(work_dir) -> None:
-    for name in ("collect/a.json", "output/a.stdout", MANIFEST):
+    for name in ("collect/a.json", "output/a.stdout", FILES_MANIFEST):
         assert servable(work_dir, str(work_dir / name)) == str(work_dir / name)
     for path in (work_dir / "partitions/a/p.parquet", work_dir / "collect",
                  work_dir / "collect/../../job-2/collect/b.json", work_dir / "collect/link.json",
@@ -44,7 +44,7 @@ def test_any_path_is_refused_or_a_result_file(relative: str) -> None:
         real = servable(root, f"/srv/work/job/{relative}")
     except ValueError:
         return
-    assert Path(real).parent.name in ("collect", "output") or real.endswith(MANIFEST)
+    assert Path(real).parent.name in ("collect", "output") or real.endswith(FILES_MANIFEST)
 
 
 def test_chunks_cover_the_file_and_an_offset_beyond_it_is_refused(work_dir) -> None:

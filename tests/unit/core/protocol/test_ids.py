@@ -14,6 +14,7 @@ from clusterdeck.core.protocol.ids import (
     attempt_id_of,
     attempt_part_of,
     epoch_of,
+    job_file_prefix,
     new_job_id,
     parse_attempt_id,
     parse_subtask_id,
@@ -66,3 +67,12 @@ def test_a_new_job_id_is_a_job_id() -> None:
 
 def test_an_attempt_names_its_files_without_slash_or_hash() -> None:
     assert attempt_file_stem("job/map#0/e2a1") == "job_map-0_e2a1"
+
+
+@given(job_ids, vertex_ids, counts, counts, counts)
+def test_an_attempts_file_stem_starts_with_its_jobs_prefix(job_id: str, vertex_id: str,
+                                                           subtask: int, attempt: int,
+                                                           epoch: int) -> None:
+    stem = attempt_file_stem(attempt_id_of(job_id, vertex_id, subtask, attempt, epoch))
+    assert job_file_prefix(job_id) == f"{job_id}_"
+    assert stem.startswith(job_file_prefix(job_id))

@@ -17,9 +17,10 @@ from clusterdeck.core.protocol.failures import TaskFailure
 from clusterdeck.core.protocol.jobgraph import JobEdge, JobGraph, JobKind, ShipStrategy
 from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.core.protocol.wiring import EdgeInput, ResultPartitionRef
+from clusterdeck.core.protocol.workdir import partitions_dir
 from clusterdeck.core.rpc import from_data, to_data
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
-from clusterdeck.core.taskmanager.runner import attempt_dir, input_partitions
+from clusterdeck.core.taskmanager.runner import input_partitions
 from clusterdeck.core.taskmanager.tasks import Task, TaskOutcome, TaskServices
 
 PRODUCERS = (ResultPartitionRef("job/map#0/a0", "map", 0, 1, "tm-1"),
@@ -35,7 +36,7 @@ def deployment(work_dir: Path) -> p.SubmitTask:
 
 def producer_finished(work_dir: Path, attempt_id: str) -> None:
     """The producer attempt's output for the sink, as it leaves it when it finishes."""
-    declare_partitions(str(attempt_dir(str(work_dir), attempt_id)),
+    declare_partitions(str(partitions_dir(work_dir, attempt_id)),
                        JobEdge("map", "sink", ShipStrategy.HASH), consumer_parallelism=2)
 
 
