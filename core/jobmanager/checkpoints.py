@@ -37,7 +37,6 @@ from clusterdeck.core.checkpointing.checkpoints import CheckpointRecord
 from clusterdeck.core.checkpointing.storage import state_path
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.jobmanager.datapeers import fetch_unseen
-from clusterdeck.core.jobmanager.mainthread import Endpoint
 from clusterdeck.core.jobmanager.resultfiles import chunk_size, read_chunk
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.checkpoints import CheckpointOptions, StateHandle
@@ -45,7 +44,7 @@ from clusterdeck.core.protocol.gateways import TaskExecutorGateway
 from clusterdeck.core.protocol.jobgraph import JobGraph
 from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.core.protocol.wiring import DataEndpoint
-from clusterdeck.core.rpc import ScheduledCall
+from clusterdeck.core.rpc import MainThread, ScheduledCall
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +95,7 @@ class SavepointFailed(Exception):
 
 class JobCheckpoints:
     def __init__(self, job_id: str, options: CheckpointOptions, storage: CheckpointStorage,
-                 endpoint: Endpoint, tasks: Callable[[], list[CheckpointTask]],
+                 endpoint: MainThread, tasks: Callable[[], list[CheckpointTask]],
                  tell: Callable[[str, Any], None], fail: Callable[[str], None],
                  recovered: Iterable[Any] = (), savepoints: Savepoints | None = None,
                  graph: JobGraph | None = None) -> None:

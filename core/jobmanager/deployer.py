@@ -25,14 +25,13 @@ from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints
 from clusterdeck.core.jobmanager.datapeers import DataPeers, NoChannelServer
 from clusterdeck.core.jobmanager.jobslots import JobSlots
 from clusterdeck.core.jobmanager.jobstore import JobRecord
-from clusterdeck.core.jobmanager.mainthread import Endpoint
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.checkpointstats import RestoredCheckpointStats
 from clusterdeck.core.protocol.gateways import TaskExecutorGateway
 from clusterdeck.core.protocol.ids import subtask_id
 from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.core.protocol.wiring import EdgeInput, StreamChannel
-from clusterdeck.core.rpc import AskTimeoutError, FrameTooLargeError
+from clusterdeck.core.rpc import AskTimeoutError, FrameTooLargeError, MainThread
 from clusterdeck.core.rpc.outbox import Outbox, send_in_halves
 
 DEPLOY_TRIES = 3
@@ -43,7 +42,7 @@ PARTITION_REF_BYTES = 512  # generous encoded size of one ResultPartitionRef: pa
 class Deployer:
     def __init__(self, record: JobRecord, work_dir: Path, jobmaster_id: str,
                  fencing_token: str, graph: ExecutionGraph, slots: JobSlots,
-                 data_peers: DataPeers, endpoint: Endpoint,
+                 data_peers: DataPeers, endpoint: MainThread,
                  executor: Callable[[str], TaskExecutorGateway],
                  checkpoints: Callable[[], JobCheckpoints | None],
                  confirmed: Callable[[str], None],

@@ -12,14 +12,14 @@ from pathlib import Path
 
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.jobmanager.datapeers import DataPeers, fetch_unseen, files_the_client_reads
-from clusterdeck.core.jobmanager.mainthread import Endpoint
 from clusterdeck.core.jobmanager.reconciliation import ReconciliationRounds
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.rpc import MainThread
 
 
 class FinalUpdates:
     def __init__(self, graph: ExecutionGraph, data_peers: DataPeers, work_dir: Path,
-                 endpoint: Endpoint, reconciliation: ReconciliationRounds,
+                 endpoint: MainThread, reconciliation: ReconciliationRounds,
                  apply: Callable[[p.UpdateTaskExecutionState, BaseException | None],
                                  list[str]]) -> None:
         """``apply(update, fetch_error)`` hands the update to the scheduler and returns

@@ -22,14 +22,13 @@ from typing import Any
 
 from clusterdeck.core.executiongraph import instructions as ins
 from clusterdeck.core.executiongraph.execution import SlotRef
-from clusterdeck.core.jobmanager.mainthread import Endpoint
 from clusterdeck.core.jobmanager.reductions import reductions
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.protocol.workdir import OUTPUT
-from clusterdeck.core.rpc import FrameTooLargeError
+from clusterdeck.core.rpc import FrameTooLargeError, MainThread
 from clusterdeck.core.rpc.outbox import Outbox, send_in_halves
 
 log = logging.getLogger(__name__)
@@ -89,7 +88,7 @@ def relayed_output(job_id: str, output: p.TaskOutput, work_dir: Path) -> p.JobOu
 
 
 class JobSnapshots:
-    def __init__(self, job_id: str, subtasks: int, endpoint: Endpoint,
+    def __init__(self, job_id: str, subtasks: int, endpoint: MainThread,
                  build: Callable[[], JobGraphSnapshot],
                  publish: Callable[[str, Any], None]) -> None:
         """``build()``: the job's snapshot now; ``publish(topic, message)`` sends it,
@@ -134,7 +133,7 @@ class ProgressReports:
     published whole, so a job finishing hundreds of subtasks a second would do both for
     each. Status changes are reported at once, by the JobMaster."""
 
-    def __init__(self, endpoint: Endpoint, report: Callable[[], None]) -> None:
+    def __init__(self, endpoint: MainThread, report: Callable[[], None]) -> None:
         self._endpoint = endpoint
         self._report = report
         self._due = False

@@ -29,9 +29,9 @@ from clusterdeck.core.jobapi.inputsplits import plan_splits
 from clusterdeck.core.jobapi.sinkfolders import initialize_sinks
 from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
-from clusterdeck.core.jobmanager.mainthread import Endpoint
 from clusterdeck.core.protocol.jobgraph import InputSplit, JobKind, is_url
 from clusterdeck.core.protocol.workdir import checkpoints_dir
+from clusterdeck.core.rpc import MainThread
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def restore_finished(scheduler: Scheduler, record: JobRecord, progress: Progress
 
 
 def job_checkpoints(record: JobRecord, work_dir: Path, savepoint_root: Path | None,
-                    endpoint: Endpoint, tasks: Callable[[], list[CheckpointTask]],
+                    endpoint: MainThread, tasks: Callable[[], list[CheckpointTask]],
                     tell: Callable[[str, Any], None],
                     fail: Callable[[str], None]) -> JobCheckpoints:
     """A streaming job's checkpoints, under its work dir, going on from those an earlier

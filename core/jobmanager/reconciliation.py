@@ -21,11 +21,11 @@ from clusterdeck.core.executiongraph import instructions as ins
 from clusterdeck.core.executiongraph.execution import Execution
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.jobmanager.jobslots import JobSlots
-from clusterdeck.core.jobmanager.mainthread import Endpoint
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.failures import TaskFailure
 from clusterdeck.core.protocol.gateways import TaskExecutorGateway
 from clusterdeck.core.protocol.states import ExecutionState
+from clusterdeck.core.rpc import MainThread
 
 log = logging.getLogger(__name__)
 MISSES_TO_LOSE = 2  # one miss may be an update on its way; two heartbeats apart are not
@@ -87,7 +87,7 @@ class ReconciliationRounds:
     ``changed(attempt_id, state, failure)``, what a lost or cancelled attempt means."""
 
     def __init__(self, job_id: str, graph: ExecutionGraph, slots: JobSlots,
-                 endpoint: Endpoint, executor: Callable[[str], TaskExecutorGateway],
+                 endpoint: MainThread, executor: Callable[[str], TaskExecutorGateway],
                  config: Config, running: Callable[[], bool],
                  changed: Callable[[str, ExecutionState, TaskFailure | None], None],
                  overdue: Callable[[], None]) -> None:

@@ -26,6 +26,7 @@ from clusterdeck.core.rpc._errors import (
 )
 from clusterdeck.core.rpc._gateway import Gateway
 from clusterdeck.core.rpc._local import LocalBus, LocalRpcService
+from clusterdeck.core.rpc._mainthread import MainThread
 from clusterdeck.core.rpc._service import RpcService
 from clusterdeck.core.rpc._timers import ScheduledCall, TimerQueue
 from clusterdeck.core.rpc._topics import TopicLayout, sent_by, topic_matches
@@ -43,6 +44,7 @@ __all__ = [
     "Invocation",
     "LocalBus",
     "LocalRpcService",
+    "MainThread",
     "NotMainThreadError",
     "RemoteError",
     "RpcEndpoint",

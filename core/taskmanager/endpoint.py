@@ -1,4 +1,5 @@
-"""What the TaskExecutor's collaborators use of it: its main thread and its transport.
+"""What the TaskExecutor's collaborators use of it: its main thread (``MainThread``, as the
+JobMaster's collaborators see theirs) and its transport.
 
 The registration, the state updates, the Spark host, the slot queue and the ticks each
 keep their state on the TaskExecutor's main thread; this narrow protocol is all they see
@@ -7,28 +8,15 @@ of the endpoint, so a unit test drives them with a fake and no MQTT.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from concurrent.futures import Future
-from typing import Any, Protocol, TypeVar
+from typing import Protocol
 
-from clusterdeck.core.rpc import RpcService, ScheduledCall
-
-T = TypeVar("T")
+from clusterdeck.core.rpc import MainThread, RpcService
 
 
-class Endpoint(Protocol):
-    """The TaskExecutor, as its collaborators see it (``RpcEndpoint``'s own methods)."""
+class Endpoint(MainThread, Protocol):
+    """The TaskExecutor, as its collaborators see it (``RpcEndpoint``'s own members)."""
 
     endpoint_id: str
 
     @property
     def rpc_service(self) -> RpcService: ...
-
-    def run_async(self, fn: Callable[..., Any], *args: Any) -> None: ...
-
-    def schedule(self, delay: float, fn: Callable[..., Any], *args: Any) -> ScheduledCall: ...
-
-    def on_main_thread(self, future: Future[T],
-                       callback: Callable[[T | None, BaseException | None], None]) -> None: ...
-
-    def run_in_worker(self, fn: Callable[..., T], *args: Any, name: str = ...) -> Future[T]: ...
