@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -88,10 +89,16 @@ class _Subscriptions(dict[str, list[tuple[Session, int]]]):
     the topic plugins (our ACL) for each subscriber; a client subscribing meanwhile
     changes the dict, the iteration raises "dictionary changed size during iteration"
     and the message is lost for every subscriber not reached yet. Seen as a job stuck
-    RUNNING for good. ``items()`` (its only iteration across an await) gives a snapshot."""
+    RUNNING for good. A client that connects iterates the topics the same way, to send it
+    their retained messages; there the error ends the new client's connection (seen as
+    `clusterdeck status` losing the broker right after `up`). ``items()`` and iterating
+    the topics (the two iterations across an await) give a snapshot."""
 
     def items(self) -> list[tuple[str, list[tuple[Session, int]]]]:  # type: ignore[override]
         return [(topic, list(subscribers)) for topic, subscribers in super().items()]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(super().keys()))
 
 
 class ClusterBroker(Broker):

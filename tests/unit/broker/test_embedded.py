@@ -58,3 +58,15 @@ def test_password_file_holds_argon2_hashes_readable_by_its_owner_only(tmp_path):
     for user, password in credentials.items():
         assert hashes[user].startswith("$argon2")
         assert hasher.verify(password, hashes[user])
+
+
+def test_a_subscription_made_while_the_topics_are_walked_breaks_neither_walk():
+    # amqtt 0.12.1 walks its subscriptions across awaits (a broadcast, and a connecting
+    # client's retained messages); a subscription made meanwhile must not end the walk.
+    subscriptions = embedded._Subscriptions({"a": [], "b": []})
+    for topic in subscriptions:
+        subscriptions[topic + "/new"] = []
+    for topic, _subscribers in subscriptions.items():
+        subscriptions[topic + "/newer"] = []
+    assert {"a", "b", "a/new", "b/new"} <= set(subscriptions)
+    assert len(subscriptions) == 8
