@@ -39,6 +39,16 @@ from clusterdeck.core.protocol.jobgraph import OperatorSpec
 
 Operator = Callable[[Work, OperatorSpec, UserCode, Sequence[Stream]], Stream]
 
+# Operators that run Python functions on records (a filter keeps a table's columns, but
+# pays for decoding rows into records and back): a source feeding one of them may as well
+# produce records (sources.read_source).
+_ON_RECORDS = frozenset({plan.MAP, plan.FLAT_MAP, plan.FILTER, plan.REDUCE, plan.PROCESS})
+
+
+def takes_records(op: OperatorSpec | None) -> bool:
+    """Whether ``op`` works on Python records whatever its input is."""
+    return op is not None and op.kind in _ON_RECORDS
+
 
 def apply(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Stream]) -> Stream:
     implementation = _OPERATORS.get(op.kind)

@@ -11,6 +11,11 @@ thousands of subtasks made the sink's cost grow with the square of the paralleli
 The JobMaster prepares the folders before a run (``jobapi.sinkfolders.initialize_sinks``,
 which owns the staging folder's name).
 
+Python records go to a text sink straight from Spark's Python workers (``TextPartWriter``),
+one file per non-empty Spark partition: through a DataFrame they cost a conversion, a SQL
+plan and Hadoop's output committer, which is what the staging folder and ``publish``
+already do for a subtask, and was most of a small subtask's time (docs/benchmarks.md).
+
 Runs on the slot thread.
 """
 
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterable, Iterator
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -51,6 +57,10 @@ class FileSinkWriter:
     def write(self, work: Work, stream: Stream) -> None:
         target = str(self.staging / f"batch-{self._batches}")
         self._batches += 1
+        if self.op.kind == plan.SINK_TEXT and isinstance(stream, Records):
+            work.check()
+            stream.rdd.mapPartitionsWithIndex(TextPartWriter(target)).collect()
+            return
         if self.op.kind == plan.SINK_TEXT:
             df = _text_frame(work, stream)
             work.check()
@@ -64,6 +74,13 @@ class FileSinkWriter:
             df.write.csv(target, header=self.op.params["header"])
         else:
             df.write.parquet(target)
+
+    def write_lines(self, records: Iterable[Any]) -> None:
+        """Records written as text lines from this thread (local execution)."""
+        target = str(self.staging / f"batch-{self._batches}")
+        self._batches += 1
+        for _written in TextPartWriter(target)(0, records):
+            pass
 
     def publish(self) -> list[str]:
         """Move the staged files to their final names; returns them."""
@@ -96,6 +113,48 @@ class FileSinkWriter:
         with suppress(OSError):   # other attempts are still writing, or it is gone already
             for parent in self.staging.relative_to(self.folder).parents[:-1]:
                 (self.folder / parent).rmdir()
+
+
+class TextPartWriter:
+    """Writes one Spark partition's records as lines of ``<folder>/part-<partition>.txt``
+    (UTF-8, ``\n`` after each line, as Spark's text writer does), in Spark's Python
+    worker. The file is written under a hidden name and renamed when whole, so a failed
+    or killed task never leaves half a part to publish; an empty partition writes none."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def __call__(self, partition: int, records: Iterable[Any]) -> Iterator[int]:
+        final = os.path.join(self.folder, f"part-{partition:05d}.txt")
+        hidden = os.path.join(self.folder, f".part-{partition:05d}.txt.writing")
+        written = 0
+        out = None
+        try:
+            for written, record in enumerate(records, 1):  # noqa: B007 (written counts)
+                if out is None:
+                    make_folder(self.folder)
+                    out = open(hidden, "w", encoding="utf-8", errors="replace",  # noqa: SIM115
+                               newline="")
+                out.write(text_line(record))
+                out.write("\n")
+        finally:
+            if out is not None:
+                out.close()
+        if out is not None:
+            os.replace(hidden, final)
+        yield written
+
+
+def make_folder(path: str, tries: int = 20) -> None:
+    """``os.makedirs`` that survives another attempt of the job removing an empty parent
+    (``FileSinkWriter.discard``) while this one creates its staging folder."""
+    for _ in range(tries - 1):
+        try:
+            os.makedirs(path, exist_ok=True)
+            return
+        except FileNotFoundError:
+            continue
+    os.makedirs(path, exist_ok=True)
 
 
 def _text_frame(work: Work, stream: Stream) -> Any:

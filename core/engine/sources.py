@@ -3,7 +3,10 @@
 Whole files go through Spark's own readers (``read.text``, ``read.csv``, ``read.parquet``);
 byte ranges of big text files are read by ``splits.read_lines`` inside Spark's Python
 workers (one Spark partition per range), which Spark's reader cannot be told to do.
-Ranges become ``spark.range``; a collection's part is parallelised from the job's code.
+Ranges become ``spark.range``, or Python ints generated in Spark's Python workers when the
+next operator takes Python records anyway (``records_wanted``): a table of one row costs a
+SQL plan, a second task and its conversion back into records, which was most of a one-row
+subtask's time. A collection's part is parallelised from the job's code.
 
 Each reader also says how many records it read (``SourceBatch.records``), which is only
 final once the batch's Spark jobs have run: byte ranges are counted by an accumulator.
@@ -45,7 +48,10 @@ class SourceBatch:
 
 
 def read_source(work: Work, source: OperatorSpec, code: UserCode,
-                splits: Sequence[InputSplit]) -> SourceBatch:
+                splits: Sequence[InputSplit], *, records_wanted: bool = False) -> SourceBatch:
+    """``records_wanted``: the chain's next operator works on Python records."""
+    if source.kind == plan.SOURCE_RANGE and records_wanted:
+        return _range_records(work, source.params, splits)
     reader = _READERS.get(source.kind)
     if reader is None:
         raise ValueError(f"unknown source kind {source.kind!r}")
@@ -129,6 +135,29 @@ def _range(work: Work, params: dict[str, Any], code: UserCode,
     assert df is not None
     return SourceBatch(Table(df.withColumnRenamed("id", SCALAR_COLUMN)),
                        lambda: sum(hi - lo for lo, hi in bounds))
+
+
+def _range_records(work: Work, params: dict[str, Any],
+                   splits: Sequence[InputSplit]) -> SourceBatch:
+    """The batch's parts of a range as Python ints, in as many Spark partitions as the
+    session has cores but never more than there are numbers (a one-row part is one task)."""
+    start, end = params["start"], params["end"]
+    bounds = [(start + lo, start + hi) for lo, hi in
+              _merged(part_bounds(max(0, end - start), split.part, split.parts)
+                      for split in splits) if hi > lo]
+    total = sum(hi - lo for lo, hi in bounds)
+    context = work.spark_context
+    slices = max(1, min(total, context.defaultParallelism))
+    if len(bounds) == 1:
+        rdd = context.range(*bounds[0], numSlices=slices)
+    else:
+        rdd = context.parallelize(bounds or [(0, 0)], max(1, min(len(bounds), slices))) \
+            .flatMap(_interval_values)
+    return SourceBatch(Records(rdd, f"{SCALAR_COLUMN} BIGINT"), lambda: total)
+
+
+def _interval_values(bounds: tuple[int, int]) -> range:
+    return range(*bounds)
 
 
 def _intervals(work: Work, start: int, bounds: list[tuple[int, int]]) -> DataFrame:

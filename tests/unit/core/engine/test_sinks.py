@@ -4,9 +4,12 @@ job's first run does not look for earlier parts (nothing can be there)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from clusterdeck.core.engine.sinks import FileSinkWriter
+import pytest
+
+from clusterdeck.core.engine.sinks import FileSinkWriter, TextPartWriter, make_folder
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.sinkfolders import STAGING
 from clusterdeck.core.protocol.jobgraph import OperatorSpec
@@ -59,3 +62,45 @@ def test_the_first_attempt_does_not_search_for_earlier_parts(tmp_path: Path) -> 
     stage(sink, "a\n")
     sink.publish()
     assert stray.exists()
+
+
+def test_text_lines_written_from_python_are_published_as_parts(tmp_path: Path) -> None:
+    """``write_lines`` (local execution) and Spark's workers (``TextPartWriter``) stage
+    a part per non-empty partition, published like Spark's own files."""
+    sink = writer(tmp_path, "job/vertex-1#3/a0", first=True)
+    sink.write_lines(iter(["a", 1, ("b", 2), "é"]))
+    sink.write_lines(iter([]))  # an empty batch stages no file
+    published = sink.publish()
+    assert [Path(f).name for f in published] == ["part-00003-000.txt"]
+    assert Path(published[0]).read_bytes() == "a\n1\n('b', 2)\né\n".encode()
+    assert not (tmp_path / STAGING).exists()
+
+
+def test_a_part_that_fails_half_way_leaves_no_file_to_publish(tmp_path: Path) -> None:
+    def records():
+        yield "first"
+        raise ValueError("user code")
+
+    folder = tmp_path / "batch-0"
+    parts = TextPartWriter(str(folder))(2, records())
+    with pytest.raises(ValueError, match="user code"):
+        list(parts)
+    assert not (folder / "part-00002.txt").exists()
+
+
+def test_a_staging_folder_is_made_while_another_attempt_removes_an_empty_parent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``discard`` of another attempt may remove a shared, empty ``_attempts`` parent
+    between two steps of ``os.makedirs``: the folder is made again."""
+    real = os.makedirs
+    removed = []
+
+    def racing(path: str, exist_ok: bool = False) -> None:
+        if not removed:
+            removed.append(path)
+            raise FileNotFoundError(path)
+        real(path, exist_ok=exist_ok)
+
+    monkeypatch.setattr(os, "makedirs", racing)
+    make_folder(str(tmp_path / "_attempts" / "job" / "batch-0"))
+    assert removed and (tmp_path / "_attempts" / "job" / "batch-0").is_dir()
