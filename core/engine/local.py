@@ -19,6 +19,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from clusterdeck.core.engine.exchange import InputPartition
+from clusterdeck.core.engine.localexecution import DEFAULT_MAX_RECORDS
 from clusterdeck.core.engine.runtime import DEFAULT_SPLIT_BATCH_BYTES, SubtaskResult, run_subtask
 from clusterdeck.core.jobapi.inputsplits import DEFAULT_BLOCK_SIZE, plan_splits
 from clusterdeck.core.jobapi.loader import LoadedJob
@@ -86,9 +87,10 @@ class LocalJobResult:
 
 def run_local(job: LoadedJob, spark: SparkSession, work_dir: str | os.PathLike[str], *,
               block_size: int = DEFAULT_BLOCK_SIZE,
-              split_batch_bytes: int = DEFAULT_SPLIT_BATCH_BYTES) -> LocalJobResult:
+              split_batch_bytes: int = DEFAULT_SPLIT_BATCH_BYTES,
+              local_max_records: int = DEFAULT_MAX_RECORDS) -> LocalJobResult:
     """Run ``job`` to its end; raises SubtaskFailed at the first failing subtask.
-    Result partitions go under ``work_dir``."""
+    Result partitions go under ``work_dir``; ``local_max_records``: see localexecution.py."""
     started = time.monotonic()
     graph = job.graph
     if graph.kind is JobKind.STREAMING:
@@ -109,7 +111,7 @@ def run_local(job: LoadedJob, spark: SparkSession, work_dir: str | os.PathLike[s
             done[vertex.id].append(run_subtask(
                 spark, job, vertex.id, index, attempt_id, inputs,
                 iter(splits[index::vertex.parallelism]), Path(work_dir) / attempt_id,
-                split_batch_bytes=split_batch_bytes))
+                split_batch_bytes=split_batch_bytes, local_max_records=local_max_records))
     subtasks = tuple(result for results in done.values() for result in results)
     return LocalJobResult(graph.name, graph.kind, subtasks, time.monotonic() - started)
 

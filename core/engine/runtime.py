@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 import traceback
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +42,13 @@ from clusterdeck.core.engine.exchange import (
     write_exchange,
 )
 from clusterdeck.core.engine.liveoutput import LiveOutput
-from clusterdeck.core.engine.operators import apply
+from clusterdeck.core.engine.localexecution import (
+    DEFAULT_MAX_RECORDS,
+    generated_source,
+    run_locally,
+    runs_locally,
+)
+from clusterdeck.core.engine.operators import apply, takes_records
 from clusterdeck.core.engine.script import Submission, run_pyspark_script
 from clusterdeck.core.engine.sinks import FileSinkWriter, collect_rows
 from clusterdeck.core.engine.sources import generates_nothing, read_source
@@ -125,14 +131,17 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
                 split_batch_bytes: int = DEFAULT_SPLIT_BATCH_BYTES,
                 fetch_missing: FetchMissing | None = None,
                 live: LiveOutput | None = None, counts: LiveCounts | None = None,
-                first: bool = False) -> SubtaskResult:
+                first: bool = False,
+                local_max_records: int = DEFAULT_MAX_RECORDS) -> SubtaskResult:
     """Run one subtask attempt to its end on this thread (see the module docstring).
 
     ``consumer_parallelism``: target vertex id -> its parallelism, for the output edges
     (default: the graph's). ``fetch_missing``: how input partitions written on another
     machine are brought here (exchange.read_inputs). ``live``: where a PySpark script's
     output goes as it is printed, too (core/engine/liveoutput.py). ``first``: no attempt of
-    this subtask ran since the job's sinks were initialized (sinks.py). Raises SubtaskFailed
+    this subtask ran since the job's sinks were initialized (sinks.py). ``local_max_records``:
+    the most generated records a subtask runs without Spark (localexecution.py; 0: never).
+    Raises SubtaskFailed
     (PartitionNotFound for an input that cannot be read) or SubtaskCancelled.
     """
     started = time.monotonic()
@@ -146,13 +155,20 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
             raise failure_of(exc, vertex_id, subtask_index, attempt_id) from exc
     run = _Run(job, vertex, subtask_index, attempt_id, os.fspath(output_dir),
                dict(consumer_parallelism or {}), fetch_missing, first, counts)
+    if generated_source(vertex):
+        splits = list(splits)  # a range's or collection's parts come with the deployment
+        local = runs_locally(job, vertex, splits, local_max_records)
+    else:
+        local = False
     description = f"{job.graph.name}: {vertex.name} ({subtask_index + 1}/{vertex.parallelism})"
     with (attempt_scope(spark.sparkContext, attempt_id, description, lazy=True)
           as (cancelled, group),
           CounterScope(spark.sparkContext, job.counter_names) as counters):
         work = Work(spark, attempt_id, cancelled, fresh=True, first_use=group.enter)
         try:
-            if vertex.is_source:
+            if local:
+                run.locally(splits, cancelled)
+            elif vertex.is_source:
                 for batch in _batches(splits, split_batch_bytes):
                     run.splits.extend(split.split_id for split in batch)
                     batch = [split for split in batch if not run.empty(split)]
@@ -189,6 +205,7 @@ class _Run:
         self.counts = counts or LiveCounts()  # the attempt's records: its result's too
         self.vertex = vertex
         self.subtask_index = subtask_index
+        self.attempt_id = attempt_id
         self.output_dir = output_dir
         self.outputs = job.graph.outputs_of(vertex.id)
         self.consumer_parallelism = {
@@ -205,6 +222,14 @@ class _Run:
         self.collected: dict[str, list[Any]] = {last.id: []} \
             if last.kind == plan.SINK_COLLECT else {}
 
+    def locally(self, splits: Sequence[InputSplit], cancelled: Callable[[], bool]) -> None:
+        """The whole attempt without Spark (localexecution.py), then ``finish``."""
+        self.splits.extend(split.split_id for split in splits)
+        rows = run_locally(self.job, self.vertex, splits, self.writer, self.counts,
+                           cancelled, self.attempt_id)
+        for collected in self.collected.values():
+            collected.extend(rows)
+
     def code(self, op_id: str) -> UserCode:
         return self.job.code.get(op_id, UserCode())
 
@@ -217,7 +242,8 @@ class _Run:
         """Read a batch of splits (a source) or the inputs, run the chain, emit."""
         operators = list(self.vertex.operators)
         if self.vertex.is_source:
-            source = read_source(work, operators[0], self.code(operators[0].id), batch)
+            source = read_source(work, operators[0], self.code(operators[0].id), batch,
+                                 records_wanted=takes_records(_after(operators, 0)))
             streams: list[Stream] = [source.stream]
             records_read = [source.records]
             operators = operators[1:]
@@ -299,6 +325,10 @@ class _Run:
     def abort(self) -> None:
         if self.writer is not None:
             self.writer.discard()
+
+
+def _after(operators: Sequence[OperatorSpec], index: int) -> OperatorSpec | None:
+    return operators[index + 1] if index + 1 < len(operators) else None
 
 
 def _split_bytes(splits: Sequence[InputSplit]) -> int:

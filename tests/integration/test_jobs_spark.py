@@ -571,3 +571,87 @@ def test_an_empty_input_partition_reads_as_empty_and_a_missing_one_fails_the_con
     assert (f"partition {written.partition} of input 0 of {consumer} at {written.path}, "
             f"written by {source}[0] (attempt {producer.attempt_id} on TaskManager "
             f"tm-elsewhere): its folder does not exist") in caught.value.message
+
+
+SMALL_CHAINS = {
+    "range, map, flat_map, filter, text": """
+        def build(env):
+            seen = env.counter("seen")
+            def count(x):
+                seen.add(1)
+                return x
+            env.set_parallelism(4)
+            (env.from_range(5, 45).map(count).flat_map(lambda x: [x, -x])
+             .filter(lambda x: x % 3).map(lambda x: f"n {x}").write_text(env.args[0]))
+    """,
+    "collection of tuples, map, collect": """
+        def build(env):
+            env.set_parallelism(3)
+            items = [("a", 1), ("b", 2), ("c", None), ("d", 4.5)] * 5
+            env.from_collection(items).map(lambda kv: {"k": kv[0], "v": kv[1]}).collect()
+    """,
+    "range straight into text": """
+        def build(env):
+            env.from_range(0, 7, parallelism=2).write_text(env.args[0])
+    """,
+}
+
+
+def _outcome(result, out: Path) -> tuple:
+    lines = sorted(line for f in sorted(out.glob("part-*")) for line in
+                   f.read_text().splitlines()) if out.exists() else []
+    rows = sorted(map(repr, result.rows())) if result.collected else []
+    per_subtask = [(r.records_in, r.records_out) for r in result.subtasks]
+    return lines, rows, per_subtask, result.counters
+
+
+@pytest.mark.parametrize("chain", sorted(SMALL_CHAINS))
+def test_a_small_subtask_gives_the_same_result_with_and_without_spark(spark, tmp_path,
+                                                                       chain):
+    """Local execution (localexecution.py) against the Spark path of the same job:
+    the same lines or rows, records in and out per subtask, and counters."""
+    path = job_file(tmp_path, "small.py", SMALL_CHAINS[chain])
+    outcomes = []
+    for local_max in (0, 1000):
+        out = tmp_path / f"out-{local_max}"
+        result = run_local(load_job(path, [str(out)]), spark, tmp_path / f"work-{local_max}",
+                           local_max_records=local_max)
+        outcomes.append(_outcome(result, out))
+    assert outcomes[0] == outcomes[1]
+    lines, rows, _per_subtask, counters = outcomes[1]
+    assert lines or rows
+    if "seen" in counters:
+        assert counters == {"seen": 40}
+
+
+def test_a_small_subtask_that_raises_fails_with_the_users_exception(spark, tmp_path):
+    path = job_file(tmp_path, "bad.py", """
+        def check(x):
+            if x == 3:
+                raise ValueError(f"record {x} is bad")
+            return x
+
+        def build(env):
+            env.set_parallelism(4)
+            env.from_range(0, 8).map(check).collect()
+    """)
+    with pytest.raises(SubtaskFailed) as caught:
+        run_local(load_job(path), spark, tmp_path / "work")
+    assert (caught.value.subtask_index, caught.value.message) == (1, "ValueError: record 3 is bad")
+    assert 'bad.py", line 4, in check' in caught.value.traceback_text
+
+
+def test_more_records_than_the_local_limit_run_on_spark(spark, tmp_path):
+    """Above the limit a subtask takes the Spark path: it starts Spark jobs in its job
+    group (seen by Spark's status tracker), where a small one starts none."""
+    path = job_file(tmp_path, "sized.py", """
+        def build(env):
+            env.from_range(0, int(env.args[0]), parallelism=1).map(lambda x: x + 1).collect()
+    """)
+    tracker = spark.sparkContext.statusTracker()
+    for size, spark_jobs in ((10, False), (11, True)):
+        result = run_local(load_job(path, [str(size)]), spark, tmp_path / f"w{size}",
+                           local_max_records=10)
+        [subtask] = [r for r in result.subtasks if r.vertex_id == "vertex-1"]
+        assert sorted(result.rows()) == list(range(1, size + 1))
+        assert bool(tracker.getJobIdsForGroup(subtask.attempt_id)) is spark_jobs
