@@ -23,6 +23,7 @@ from clusterdeck.core.engine.exchange import (
     PartitionNotFound,
     result_partition_path,
 )
+from clusterdeck.core.engine.localexecution import DEFAULT_MAX_RECORDS
 from clusterdeck.core.engine.runtime import run_subtask
 from clusterdeck.core.engine.streamtask import run_stream_subtask
 from clusterdeck.core.jobapi.errors import SubtaskFailed
@@ -66,9 +67,11 @@ def _input_partition(deployment: p.SubmitTask, kept: str, input_index: int,
 
 
 def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Task,
-             kept: str | None = None) -> p.TaskResult:
+             kept: str | None = None,
+             local_max_records: int = DEFAULT_MAX_RECORDS) -> p.TaskResult:
     """Runs on the slot thread; raises what run_subtask raises. ``kept``: where the job's
-    work dir is on this machine (default: at its own path)."""
+    work dir is on this machine (default: at its own path); ``local_max_records``: see
+    ``clusterdeck.core.engine.localexecution``."""
     kept = kept or deployment.work_dir
     named = _naming(deployment.work_dir, kept)
     output_dir = partitions_dir(kept, deployment.attempt_id)
@@ -87,7 +90,8 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Task,
                                  task.splits(), output_dir,
                                  fetch_missing=fetcher(deployment, kept),
                                  live=task.live, counts=task.counts,
-                                 first=first_of_its_subtask(deployment))
+                                 first=first_of_its_subtask(deployment),
+                                 local_max_records=local_max_records)
         task.used_spark = result.used_spark
     except PartitionNotFound:
         raise  # not the user's: its type and lost producers reach the JobMaster as they are

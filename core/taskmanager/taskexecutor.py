@@ -164,11 +164,13 @@ class TaskExecutor(RpcEndpoint):
         jobmaster = self.rpc_service.gateway(JobMasterGateway, task.jobmaster,
                                              task.fencing_token)
         claimed = self.job_folders.fresh(task.work_dir)
+        local_max_records = self.config["taskmanager.local-execution.max-records"]
 
         def run(spark: Any, job: LoadedJob, deployment: p.SubmitTask, t: Task) -> p.TaskResult:
             kept = claimed or self.job_folders.claim(deployment.work_dir)
             fetch_restore_state(deployment, checkpoint_storage(kept), jobmaster)
-            return run_task(spark, job, with_inputs(deployment, jobmaster), t, kept)
+            return run_task(spark, job, with_inputs(deployment, jobmaster), t, kept,
+                            local_max_records)
         plane = self.data_plane
         services = TaskServices(
             self.spark.session(), self._job(task), self._split_source(task, jobmaster),
