@@ -85,6 +85,7 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Task,
             result = run_subtask(spark, job, deployment.vertex_id, deployment.subtask,
                                  deployment.attempt_id, input_partitions(deployment, kept),
                                  task.splits(), output_dir,
+                                 split_share=deployment.split_share,
                                  fetch_missing=fetcher(deployment, kept),
                                  live=task.live, counts=task.counts,
                                  first=first_of_its_subtask(deployment))
