@@ -5,8 +5,9 @@ calling thread, against the TaskManager's SparkSession:
 
 * a source subtask pulls input splits from ``splits`` (the JobMaster serves them) and
   processes them in batches of about ``split_batch_bytes``, or its ``split_share`` of the
-  source's input when that is smaller (a small input would else go whole to the first
-  subtask to ask), so splits keep flowing to the subtasks that are free;
+  source's input in bytes (from its deployment; 0: none known) when that is smaller (a
+  small input would else go whole to the first subtask to ask), so splits keep flowing to
+  the subtasks that are free;
 * any other subtask reads its result partitions (``inputs``: per input edge, in
   ``input_index`` order, the partitions it must read and who wrote them);
 * the chain's output goes to each output edge as result partitions under
@@ -135,8 +136,6 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
     output goes as it is printed, too (core/engine/liveoutput.py). ``first``: no attempt of
     this subtask ran since the job's sinks were initialized (sinks.py). Raises SubtaskFailed
     (PartitionNotFound for an input that cannot be read) or SubtaskCancelled.
-    ``split_share``: a source subtask's fair share of its input in bytes, from its
-    deployment (0: none known); no batch of its splits holds more.
     """
     started = time.monotonic()
     vertex = job.graph.vertex(vertex_id)
