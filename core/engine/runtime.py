@@ -4,7 +4,9 @@
 calling thread, against the TaskManager's SparkSession:
 
 * a source subtask pulls input splits from ``splits`` (the JobMaster serves them) and
-  processes them in batches of about ``split_batch_bytes``, so splits keep flowing to
+  processes them in batches of about ``split_batch_bytes``, or its ``split_share`` of the
+  source's input in bytes (from its deployment; 0: none known) when that is smaller (a
+  small input would else go whole to the first subtask to ask), so splits keep flowing to
   the subtasks that are free;
 * any other subtask reads its result partitions (``inputs``: per input edge, in
   ``input_index`` order, the partitions it must read and who wrote them);
@@ -128,7 +130,7 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
                 attempt_id: str, inputs: Sequence[Sequence[InputPartition]],
                 splits: Iterable[InputSplit], output_dir: str | os.PathLike[str],
                 consumer_parallelism: Mapping[str, int] | None = None, *,
-                split_batch_bytes: int = DEFAULT_SPLIT_BATCH_BYTES,
+                split_batch_bytes: int = DEFAULT_SPLIT_BATCH_BYTES, split_share: int = 0,
                 fetch_missing: FetchMissing | None = None,
                 live: LiveOutput | None = None, counts: LiveCounts | None = None,
                 first: bool = False,
@@ -169,7 +171,7 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
             if local:
                 run.locally(splits, cancelled)
             elif vertex.is_source:
-                for batch in _batches(splits, split_batch_bytes):
+                for batch in _batches(splits, _batch_bytes(split_batch_bytes, split_share)):
                     run.splits.extend(split.split_id for split in batch)
                     batch = [split for split in batch if not run.empty(split)]
                     if batch:
@@ -337,6 +339,12 @@ def _split_bytes(splits: Sequence[InputSplit]) -> int:
     return sum(split.length if split.length >= 0 else
                size_of([split.path]) if split.path and not is_url(split.path) else 0
                for split in splits)
+
+
+def _batch_bytes(split_batch_bytes: int, split_share: int) -> int:
+    """How much a source subtask's batch holds: its share of the input when that is
+    smaller (a share of 0 or less is none known)."""
+    return min(split_batch_bytes, split_share) if split_share > 0 else split_batch_bytes
 
 
 def _batches(splits: Iterable[InputSplit], max_bytes: int) -> Iterator[list[InputSplit]]:

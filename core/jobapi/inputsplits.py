@@ -11,8 +11,14 @@ that starts mid-line skips to the next line, and a range reads past its end to f
 last line. Text files are cut; CSV and Parquet files are always read whole (a CSV
 header and quoted newlines, Parquet's row groups do not survive a byte cut).
 
+A small input is cut finer, so that every subtask of its source gets work: no text split
+is bigger than the source's bytes over its parallelism (Hadoop's goal size, rounded up),
+and ``fair_share`` (those bytes over the parallelism) is the most a subtask takes in one
+batch. A big input keeps ``block_size`` splits.
+
 A URL (``s3a://``, ``hdfs://``, ``file://`` on a shared mount) is not listed here: it is
-one split, read whole by Spark's reader on the TaskManager that takes it (any of them).
+one split, read whole by Spark's reader on the TaskManager that takes it (any of them),
+and counts for nothing in a fair share (its size is not known here).
 
 Collections and ranges are split into ``parallelism`` parts (``part`` of ``parts``).
 Nothing here uses Spark, so the JobManager plans splits without importing it; the
@@ -68,16 +74,22 @@ def _files_under(path: str) -> list[str]:
 
 def plan_file_splits(paths_or_glob: str | Sequence[str], block_size: int = DEFAULT_BLOCK_SIZE,
                      *, vertex_id: str = "", splittable: bool = True,
-                     first_split_id: int = 0) -> list[InputSplit]:
-    """The splits of the files named by ``paths_or_glob`` (see the module docstring)."""
+                     first_split_id: int = 0, parallelism: int = 1) -> list[InputSplit]:
+    """The splits of the files named by ``paths_or_glob`` for a source of ``parallelism``
+    subtasks (see the module docstring)."""
     if block_size < 1:
         raise ValueError(f"block_size must be positive, got {block_size}")
+    if parallelism < 1:
+        raise ValueError(f"parallelism must be positive, got {parallelism}")
+    paths = resolve_paths(paths_or_glob)
+    sizes = {path: os.path.getsize(path) for path in paths if not is_url(path)}
+    block_size = min(block_size, max(1, _per_subtask(sum(sizes.values()), parallelism)))
     splits: list[InputSplit] = []
-    for path in resolve_paths(paths_or_glob):
+    for path in paths:
         if is_url(path):  # no size to cut by: one split, read whole by Spark
             splits.append(InputSplit(first_split_id + len(splits), vertex_id, path=path))
             continue
-        size = os.path.getsize(path)
+        size = sizes[path]
         if not splittable or size <= block_size * SPLIT_SLOP:
             splits.append(InputSplit(first_split_id + len(splits), vertex_id, path=path))
             continue
@@ -95,11 +107,25 @@ def plan_splits(vertex: JobVertex, block_size: int = DEFAULT_BLOCK_SIZE) -> list
     source = vertex.operators[0]
     if source.kind in plan.FILE_SOURCES:
         return plan_file_splits(source.params["paths"], block_size, vertex_id=vertex.id,
-                                splittable=source.kind == plan.SOURCE_TEXT)
+                                splittable=source.kind == plan.SOURCE_TEXT,
+                                parallelism=vertex.parallelism)
     if source.kind in (plan.SOURCE_COLLECTION, plan.SOURCE_RANGE):
         return [InputSplit(part, vertex.id, part=part, parts=vertex.parallelism)
                 for part in range(vertex.parallelism)]
     raise ValueError(f"vertex {vertex.id} does not start with a source ({source.kind})")
+
+
+def fair_share(splits: Sequence[InputSplit], parallelism: int) -> int:
+    """A subtask's fair share of a source's input, in bytes: the sized splits' bytes over
+    the source's parallelism, rounded up; 0 when no split has a size known here (URLs,
+    generated input). A whole-file split counts its file's size now."""
+    total = sum(split.length if split.length >= 0 else os.path.getsize(split.path)
+                for split in splits if split.path and not is_url(split.path))
+    return _per_subtask(total, parallelism)
+
+
+def _per_subtask(total: int, parallelism: int) -> int:
+    return -(-total // parallelism)
 
 
 def part_bounds(count: int, part: int, parts: int) -> tuple[int, int]:

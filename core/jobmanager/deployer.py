@@ -46,11 +46,14 @@ class Deployer:
                  executor: Callable[[str], TaskExecutorGateway],
                  checkpoints: Callable[[], JobCheckpoints | None],
                  confirmed: Callable[[str], None],
-                 failed: Callable[[str, str], None]) -> None:
+                 failed: Callable[[str, str], None],
+                 split_share: Callable[[str], int]) -> None:
         """``executor(taskmanager_id)``: the gateway of its TaskExecutor;
         ``checkpoints()``: a streaming job's checkpoints, once started;
         ``confirmed(attempt_id)``: its TaskExecutor took the deployment;
-        ``failed(attempt_id, reason)``: the deployment could not be delivered."""
+        ``failed(attempt_id, reason)``: the deployment could not be delivered;
+        ``split_share(vertex_id)``: a file source subtask's fair share of its input in
+        bytes (jobstart.fair_shares), 0 for any other."""
         self.record = record
         self.job_id = record.job_id
         self.work_dir = work_dir
@@ -64,6 +67,7 @@ class Deployer:
         self._checkpoints = checkpoints
         self._confirmed = confirmed
         self._failed = failed
+        self._split_share = split_share
         self._queued: Outbox[str, p.SubmitTask] = Outbox(DEPLOYMENTS_PER_MESSAGE)
         self._offloaded_inputs: dict[str, tuple[EdgeInput, ...]] = {}
         self.restored: RestoredCheckpointStats | None = None  # last deployed from, when
@@ -81,7 +85,8 @@ class Deployer:
             args=self.record.args, inputs=deploy.inputs, outputs=deploy.outputs,
             task_timeout=self.record.task_timeout,
             data_endpoints=self.data_peers.for_inputs(deploy.inputs, slot.taskmanager_id),
-            splits=deploy.splits or (), splits_given=deploy.splits is not None)
+            splits=deploy.splits or (), splits_given=deploy.splits is not None,
+            split_share=self._split_share(deploy.vertex_id))
         checkpoints = self._checkpoints()
         if checkpoints is not None:
             restore_checkpoint, restore_state = checkpoints.restore_of(

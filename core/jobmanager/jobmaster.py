@@ -47,6 +47,7 @@ from clusterdeck.core.jobmanager.jobevents import (
 from clusterdeck.core.jobmanager.jobresult import failed_outside_graph, failure_cause, job_result
 from clusterdeck.core.jobmanager.jobslots import JobSlots
 from clusterdeck.core.jobmanager.jobstart import (
+    fair_shares,
     initialized_sinks,
     job_checkpoints,
     job_scheduler,
@@ -96,6 +97,7 @@ class JobMaster(FencedRpcEndpoint):
         self._ended = False
         self._failed_outside_graph = False  # the graph never ran, or its JobMaster failed
         self._split_answers: dict[str, tuple[int, p.NextInputSplit]] = {}
+        self._split_shares: dict[str, int] = {}  # source vertex id -> bytes; set at start
         self._data_peers = DataPeers(str(work_dir))
         self.checkpoints: JobCheckpoints | None = None  # a streaming job's
         self.slots = JobSlots(self.job_id, self.endpoint_id, resource_manager, self.run_async)
@@ -105,7 +107,8 @@ class JobMaster(FencedRpcEndpoint):
         self.deployer = Deployer(
             record, work_dir, self.endpoint_id, fencing_token, self.graph, self.slots,
             self._data_peers, self, self._executor, lambda: self.checkpoints,
-            self.reconciliation.confirmed, self._deployment_failed)
+            self.reconciliation.confirmed, self._deployment_failed,
+            lambda vertex_id: self._split_shares.get(vertex_id, 0))
         self._final_updates = FinalUpdates(self.graph, self._data_peers, work_dir, self,
                                            self.reconciliation, self._apply_update)
         self.events = JobEvents(self.job_id, self._publish, self.run_async)
@@ -127,6 +130,7 @@ class JobMaster(FencedRpcEndpoint):
                     lambda: tasks_to_checkpoint(self.graph), self._tell_attempt,
                     self._fail_for_checkpoints)
             splits = planned_splits(self.record, self.config)
+            self._split_shares = fair_shares(self.record, splits)
             scheduler = job_scheduler(self.graph, self.record, self.config, splits)
         except (OSError, ValueError) as error:  # ConfigError included: bad job settings
             self._fail_before_start(error)

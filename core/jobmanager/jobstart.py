@@ -25,7 +25,7 @@ from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.executiongraph.restart import restart_strategy
 from clusterdeck.core.executiongraph.scheduler import Scheduler
 from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
-from clusterdeck.core.jobapi.inputsplits import plan_splits
+from clusterdeck.core.jobapi.inputsplits import fair_share, plan_splits
 from clusterdeck.core.jobapi.sinkfolders import initialize_sinks
 from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
@@ -49,6 +49,17 @@ def planned_splits(record: JobRecord, config: Config) -> InputSplitAssigner:
         vertex.id: _located(plan_splits(vertex, config["job.split-size"]))
         for vertex in record.graph.vertices
         if vertex.is_source and record.graph.kind is JobKind.DATAFLOW})
+
+
+def fair_shares(record: JobRecord, splits: InputSplitAssigner) -> dict[str, int]:
+    """Per file source vertex, a subtask's fair share of its input in bytes, which its
+    deployments carry: no batch of its splits holds more, so the first subtask to ask
+    does not take a small input whole. Called while every planned split is in the pool
+    (before a recovered job's finished subtasks take theirs back)."""
+    shares = {vertex.id: fair_share(splits.remaining(vertex.id), vertex.parallelism)
+              for vertex in record.graph.vertices
+              if vertex.is_source and record.graph.kind is JobKind.DATAFLOW}
+    return {vertex_id: share for vertex_id, share in shares.items() if share}
 
 
 def _located(splits: list[InputSplit]) -> list[InputSplit]:

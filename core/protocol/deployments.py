@@ -30,7 +30,9 @@ class SubmitTask:
     work dir, for partitions the task cannot see on its own disk (core/dataservice).
     ``splits_given``: ``splits`` is the whole input of this source subtask (a generated
     source's own part), and it asks for no split; otherwise it pulls them one at a time
-    (RequestNextInputSplit). ``restore_checkpoint``/``restore_state``: a streaming task
+    (RequestNextInputSplit), in batches of at most ``split_share`` bytes (its fair share
+    of the source's input, so a small input is shared by all its subtasks; 0: none known,
+    the TaskManager's batch size). ``restore_checkpoint``/``restore_state``: a streaming task
     resumes from that completed checkpoint, with that snapshot of its own (None: it had
     none there); 0: it starts afresh."""
 
@@ -55,6 +57,7 @@ class SubmitTask:
     data_endpoints: tuple[DataEndpoint, ...] = ()
     splits: tuple[InputSplit, ...] = ()
     splits_given: bool = False
+    split_share: int = 0
     restore_checkpoint: int = 0
     restore_state: StateHandle | None = None
     stream_inputs: tuple[StreamChannel, ...] = ()
@@ -92,6 +95,7 @@ class TaskDeployment:
     data_endpoints: tuple[DataEndpoint, ...] = ()
     splits: tuple[InputSplit, ...] = ()
     splits_given: bool = False
+    split_share: int = 0  # a file source's: the most bytes of splits in one batch
     restore_checkpoint: int = 0  # a streaming task's: the checkpoint it resumes from
     restore_state: StateHandle | None = None
     stream_inputs: tuple[StreamChannel, ...] = ()  # a streaming consumer's, per producer

@@ -142,8 +142,9 @@ from clusterdeck.core.protocol.wiring import (
 # (SubmitTasks, UpdateTaskExecutionStates, SlotRequests, OfferSlots, ExecutionStateEvents)
 # 13: a SubmitTasks carries what its deployments share (the job's graph, artifact, ...) once
 # 14: streaming jobs and checkpoints; 15: savepoints, stop, NotifyCheckpointAborted
+# 17: SubmitTask.split_share, a file source subtask's fair share of its input
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-PROTOCOL_VERSION = 16
+PROTOCOL_VERSION = 17
 
 __all__ = [
     "METRICS_ATTEMPTS",

@@ -81,6 +81,32 @@ def test_word_count_over_one_large_file_cut_into_blocks_reads_every_line_once(
     assert result.records[source]["in"] == 6000
 
 
+def test_a_small_text_input_is_read_by_every_subtask_of_its_source(client, tmp_path) -> None:
+    """Less input than a split (64 KiB here): each of the four source subtasks reads a
+    fair share of it, none is left idle, and every line is written once."""
+    rng = random.Random(34)
+    lines = [f"{n} {rng.choice(WORDS)}" for n in range(2000)]
+    source = tmp_path / "small.txt"
+    source.write_text("\n".join(lines) + "\n")
+    assert source.stat().st_size < 64 * 1024, "the input must be smaller than one split"
+    out = tmp_path / "copied"
+    job = tmp_path / "copy.py"
+    job.write_text("def build(env):\n"
+                   "    env.set_parallelism(4)\n"
+                   f"    env.read_text({str(source)!r}).map(lambda line: line.upper())"
+                   f".write_text({str(out)!r})\n")
+    result = run(client, job)
+    assert result.status == JobStatus.FINISHED, result.root_cause
+    per_subtask: Counter = Counter()
+    written: list[str] = []
+    for part in out.glob("part-*"):
+        rows = part.read_text().splitlines()
+        per_subtask[int(part.name.split("-")[1])] += len(rows)
+        written.extend(rows)
+    assert sorted(written) == sorted(line.upper() for line in lines)
+    assert sorted(per_subtask) == [0, 1, 2, 3] and min(per_subtask.values()) > 0, per_subtask
+
+
 def test_the_join_of_two_csv_files_matches_python(client) -> None:
     with open(EXAMPLES / "data" / "users.csv") as f:
         users = {int(r["user_id"]): r for r in csv.DictReader(f)}

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from clusterdeck.core.jobapi.inputsplits import (
+    fair_share,
     part_bounds,
     plan_file_splits,
     plan_splits,
     read_lines,
 )
-from clusterdeck.core.protocol.jobgraph import JobVertex, OperatorSpec
+from clusterdeck.core.protocol.jobgraph import InputSplit, JobVertex, OperatorSpec
 
 
 def lines_of(splits) -> list[str]:
@@ -54,6 +55,49 @@ def test_csv_files_are_never_cut(tmp_path):
     vertex = JobVertex("vertex-1", "csv", 2, (OperatorSpec(
         "op-1", "source.csv", "csv", {"paths": [str(tmp_path / "big.csv")]}),))
     assert [(s.start, s.length) for s in plan_splits(vertex, 100)] == [(0, -1)]
+
+
+def text_source(paths: list[str], parallelism: int) -> JobVertex:
+    return JobVertex("vertex-1", "text", parallelism, (OperatorSpec(
+        "op-1", "source.text", "text", {"paths": paths}),))
+
+
+def test_a_small_text_input_is_cut_into_a_split_per_subtask(tmp_path):
+    path = tmp_path / "small.txt"
+    lines = [f"line {i}" for i in range(400)]
+    path.write_text("\n".join(lines) + "\n")
+    size = path.stat().st_size
+    splits = plan_splits(text_source([str(path)], 4), 32 * 1024 * 1024)
+    assert len(splits) == 4
+    assert all(s.length <= -(-size // 4) for s in splits)
+    assert lines_of(splits) == lines
+    assert all(list(read_lines(s.path, s.start, s.length)) for s in splits)
+
+
+def test_a_big_text_input_keeps_the_block_size_whatever_the_parallelism(tmp_path):
+    path = tmp_path / "big.txt"
+    path.write_bytes(b"x" * 1005)
+    assert [(s.start, s.length) for s in plan_splits(text_source([str(path)], 4), 100)] == \
+        [(i * 100, 100) for i in range(9)] + [(900, 105)]
+
+
+def test_small_files_under_a_high_parallelism_stay_one_split_each(tmp_path):
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (tmp_path / name).write_text("one line\n" * 10)
+    splits = plan_splits(text_source([str(tmp_path)], 2), 1024)
+    assert [(Path(s.path).name, s.start, s.length) for s in splits] == [
+        ("a.txt", 0, -1), ("b.txt", 0, -1), ("c.txt", 0, -1)]
+
+
+def test_a_subtasks_fair_share_is_the_sized_input_over_the_parallelism(tmp_path):
+    whole = tmp_path / "whole.csv"
+    whole.write_bytes(b"a,b\n" * 250)  # 1000 bytes, read whole
+    splits = [InputSplit(0, "v", path=str(whole)),
+              InputSplit(1, "v", path=str(tmp_path / "cut.txt"), start=0, length=1001),
+              InputSplit(2, "v", path="s3a://bucket/elsewhere.txt")]  # no size known here
+    assert fair_share(splits, 4) == 501  # 2001 bytes over 4 subtasks, rounded up
+    assert fair_share(splits[2:], 4) == 0
+    assert fair_share([InputSplit(0, "v", part=0, parts=2)], 2) == 0
 
 
 def test_collections_and_ranges_are_split_into_one_part_per_subtask():

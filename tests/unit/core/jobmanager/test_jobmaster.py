@@ -4,6 +4,7 @@ own errors all end the job with a cause instead of leaving it waiting for ever."
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from concurrent.futures import Future
@@ -324,3 +325,36 @@ def test_a_streaming_jobs_snapshot_carries_its_checkpoints_and_the_one_it_resume
                        "a snapshot naming the restore")
     assert resumed.checkpoints.restored.checkpoint_id == trigger.checkpoint_id
     assert resumed.checkpoints.restored.restored >= failed_at
+
+
+class RecordingTaskExecutor(ScriptedTaskExecutor):
+    """Also keeps every deployment it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deployments: list[p.SubmitTask] = []
+
+    @handler(p.SubmitTasks)
+    def submit_tasks(self, batch: p.SubmitTasks) -> p.TaskOperationResults:
+        self.deployments.extend(batch.deployments())
+        return super().submit_tasks(batch)
+
+
+def test_a_small_file_is_shared_by_every_subtask_of_its_source(service, tmp_path) -> None:
+    """Each deployment carries its fair share of the input, and there is a split for each
+    subtask's first ask: the first to ask does not take the input whole."""
+    path = tmp_path / "small.txt"
+    path.write_text("".join(f"line {i}\n" for i in range(1000)))
+    env = ExecutionEnvironment("small input")
+    env.set_parallelism(4)
+    env.read_text(str(path)).collect()
+    taskexecutor = RecordingTaskExecutor()
+    jobmaster, _ = start_job(service, tmp_path, taskexecutor, build_graph(env)[0])
+    wait_for(lambda: len(taskexecutor.deployments) == 4, 10, "four deployments")
+    share = -(-path.stat().st_size // 4)
+    assert [task.split_share for task in taskexecutor.deployments] == [share] * 4
+    gateway = service.gateway(JobMasterGateway, jobmaster.endpoint_id, TOKEN)
+    firsts = [gateway.request_next_input_split(p.RequestNextInputSplit(
+        "job-1", task.attempt_id, socket.gethostname())).result(5).split
+        for task in taskexecutor.deployments]
+    assert all(split is not None and 0 < split.length <= share for split in firsts)

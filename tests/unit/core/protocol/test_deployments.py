@@ -8,7 +8,7 @@ import pytest
 
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.jobgraph import InputSplit, JobGraph, JobKind
-from clusterdeck.core.rpc import Envelope, decode, encode
+from clusterdeck.core.rpc import CodecError, Envelope, decode, encode
 
 FRAMESIZE = 1 << 20
 
@@ -40,3 +40,11 @@ def test_one_batch_is_one_jobs() -> None:
         p.SubmitTasks.of((deployment(0), deployment(1, job_id="other")))
     with pytest.raises(ValueError, match="not of job job"):
         p.SubmitTasks.of((deployment(0), replace(deployment(1), fencing_token="new")))
+
+
+def test_a_file_sources_fair_share_crosses_the_wire_and_must_be_a_number() -> None:
+    sent = (replace(deployment(0), splits=(), splits_given=False, split_share=2500),)
+    wire = encode(Envelope("ask", "jobmaster.job", p.SubmitTasks.of(sent)), FRAMESIZE)
+    assert decode(wire, FRAMESIZE).message.deployments()[0].split_share == 2500
+    with pytest.raises(CodecError, match="split_share"):
+        decode(wire.replace(b'"split_share":2500', b'"split_share":"all"'), FRAMESIZE)
