@@ -27,6 +27,7 @@ def test_without_spark_properties_the_taskmanagers_defaults_apply() -> None:
         "spark.ui.port": "0",
         "spark.ui.killEnabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        "spark.python.unix.domain.socket.enabled": "true",
         "spark.sql.shuffle.partitions": "3",
         "spark.sql.warehouse.dir": str(SCRATCH / "warehouse"),
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={SCRATCH}",
