@@ -49,12 +49,13 @@ def generated_source(vertex: JobVertex) -> bool:
 
 def runs_locally(job: LoadedJob, vertex: JobVertex, splits: Sequence[InputSplit],
                  max_records: int) -> bool:
-    """Whether the subtask reading ``splits`` takes the local path (module docstring)."""
+    """Whether the subtask reading ``splits`` takes the local path (module docstring).
+    Empty parts do not: the Spark path skips them without a Spark job, and sooner."""
     operators = vertex.operators
     return (job.kind is JobKind.DATAFLOW and generated_source(vertex) and vertex.is_sink
             and operators[-1].kind in _SINKS
             and all(op.kind in _CHAINABLE for op in operators[1:-1])
-            and _records(job, operators[0], splits) <= max_records)
+            and 0 < _records(job, operators[0], splits) <= max_records)
 
 
 def run_locally(job: LoadedJob, vertex: JobVertex, splits: Sequence[InputSplit],

@@ -38,6 +38,7 @@ def qualifies(job: LoadedJob, subtask: int = 0, max_records: int = 1000) -> bool
     ("env.from_range(0, 10).sql('select * from input').collect()", False),
     ("env.from_range(0, 10, parallelism=2).map(str).collect()", False),  # two vertices
     ("env.read_text('in.txt').collect()", False),  # its size is not known up front
+    ("env.from_range(0, 0).map(str).collect()", False),  # nothing to run: no Spark job anyway
 ])
 def test_a_generated_source_chained_into_a_simple_sink_runs_locally(tmp_path, monkeypatch,
                                                                     body, expected):
