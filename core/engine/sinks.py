@@ -22,8 +22,9 @@ Runs on the slot thread.
 from __future__ import annotations
 
 import os
+import re
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,8 @@ class FileSinkWriter:
         self.subtask_index = subtask_index
         self.staging = self.folder / STAGING / attempt_id
         self._batches = 0
+        self._tag = re.sub(r"[^A-Za-z0-9]+", "_", attempt_id)
+        self._unpublished: list[Path] = []  # written by write_lines, in the folder itself
 
     def write(self, work: Work, stream: Stream) -> None:
         target = str(self.staging / f"batch-{self._batches}")
@@ -76,11 +79,15 @@ class FileSinkWriter:
             df.write.parquet(target)
 
     def write_lines(self, records: Iterable[Any]) -> None:
-        """Records written as text lines from this thread (local execution)."""
-        target = str(self.staging / f"batch-{self._batches}")
-        self._batches += 1
-        for _written in TextPartWriter(target)(0, records):
-            pass
+        """Records written as text lines from this thread (local execution), into a
+        hidden ``.part-*`` file of the sink's own folder until ``publish``: making and
+        removing five levels of staging folders was most of a one-row subtask's cost.
+        ``initialize_sinks`` removes such files that a killed attempt left behind."""
+        hidden = self.folder / (f".part-{self.subtask_index:05d}-{self._tag}-"
+                                f"{len(self._unpublished)}.txt")
+        self._unpublished.append(hidden)
+        if not write_text_file(str(hidden), records):
+            self._unpublished.pop()
 
     def publish(self) -> list[str]:
         """Move the staged files to their final names; returns them."""
@@ -91,6 +98,11 @@ class FileSinkWriter:
                     if entry.name.startswith(prefix):
                         os.unlink(entry.path)
         published: list[str] = []
+        for hidden in self._unpublished:
+            final = self.folder / f"{prefix}{len(published):03d}.txt"
+            os.replace(hidden, final)
+            published.append(str(final))
+        self._unpublished.clear()
         if not self._batches:
             return published  # nothing staged, no staging folder (a subtask with no input)
         for batch in (self.staging / f"batch-{n}" for n in range(self._batches)):
@@ -106,7 +118,13 @@ class FileSinkWriter:
         return published
 
     def discard(self) -> None:
-        """Remove this attempt's staging folder (on failure, cancel, or after publish)."""
+        """Remove this attempt's staging folder and unpublished files (on failure, cancel,
+        or after publish)."""
+        for hidden in self._unpublished:
+            hidden.unlink(missing_ok=True)
+        self._unpublished.clear()
+        if not self._batches:
+            return  # no staging folder was made
         shutil.rmtree(self.staging, ignore_errors=True)
         # An attempt id has slashes (job/vertex#i/aN): remove the folders it made, up to
         # and with _attempts, as they become empty.
@@ -125,24 +143,33 @@ class TextPartWriter:
         self.folder = folder
 
     def __call__(self, partition: int, records: Iterable[Any]) -> Iterator[int]:
-        final = os.path.join(self.folder, f"part-{partition:05d}.txt")
         hidden = os.path.join(self.folder, f".part-{partition:05d}.txt.writing")
-        written = 0
-        out = None
-        try:
-            for written, record in enumerate(records, 1):  # noqa: B007 (written counts)
-                if out is None:
-                    make_folder(self.folder)
-                    out = open(hidden, "w", encoding="utf-8", errors="replace",  # noqa: SIM115
-                               newline="")
-                out.write(text_line(record))
-                out.write("\n")
-        finally:
-            if out is not None:
-                out.close()
-        if out is not None:
-            os.replace(hidden, final)
+        written = write_text_file(hidden, records, make_folder)
+        if written:
+            os.replace(hidden, os.path.join(self.folder, f"part-{partition:05d}.txt"))
         yield written
+
+
+def write_text_file(path: str, records: Iterable[Any],
+                    make: Callable[[str], None] | None = None) -> int:
+    """Each record as a line of ``path`` (UTF-8, ``\n`` after each, as Spark's text
+    writer); the file is made at the first record (its folder too, by ``make``), so no
+    records make no file. Returns how many were written."""
+    written = 0
+    out = None
+    try:
+        for written, record in enumerate(records, 1):  # noqa: B007 (written counts)
+            if out is None:
+                if make is not None:
+                    make(os.path.dirname(path))
+                out = open(path, "w", encoding="utf-8", errors="replace",  # noqa: SIM115
+                           newline="")
+            out.write(text_line(record))
+            out.write("\n")
+    finally:
+        if out is not None:
+            out.close()
+    return written
 
 
 def make_folder(path: str, tries: int = 20) -> None:
