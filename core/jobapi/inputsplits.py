@@ -37,6 +37,14 @@ from clusterdeck.core.protocol.jobgraph import InputSplit, JobVertex, is_url
 
 DEFAULT_BLOCK_SIZE = 32 * 1024 * 1024
 SPLIT_SLOP = 1.1   # Hadoop's: do not cut off a last block smaller than 10% of a block
+# What Hadoop's codecs decompress by suffix for Spark's text reader: such a file is one
+# split, read whole (a byte range of compressed data is not lines).
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".deflate", ".lz4", ".snappy", ".zst", ".zstd", ".xz",
+                       ".br", ".lzo")
+
+
+def is_compressed(path: str) -> bool:
+    return path.lower().endswith(COMPRESSED_SUFFIXES)
 _GLOB_CHARS = set("*?[")
 
 
@@ -90,7 +98,7 @@ def plan_file_splits(paths_or_glob: str | Sequence[str], block_size: int = DEFAU
             splits.append(InputSplit(first_split_id + len(splits), vertex_id, path=path))
             continue
         size = sizes[path]
-        if not splittable or size <= block_size * SPLIT_SLOP:
+        if not splittable or is_compressed(path) or size <= block_size * SPLIT_SLOP:
             splits.append(InputSplit(first_split_id + len(splits), vertex_id, path=path))
             continue
         start = 0

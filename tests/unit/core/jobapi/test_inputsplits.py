@@ -57,6 +57,15 @@ def test_csv_files_are_never_cut(tmp_path):
     assert [(s.start, s.length) for s in plan_splits(vertex, 100)] == [(0, -1)]
 
 
+@pytest.mark.parametrize("name", ["big.txt.gz", "big.TXT.BZ2", "big.txt.zst"])
+def test_a_compressed_text_file_is_never_cut(tmp_path, name):
+    """Spark's text reader decompresses it whole; a byte range of it is not lines (a
+    small one under a high parallelism was cut, and read as garbage)."""
+    (tmp_path / name).write_bytes(b"x" * 1005)
+    assert [(s.start, s.length) for s in plan_splits(text_source(
+        [str(tmp_path / name)], 4), 100)] == [(0, -1)]
+
+
 def text_source(paths: list[str], parallelism: int) -> JobVertex:
     return JobVertex("vertex-1", "text", parallelism, (OperatorSpec(
         "op-1", "source.text", "text", {"paths": paths}),))
