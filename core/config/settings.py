@@ -135,9 +135,10 @@ OPTIONS: tuple[Option, ...] = (
            "up`; 0 for a JobManager whose TaskManagers all join from other machines."),
     Option("taskmanager.slots", positive_int, 2, "Task slots per TaskManager."),
     Option("taskmanager.local-execution.max-records", non_negative_int, 1000, "A source "
-           "subtask whose whole input is at most this many records of a range or a "
-           "collection, through maps, flat maps and filters into a text or collect sink, "
-           "runs in its TaskManager's Python process without a Spark job; 0: always Spark."),
+           "subtask whose input is at most this many records of a range or a collection "
+           "(or a batch of at most this many lines and KiB of plain text files), through "
+           "maps, flat maps and filters into a text or collect sink, runs in its "
+           "TaskManager's Python process without a Spark job; 0: always Spark."),
     Option("heartbeat.interval", duration, 1.0, "Time between two heartbeats, both ways."),
     Option("heartbeat.timeout", duration, 6.0, "How long a silent peer is tolerated: the "
            "phi-accrual detector declares it lost within heartbeat.timeout + one interval of "

@@ -4,11 +4,18 @@ in the TaskManager's own Python process, with no Spark job.
 A Spark job costs the same whatever it reads: a one-row subtask paid about 0.1 s of
 scheduling, closure cleaning and a Python worker's round trip for a microsecond of
 work (docs/benchmarks.md, section 14), 7x slower than Spark's own tasks. As Spark once
-ran small ``take()`` jobs in the driver (``spark.localExecution.enabled``), a subtask
-qualifies when its input is known to be small before it starts: a range or a
-collection whose parts hold at most ``max_records`` records (its splits come with the
-deployment), through maps, flat maps and filters, into a text or collect sink. Anything
-else, or a bigger input, takes the Spark path unchanged.
+ran small ``take()`` jobs in the driver (``spark.localExecution.enabled``), a source
+subtask whose chain is maps, flat maps and filters into a text or collect sink runs
+here when its input is small:
+
+- a range or a collection whose parts (they come with the deployment) hold at most
+  ``max_records`` records: the whole subtask;
+- a batch of text splits of at most ``max_records`` lines and ``max_records`` KiB, in
+  plain files on this machine: that batch (a bigger one, a URL or a compressed file goes
+  to Spark's readers). Lines end at ``\n``, ``\r\n`` or ``\r``, as Spark's text reader
+  cuts them.
+
+Anything else takes the Spark path unchanged.
 
 The user's functions and the collection's items are pickled and unpickled first, inside
 the attempt's CounterScope, as they are on their way to a Spark worker: the attempt gets
@@ -20,6 +27,8 @@ cancellation is checked as they go. Runs on the slot thread.
 from __future__ import annotations
 
 import itertools
+import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -30,16 +39,23 @@ from clusterdeck.core.engine.sinks import FileSinkWriter
 from clusterdeck.core.engine.tally import LiveCounts
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.errors import SubtaskCancelled
-from clusterdeck.core.jobapi.inputsplits import part_bounds
+from clusterdeck.core.jobapi.inputsplits import is_compressed, part_bounds, read_lines
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.jobapi.plan import UserCode
-from clusterdeck.core.protocol.jobgraph import InputSplit, JobKind, JobVertex, OperatorSpec
+from clusterdeck.core.protocol.jobgraph import (
+    InputSplit,
+    JobKind,
+    JobVertex,
+    OperatorSpec,
+    is_url,
+)
 
 DEFAULT_MAX_RECORDS = 1000  # 0 turns local execution off
 _GENERATED = frozenset({plan.SOURCE_RANGE, plan.SOURCE_COLLECTION})
 _CHAINABLE = frozenset({plan.MAP, plan.FLAT_MAP, plan.FILTER})
 _SINKS = frozenset({plan.SINK_TEXT, plan.SINK_COLLECT})
 _CHECK_EVERY = 256  # records between two looks at the cancellation flag
+_LINE_END = re.compile(rb"\r\n|\n|\r")
 
 
 def generated_source(vertex: JobVertex) -> bool:
@@ -47,27 +63,74 @@ def generated_source(vertex: JobVertex) -> bool:
     return vertex.is_source and vertex.operators[0].kind in _GENERATED
 
 
+def local_chain(job: LoadedJob, vertex: JobVertex) -> bool:
+    """Whether the vertex's chain can run here at all (module docstring)."""
+    operators = vertex.operators
+    return (job.kind is JobKind.DATAFLOW and vertex.is_source and vertex.is_sink
+            and operators[0].kind in _GENERATED | {plan.SOURCE_TEXT}
+            and operators[-1].kind in _SINKS
+            and all(op.kind in _CHAINABLE for op in operators[1:-1]))
+
+
 def runs_locally(job: LoadedJob, vertex: JobVertex, splits: Sequence[InputSplit],
                  max_records: int) -> bool:
-    """Whether the subtask reading ``splits`` takes the local path (module docstring).
-    Empty parts do not: the Spark path skips them without a Spark job, and sooner."""
-    operators = vertex.operators
-    return (job.kind is JobKind.DATAFLOW and generated_source(vertex) and vertex.is_sink
-            and operators[-1].kind in _SINKS
-            and all(op.kind in _CHAINABLE for op in operators[1:-1])
-            and 0 < _records(job, operators[0], splits) <= max_records)
+    """Whether the subtask of a generated source reading ``splits`` runs here. Empty
+    parts do not: the Spark path skips them without a Spark job, and sooner."""
+    return (generated_source(vertex) and local_chain(job, vertex)
+            and 0 < _records(job, vertex.operators[0], splits) <= max_records)
 
 
-def run_locally(job: LoadedJob, vertex: JobVertex, splits: Sequence[InputSplit],
+def small_text(splits: Sequence[InputSplit], max_records: int) -> list[str] | None:
+    """The lines of a batch of text splits when it is small enough to read here, else
+    None (module docstring)."""
+    if any(not split.path or is_url(split.path) or is_compressed(split.path)
+           for split in splits):
+        return None
+    size = sum(split.length if split.length >= 0 else os.path.getsize(split.path)
+               for split in splits)
+    if size > max_records * 1024:
+        return None
+    lines: list[str] = []
+    for split in splits:
+        lines.extend(read_lines(split.path, split.start, split.length)
+                     if split.length >= 0 else _file_lines(split.path))
+        if len(lines) > max_records:
+            return None
+    return lines
+
+
+def _file_lines(path: str) -> list[str]:
+    with open(path, "rb") as stream:
+        data = stream.read()
+    lines = _LINE_END.split(data)
+    if data.endswith((b"\n", b"\r")) or not data:
+        lines.pop()
+    return [line.decode("utf-8", "replace") for line in lines]
+
+
+def source_items(job: LoadedJob, vertex: JobVertex,
+                 splits: Sequence[InputSplit]) -> list[Any]:
+    """The records of a generated source's parts."""
+    source = vertex.operators[0]
+    count = _source_count(job, source)
+    bounds = [part_bounds(count, s.part, s.parts) for s in splits]
+    if source.kind == plan.SOURCE_RANGE:
+        start = source.params["start"]
+        return [start + i for lo, hi in bounds for i in range(lo, hi)]
+    items = list(job.code.get(source.id, UserCode()).items or ())
+    return [item for lo, hi in bounds for item in items[lo:hi]]
+
+
+def run_locally(job: LoadedJob, vertex: JobVertex, items: list[Any],
                 writer: FileSinkWriter | None, counts: LiveCounts,
                 cancelled: Callable[[], bool], attempt_id: str) -> list[Any]:
-    """Run the chain over the splits' records on this thread, inside the attempt's
-    CounterScope. ``writer``: the text sink's, which stages the lines (its ``publish``
-    is the caller's); None for a collect sink, whose rows are returned."""
-    source, *chain, _sink = vertex.operators
-    items, functions = _copies(_source_items(job, source, splits),
-                               [job.code.get(op.id, UserCode()).fn for op in chain])
-    counts.records_in = len(items)
+    """Run the chain over the source's ``items`` on this thread, inside the attempt's
+    CounterScope; adds to ``counts``. ``writer``: the text sink's, which stages the
+    lines (its ``publish`` is the caller's); None for a collect sink, whose rows are
+    returned."""
+    _source, *chain, _sink = vertex.operators
+    items, functions = _copies(items, [job.code.get(op.id, UserCode()).fn for op in chain])
+    counts.records_in += len(items)
     records: Iterator[Any] = _watched(iter(items), cancelled, attempt_id)
     for op, fn in zip(chain, functions, strict=True):
         records = _apply(op, fn, records)
@@ -77,7 +140,7 @@ def run_locally(job: LoadedJob, vertex: JobVertex, splits: Sequence[InputSplit],
         collected = [to_jsonable(record) for record in emitted]
     else:
         writer.write_lines(emitted)
-    counts.records_out = emitted.seen
+    counts.records_out += emitted.seen
     return collected
 
 
@@ -90,17 +153,6 @@ def _source_count(job: LoadedJob, source: OperatorSpec) -> int:
     if source.kind == plan.SOURCE_RANGE:
         return max(0, source.params["end"] - source.params["start"])
     return len(job.code.get(source.id, UserCode()).items or ())
-
-
-def _source_items(job: LoadedJob, source: OperatorSpec,
-                  splits: Sequence[InputSplit]) -> list[Any]:
-    count = _source_count(job, source)
-    bounds = [part_bounds(count, s.part, s.parts) for s in splits]
-    if source.kind == plan.SOURCE_RANGE:
-        start = source.params["start"]
-        return [start + i for lo, hi in bounds for i in range(lo, hi)]
-    items = list(job.code.get(source.id, UserCode()).items or ())
-    return [item for lo, hi in bounds for item in items[lo:hi]]
 
 
 def _copies(items: list[Any], functions: list[Any]) -> tuple[list[Any], list[Any]]:

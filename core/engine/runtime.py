@@ -47,8 +47,11 @@ from clusterdeck.core.engine.liveoutput import LiveOutput
 from clusterdeck.core.engine.localexecution import (
     DEFAULT_MAX_RECORDS,
     generated_source,
+    local_chain,
     run_locally,
     runs_locally,
+    small_text,
+    source_items,
 )
 from clusterdeck.core.engine.operators import apply, takes_records
 from clusterdeck.core.engine.script import Submission, run_pyspark_script
@@ -156,7 +159,8 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
         except Exception as exc:
             raise failure_of(exc, vertex_id, subtask_index, attempt_id) from exc
     run = _Run(job, vertex, subtask_index, attempt_id, os.fspath(output_dir),
-               dict(consumer_parallelism or {}), fetch_missing, first, counts)
+               dict(consumer_parallelism or {}), fetch_missing, first, counts,
+               local_max_records)
     if generated_source(vertex):
         splits = list(splits)  # a range's or collection's parts come with the deployment
         local = runs_locally(job, vertex, splits, local_max_records)
@@ -169,12 +173,17 @@ def run_subtask(spark: SparkSession, job: LoadedJob, vertex_id: str, subtask_ind
         work = Work(spark, attempt_id, cancelled, fresh=True, first_use=group.enter)
         try:
             if local:
-                run.locally(splits, cancelled)
+                run.splits.extend(split.split_id for split in splits)
+                run.locally(source_items(job, vertex, splits), cancelled)
             elif vertex.is_source:
                 for batch in _batches(splits, _batch_bytes(split_batch_bytes, split_share)):
                     run.splits.extend(split.split_id for split in batch)
                     batch = [split for split in batch if not run.empty(split)]
-                    if batch:
+                    lines = run.small_text(batch)
+                    if lines is not None:
+                        run.locally(lines, cancelled)
+                        run.counts.bytes_in += _split_bytes(batch)
+                    elif batch:
                         run.batch(work, batch=batch)
             else:
                 run.batch(work, inputs=inputs)
@@ -202,7 +211,7 @@ class _Run:
     def __init__(self, job: LoadedJob, vertex: JobVertex, subtask_index: int,
                  attempt_id: str, output_dir: str, consumer_parallelism: dict[str, int],
                  fetch_missing: FetchMissing | None = None, first: bool = False,
-                 counts: LiveCounts | None = None) -> None:
+                 counts: LiveCounts | None = None, local_max_records: int = 0) -> None:
         self.job = job
         self.counts = counts or LiveCounts()  # the attempt's records: its result's too
         self.vertex = vertex
@@ -221,16 +230,24 @@ class _Run:
         self.splits: list[int] = []
         self.partitions: list[ResultPartition] = []
         self.fetch_missing = fetch_missing
+        self.local_max_records = local_max_records
+        self.local_text = (local_max_records > 0 and vertex.operators[0].kind == plan.SOURCE_TEXT
+                           and local_chain(job, vertex))
         self.collected: dict[str, list[Any]] = {last.id: []} \
             if last.kind == plan.SINK_COLLECT else {}
 
-    def locally(self, splits: Sequence[InputSplit], cancelled: Callable[[], bool]) -> None:
-        """The whole attempt without Spark (localexecution.py), then ``finish``."""
-        self.splits.extend(split.split_id for split in splits)
-        rows = run_locally(self.job, self.vertex, splits, self.writer, self.counts,
+    def locally(self, items: list[Any], cancelled: Callable[[], bool]) -> None:
+        """The chain over a source's records without Spark (localexecution.py)."""
+        rows = run_locally(self.job, self.vertex, items, self.writer, self.counts,
                            cancelled, self.attempt_id)
         for collected in self.collected.values():
             collected.extend(rows)
+
+    def small_text(self, batch: Sequence[InputSplit]) -> list[str] | None:
+        """The batch's lines when it runs without Spark (localexecution.py), else None."""
+        if not (batch and self.local_text):
+            return None
+        return small_text(batch, self.local_max_records)
 
     def code(self, op_id: str) -> UserCode:
         return self.job.code.get(op_id, UserCode())

@@ -7,6 +7,7 @@ One SparkSession (local[2]) serves the module.
 from __future__ import annotations
 
 import csv
+import gzip
 import os
 import random
 import re
@@ -655,3 +656,31 @@ def test_more_records_than_the_local_limit_run_on_spark(spark, tmp_path):
         [subtask] = [r for r in result.subtasks if r.vertex_id == "vertex-1"]
         assert sorted(result.rows()) == list(range(1, size + 1))
         assert bool(tracker.getJobIdsForGroup(subtask.attempt_id)) is spark_jobs
+
+
+def test_small_text_files_give_the_same_result_with_and_without_spark(spark, tmp_path):
+    """Many small files, one subtask each, read here (localexecution.small_text) or by
+    Spark's text reader: the same lines, records in and out; a compressed file among
+    them goes to Spark either way."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for index in range(6):
+        (folder / f"f{index}.txt").write_bytes(
+            f"line {index} one\r\nline {index} two\rlast é {index}\n".encode())
+    with gzip.open(folder / "f6.txt.gz", "wt") as packed:
+        packed.write("packed one\npacked two\n")
+    path = job_file(tmp_path, "texts.py", """
+        def build(env):
+            env.set_parallelism(7)
+            (env.read_text(env.args[1]).flat_map(lambda line: [line, line.upper()])
+             .filter(lambda line: "TWO" not in line).write_text(env.args[0]))
+    """)
+    outcomes = []
+    for local_max in (0, 1000):
+        out = tmp_path / f"out-{local_max}"
+        result = run_local(load_job(path, [str(out), str(folder)]), spark,
+                           tmp_path / f"work-{local_max}", local_max_records=local_max)
+        outcomes.append(_outcome(result, out))
+    assert outcomes[0] == outcomes[1]
+    lines = outcomes[1][0]
+    assert len(lines) == 6 * 3 * 2 - 6 + 3 and "LAST É 3" in lines and "PACKED ONE" in lines, lines

@@ -9,12 +9,19 @@ from pathlib import Path
 import pytest
 from pyspark.accumulators import INT_ACCUMULATOR_PARAM, Accumulator
 
-from clusterdeck.core.engine.localexecution import run_locally, runs_locally
+from clusterdeck.core.engine.localexecution import (
+    local_chain,
+    run_locally,
+    runs_locally,
+    small_text,
+    source_items,
+)
 from clusterdeck.core.engine.tally import LiveCounts
 from clusterdeck.core.jobapi.counters import CounterScope
 from clusterdeck.core.jobapi.errors import SubtaskCancelled
 from clusterdeck.core.jobapi.inputsplits import plan_splits
 from clusterdeck.core.jobapi.loader import LoadedJob, load_job
+from clusterdeck.core.protocol.jobgraph import InputSplit
 
 
 def loaded(tmp_path: Path, body: str, args: tuple[str, ...] = ()) -> LoadedJob:
@@ -71,8 +78,9 @@ def run(job: LoadedJob, subtask: int, cancelled: bool = False) -> tuple[list, di
     vertex = job.graph.vertices[0]
     counts = LiveCounts()
     with CounterScope(_Context(), job.counter_names) as counters:
-        rows = run_locally(job, vertex, plan_splits(vertex)[subtask:subtask + 1], None,
-                           counts, lambda: cancelled, f"attempt-{subtask}")
+        items = source_items(job, vertex, plan_splits(vertex)[subtask:subtask + 1])
+        rows = run_locally(job, vertex, items, None, counts, lambda: cancelled,
+                           f"attempt-{subtask}")
     return rows, counters.values(), counts
 
 
@@ -99,3 +107,45 @@ def test_a_cancelled_attempt_stops_before_its_records(tmp_path):
     job = loaded(tmp_path, "env.from_range(0, 5).map(str).collect()")
     with pytest.raises(SubtaskCancelled):
         run(job, 0, cancelled=True)
+
+
+def test_a_text_source_chains_locally_batch_by_batch(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.txt").write_text("x\n")
+    job = loaded(tmp_path, "env.read_text('in.txt').flat_map(str.split).collect()")
+    assert local_chain(job, job.graph.vertices[0])
+    assert not runs_locally(job, job.graph.vertices[0], plan_splits(job.graph.vertices[0]),
+                            1000)  # a text source is decided per batch (small_text)
+
+
+def text_splits(tmp_path, *contents: bytes, name: str = "part{}.txt") -> list[InputSplit]:
+    splits = []
+    for index, content in enumerate(contents):
+        path = tmp_path / name.format(index)
+        path.write_bytes(content)
+        splits.append(InputSplit(index, "vertex-1", path=str(path)))
+    return splits
+
+
+def test_small_text_cuts_lines_as_sparks_text_reader_does(tmp_path):
+    splits = text_splits(tmp_path, b"a\r\nb\rc\n\nd", b"", b"e\n", "é\r".encode())
+    assert small_text(splits, 1000) == ["a", "b", "c", "", "d", "e", "é"]
+
+
+def test_a_byte_range_reads_the_lines_that_start_in_it(tmp_path):
+    [whole] = text_splits(tmp_path, b"one\ntwo\nthree\n")
+    second = InputSplit(0, "vertex-1", path=whole.path, start=2, length=7)
+    assert small_text([second], 1000) == ["two", "three"]
+
+
+@pytest.mark.parametrize("case", ["lines", "bytes", "compressed", "url"])
+def test_text_that_is_not_small_or_not_plain_goes_to_spark(tmp_path, case):
+    if case == "lines":
+        splits = text_splits(tmp_path, b"x\n" * 11)
+    elif case == "bytes":
+        splits = text_splits(tmp_path, b"x" * (10 * 1024 + 1))
+    elif case == "compressed":
+        splits = text_splits(tmp_path, b"x\n", name="part{}.txt.gz")
+    else:
+        splits = [InputSplit(0, "vertex-1", path="s3a://bucket/part0.txt")]
+    assert small_text(splits, 10) is None
