@@ -83,7 +83,10 @@ def test_word_count_over_one_large_file_cut_into_blocks_reads_every_line_once(
 
 def test_a_small_text_input_is_read_by_every_subtask_of_its_source(client, tmp_path) -> None:
     """Less input than a split (64 KiB here): each of the four source subtasks reads a
-    fair share of it, none is left idle, and every line is written once."""
+    fair share of it, none is left idle, and every line is written once. Each line takes
+    2 ms: a share of ~500 lines runs long enough for all four subtasks to ask for their
+    first split (a subtask done with its share takes more, as it should: with no delay
+    a share runs locally in a millisecond and the first subtasks took every split)."""
     rng = random.Random(34)
     lines = [f"{n} {rng.choice(WORDS)}" for n in range(2000)]
     source = tmp_path / "small.txt"
@@ -91,10 +94,20 @@ def test_a_small_text_input_is_read_by_every_subtask_of_its_source(client, tmp_p
     assert source.stat().st_size < 64 * 1024, "the input must be smaller than one split"
     out = tmp_path / "copied"
     job = tmp_path / "copy.py"
-    job.write_text("def build(env):\n"
+    job.write_text("import time\n\n"
+                   "def upper(line):\n"
+                   "    time.sleep(0.002)\n"
+                   "    return line.upper()\n\n"
+                   "def build(env):\n"
                    "    env.set_parallelism(4)\n"
-                   f"    env.read_text({str(source)!r}).map(lambda line: line.upper())"
-                   f".write_text({str(out)!r})\n")
+                   f"    env.read_text({str(source)!r}).map(upper).write_text({str(out)!r})\n")
+    # Both TaskManagers' Spark up first (2,000 rows a subtask run on Spark): a task waits
+    # for its TaskManager's SparkSession, so one still starting left its subtasks idle.
+    warm = tmp_path / "warm.py"
+    warm.write_text("def build(env):\n"
+                    "    env.set_parallelism(4)\n"
+                    "    env.from_range(0, 8000).map(str).collect()\n")
+    assert run(client, warm).status == JobStatus.FINISHED
     result = run(client, job)
     assert result.status == JobStatus.FINISHED, result.root_cause
     per_subtask: Counter = Counter()
