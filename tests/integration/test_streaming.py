@@ -209,7 +209,9 @@ def test_a_job_stopped_with_a_savepoint_goes_on_from_it_when_resubmitted(
     from clusterdeck.core.protocol.checkpoints import SavepointRestore
     from clusterdeck.core.rpc import RemoteError
     out = tmp_path / "out"
-    job_id = client.submit(STATE, (str(out), "6000", "500"))
+    # 24 s of input at 250 records/s: the two savepoints must both come before its end,
+    # also on a loaded CI machine (at 500/s the job ended first there).
+    job_id = client.submit(STATE, (str(out), "6000", "250"))
     wait_for(lambda: len(committed(out)) > 30, 60, "a few checkpoints committed")
     taken = client.savepoint(job_id, timeout=60)
     assert (Path(taken.path) / "_metadata").is_file()
@@ -223,7 +225,7 @@ def test_a_job_stopped_with_a_savepoint_goes_on_from_it_when_resubmitted(
     with pytest.raises(RemoteError, match="savepoints are of running streaming jobs"):
         client.savepoint(job_id, timeout=10)
 
-    resumed = client.submit(STATE, (str(out), "6000", "500"),
+    resumed = client.submit(STATE, (str(out), "6000", "250"),
                             savepoint=SavepointRestore(stopped.path))
     result = wait_result(client, resumed, 120)
     assert result.status == JobStatus.FINISHED, described(result)
