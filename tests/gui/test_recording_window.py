@@ -57,7 +57,11 @@ def runs(tmp_path_factory) -> tuple[Path, str, str]:
     target = folder / "failed-run.cdrec"
     flaky = folder / "flaky_job.py"
     flaky.write_text(FLAKY.format(marker=str(folder / "failed-once")))
-    with running_cluster("auto", **{"restart-strategy.type": "none"}) as (cluster, _):
+    # On Spark, not local execution: a job that runs in milliseconds can fall between two
+    # of the TaskManagers' samples (CPU, JVM heap, once a second), which the test reads.
+    with running_cluster("auto", **{"restart-strategy.type": "none",
+                                    "taskmanager.local-execution.max-records": 0}) as (
+            cluster, _):
         with JobClient(cluster.config, connect_timeout=30) as client:
             flaky_id = client.submit(flaky, restart_strategy={
                 "restart-strategy.type": "fixed-delay",
