@@ -36,6 +36,7 @@ from pyspark import cloudpickle
 
 from clusterdeck.core.engine.records import to_jsonable
 from clusterdeck.core.engine.sinks import FileSinkWriter
+from clusterdeck.core.engine.sources import generated_count
 from clusterdeck.core.engine.tally import LiveCounts
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.errors import SubtaskCancelled
@@ -112,7 +113,7 @@ def source_items(job: LoadedJob, vertex: JobVertex,
                  splits: Sequence[InputSplit]) -> list[Any]:
     """The records of a generated source's parts."""
     source = vertex.operators[0]
-    count = _source_count(job, source)
+    count = generated_count(source, job.code.get(source.id, UserCode()))
     bounds = [part_bounds(count, s.part, s.parts) for s in splits]
     if source.kind == plan.SOURCE_RANGE:
         start = source.params["start"]
@@ -145,14 +146,8 @@ def run_locally(job: LoadedJob, vertex: JobVertex, items: list[Any],
 
 
 def _records(job: LoadedJob, source: OperatorSpec, splits: Sequence[InputSplit]) -> int:
-    count = _source_count(job, source)
+    count = generated_count(source, job.code.get(source.id, UserCode()))
     return sum(hi - lo for lo, hi in (part_bounds(count, s.part, s.parts) for s in splits))
-
-
-def _source_count(job: LoadedJob, source: OperatorSpec) -> int:
-    if source.kind == plan.SOURCE_RANGE:
-        return max(0, source.params["end"] - source.params["start"])
-    return len(job.code.get(source.id, UserCode()).items or ())
 
 
 def _copies(items: list[Any], functions: list[Any]) -> tuple[list[Any], list[Any]]:

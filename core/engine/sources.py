@@ -61,14 +61,17 @@ def read_source(work: Work, source: OperatorSpec, code: UserCode,
 def generates_nothing(source: OperatorSpec, code: UserCode, split: InputSplit) -> bool:
     """A part of a collection or range with no element in it: read without a Spark job
     (a job of more subtasks than elements has such parts; each costs one otherwise)."""
-    if source.kind == plan.SOURCE_RANGE:
-        count = max(0, source.params["end"] - source.params["start"])
-    elif source.kind == plan.SOURCE_COLLECTION:
-        count = len(code.items or ())
-    else:
+    if source.kind not in (plan.SOURCE_RANGE, plan.SOURCE_COLLECTION):
         return False
-    lo, hi = part_bounds(count, split.part, split.parts)
+    lo, hi = part_bounds(generated_count(source, code), split.part, split.parts)
     return hi <= lo
+
+
+def generated_count(source: OperatorSpec, code: UserCode) -> int:
+    """How many records a range or collection source holds over all its parts."""
+    if source.kind == plan.SOURCE_RANGE:
+        return max(0, source.params["end"] - source.params["start"])
+    return len(code.items or ())
 
 
 def _text(work: Work, params: dict[str, Any], code: UserCode,
