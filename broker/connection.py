@@ -97,8 +97,12 @@ def known_connection(cluster_dir: Path, cluster_id: str) -> tuple[str, BrokerAdd
     """``read_connection``, or NoBrokerError naming the cluster when there is none."""
     found = read_connection(cluster_dir)
     if found is None:
+        others = [path.name for path in sorted(cluster_dir.parent.glob("*"))
+                  if path != cluster_dir and connection_file(path).is_file()]
+        hint = f", or name one started here with --cluster ({', '.join(others[:10])})" \
+            if others else ""
         raise NoBrokerError(f"no broker is known for cluster {cluster_id!r}: start the "
-                            "cluster first (clusterdeck up)")
+                            f"cluster first (clusterdeck up){hint}")
     return found
 
 

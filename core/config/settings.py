@@ -128,8 +128,11 @@ class Option:
     doc: str
 
 
+DEFAULT_CLUSTER_ID = "default"
+"""The cluster of a command without --cluster, and the window's first profile."""
+
 OPTIONS: tuple[Option, ...] = (
-    Option("cluster.id", text, "default", "Name of the cluster; all its topics live under "
+    Option("cluster.id", text, DEFAULT_CLUSTER_ID, "Name of the cluster; all its topics live under "
            "clusterdeck/<cluster.id>/ and its state under the data dir."),
     Option("taskmanager.count", non_negative_int, 2, "TaskManagers started by `clusterdeck "
            "up`; 0 for a JobManager whose TaskManagers all join from other machines."),

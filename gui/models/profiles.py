@@ -31,7 +31,7 @@ class ProfileError(ValueError):
 class ClusterProfile:
     """One local cluster recipe; its ``name`` is also the cluster id."""
 
-    name: str = "local"
+    name: str = cfg.DEFAULT_CLUSTER_ID  # the command line's default: `submit` finds it
     taskmanagers: int = 2
     slots: int = 2
     broker_kind: str = "auto"

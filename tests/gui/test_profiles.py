@@ -18,20 +18,20 @@ def test_profiles_survive_a_new_store_in_the_users_order(tmp_path):
     store.put(ClusterProfile("big", taskmanagers=4, slots=8, broker_kind="mosquitto"))
     store.put(ClusterProfile("spark", spark_master="spark://somewhere:7077"))
     again = ProfileStore(tmp_path / "profiles.json")
-    assert again.names() == ["local", "big", "spark"]
+    assert again.names() == ["default", "big", "spark"]
     assert again.get("big") == ClusterProfile("big", 4, 8, "mosquitto", "")
 
 
 def test_renaming_replaces_the_profile_it_was(tmp_path):
     store = ProfileStore(tmp_path / "profiles.json")
-    store.put(ClusterProfile("renamed", slots=3), replacing="local")
+    store.put(ClusterProfile("renamed", slots=3), replacing="default")
     assert store.names() == ["renamed"]
 
 
 def test_the_last_profile_removed_leaves_a_default(tmp_path):
     store = ProfileStore(tmp_path / "profiles.json")
-    store.remove("local")
-    assert store.names() == ["local"]
+    store.remove("default")
+    assert store.names() == ["default"]
 
 
 def test_a_profile_becomes_the_users_configuration_with_its_values_on_top(tmp_path):
@@ -55,7 +55,7 @@ def test_an_unreadable_file_falls_back_to_the_default_and_says_why(tmp_path):
     path = tmp_path / "profiles.json"
     path.write_text("{ not json")
     store = ProfileStore(path)
-    assert store.names() == ["local"]
+    assert store.names() == ["default"]
     assert "unreadable" in store.problem
 
 

@@ -44,3 +44,11 @@ def test_a_malformed_connection_file_is_reported(tmp_path):
     connection_file(tmp_path).write_text("{not json")
     with pytest.raises(NoBrokerError, match="unreadable"):
         read_connection(tmp_path)
+
+
+def test_an_unknown_cluster_names_the_clusters_started_here(tmp_path):
+    (tmp_path / "default").mkdir()
+    (tmp_path / "local").mkdir()
+    write_connection(tmp_path / "local", "amqtt", BrokerAddress("127.0.0.1", 4321))
+    with pytest.raises(NoBrokerError, match=r"--cluster \(local\)"):
+        client_address(tmp_path / "default", "default", "client")
