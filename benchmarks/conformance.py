@@ -305,13 +305,12 @@ def run_command(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: fl
 
 def command_env(**extra: str) -> dict[str, str]:
     """This environment with the virtualenv's commands first on PATH and its Python for
-    Spark's Python processes, and Python's string hashing seeded alike in the spark-submit
-    driver and in the cluster's TaskManager (Spark ML's estimators take their default seed
-    from ``hash()`` of their class name: without this, ALS, LSH, random forests, ...
-    differ between any two runs)."""
+    Spark's Python processes. Python's string hashing is left as each side sets it, as a
+    user starts them: spark-submit seeds its driver with 0, and so does a TaskManager
+    (Spark ML's estimators take their default seed from ``hash()`` of their class name)."""
     return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
             "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-            "PYTHONHASHSEED": "0", **extra}
+            **extra}
 
 
 DRIVER = """\

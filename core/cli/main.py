@@ -132,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Expected conditions end as one line and an exit code (docs/cli.md), never as a
     traceback: a closed pipe (``| head``), Ctrl-C, an unreachable cluster, no answer."""
+    if argv is None and sys.argv[1:2] == ["taskmanager"]:
+        seed_hashes_as_spark_submit()
     try:
         status = _run(list(sys.argv[1:] if argv is None else argv))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
@@ -142,6 +144,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exitcodes.CLOSED_PIPE
     except KeyboardInterrupt:
         return EXIT_FAILED
+
+
+def seed_hashes_as_spark_submit() -> None:
+    """spark-submit starts every Python driver with ``PYTHONHASHSEED=0`` (its launch
+    script exports it), and Spark ML's estimators take their default seeds from Python's
+    ``hash()`` of a class name: a TaskManager is the driver of the scripts it runs, so it
+    runs with the same seed, or ``word2vec_example.py`` would print other vectors than
+    under spark-submit. A TaskManager started without one starts itself again with it
+    (same process id, arguments and standard input; nothing was read yet); a seed the
+    user set is kept. Its Spark's Python workers inherit it."""
+    if "PYTHONHASHSEED" not in os.environ:
+        os.execve(sys.executable, sys.orig_argv, {**os.environ, "PYTHONHASHSEED": "0"})
 
 
 def _run(arguments: list[str]) -> int:

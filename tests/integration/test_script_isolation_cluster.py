@@ -30,6 +30,8 @@ SCRIPT = """
     print("cached", spark.catalog.isCached("numbers"))
     print("caseSensitive", spark.conf.get("spark.sql.caseSensitive"))
     print("helper loads", helper.load())
+    print("hashes", hash("word2vec"),
+          spark.sparkContext.parallelize([0], 1).map(lambda _: hash("word2vec")).first())
 
     os.chdir("elsewhere")
     os.environ["ISOLATION_MARK"] = "set by the first run"
@@ -49,12 +51,17 @@ HELPER = """
 
 
 def test_a_script_run_twice_on_one_slot_prints_what_a_fresh_run_prints_both_times(
-        tmp_path) -> None:
+        tmp_path, monkeypatch) -> None:
+    # Started as a user starts it, with no seed: the driver's and Spark's Python workers'
+    # string hashes are still spark-submit's (PYTHONHASHSEED=0), as Spark ML needs.
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    seeded = subprocess.run([sys.executable, "-c", "print(hash('word2vec'))"], text=True,
+                            capture_output=True, env={"PYTHONHASHSEED": "0"}).stdout.strip()
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "isolated.py").write_text(textwrap.dedent(SCRIPT))
     (tmp_path / "helper.py").write_text(textwrap.dedent(HELPER))
     fresh = (f"cwd {tmp_path}\nISOLATION_MARK None\nglobal views []\ncached False\n"
-             "caseSensitive false\nhelper loads 1\n")
+             f"caseSensitive false\nhelper loads 1\nhashes {seeded} {seeded}\n")
     with running_cluster("auto", **{"taskmanager.count": 1, "taskmanager.slots": 1,
                                     "spark.start": "eager"}) as (cluster, _):
         runs = [subprocess.run([sys.executable, "-m", "clusterdeck.core.cli", "submit",
