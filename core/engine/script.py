@@ -25,6 +25,10 @@ While it runs, on its thread only:
 * ``spark.stop()`` and ``sc.stop()`` do nothing, and ``ssc.stop(stopSparkContext=True)``
   stops the streams only, so the TaskManager keeps its Spark.
 
+Threads the script starts count as its thread for all of this, run their Spark jobs in
+its job group and print into its output; its status tracker sees its jobs only
+(``scriptthreads.py``).
+
 Its Spark jobs run in the attempt's job group, so ``cancel_subtask`` stops them. An
 exception or ``sys.exit(non-zero)`` is a failure; the traceback is kept and also written
 to the captured stderr, as Python would. The exit status is the one ``python script.py``
@@ -52,7 +56,7 @@ from typing import Any
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from clusterdeck.core.engine import scriptisolation, sparkpaths
+from clusterdeck.core.engine import scriptisolation, scriptthreads, sparkpaths
 from clusterdeck.core.engine.cancellation import attempt_scope
 from clusterdeck.core.engine.capture import bound_to_this_thread, thread_io
 from clusterdeck.core.engine.liveoutput import LiveOutput
@@ -222,6 +226,10 @@ def _script_session() -> SparkSession | None:
     return getattr(_script, "session", None)
 
 
+def _set_script_session(session: SparkSession | None) -> None:
+    _script.session = session
+
+
 def _get_or_create(builder: Any) -> SparkSession:
     session = _script_session()
     if session is None:
@@ -295,11 +303,13 @@ def _patch() -> None:
     SparkContext.__init__ = _context_init
     SparkContext.__new__ = staticmethod(_context_new)
     sparkpaths.patch()
-    scriptisolation.patch()
+    scriptthreads.patch(_script_session, _set_script_session)
+    scriptisolation.patch()  # after scriptthreads: both wrap Thread.start
 
 
 def _unpatch() -> None:
     scriptisolation.unpatch()
+    scriptthreads.unpatch()
     sparkpaths.unpatch()
     SparkSession.Builder.getOrCreate = _originals["getOrCreate"]
     SparkSession.stop = _originals["session_stop"]

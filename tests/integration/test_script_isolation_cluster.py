@@ -8,6 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -50,11 +52,55 @@ HELPER = """
 """
 
 
+TRACKER = """
+    import threading
+    from pyspark import SparkContext
+
+    sc = SparkContext(appName="tracker")
+    sums = []
+    worker = threading.Thread(target=lambda: sums.append(sc.parallelize(range(4), 2).sum()))
+    worker.start()
+    worker.join()
+    tracker = sc.statusTracker()
+    jobs = tracker.getJobIdsForGroup()
+    print("jobs", [tracker.getJobInfo(job).status for job in jobs])
+    print("active", tracker.getActiveJobsIds(), tracker.getActiveStageIds())
+    print("sums", sums)
+"""
+
+
+@pytest.fixture(scope="module")
+def one_slot() -> Iterator[str]:
+    """A cluster of one TaskManager with one slot, started as a user starts it: with no
+    PYTHONHASHSEED in its environment."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+        with running_cluster("auto", **{"taskmanager.count": 1, "taskmanager.slots": 1,
+                                        "spark.start": "eager"}) as (cluster, _):
+            yield cluster.cluster_id
+
+
+def submit_twice(cluster_id: str, folder: Path, script: str) -> list[str]:
+    runs = [subprocess.run([sys.executable, "-m", "clusterdeck.core.cli", "submit",
+                            "--cluster", cluster_id, script],
+                           capture_output=True, text=True, timeout=300, cwd=folder)
+            for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-3000:]
+    return [run.stdout for run in runs]
+
+
+def test_a_script_sees_only_its_own_spark_jobs_also_those_of_its_threads(
+        tmp_path, one_slot) -> None:
+    (tmp_path / "tracker.py").write_text(textwrap.dedent(TRACKER))
+    fresh = "jobs ['SUCCEEDED']\nactive [] []\nsums [6]\n"  # what spark-submit prints
+    assert submit_twice(one_slot, tmp_path, "tracker.py") == [fresh, fresh]
+
+
 def test_a_script_run_twice_on_one_slot_prints_what_a_fresh_run_prints_both_times(
-        tmp_path, monkeypatch) -> None:
-    # Started as a user starts it, with no seed: the driver's and Spark's Python workers'
-    # string hashes are still spark-submit's (PYTHONHASHSEED=0), as Spark ML needs.
-    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+        tmp_path, one_slot) -> None:
+    # The cluster started with no seed: the driver's and Spark's Python workers' string
+    # hashes are still spark-submit's (PYTHONHASHSEED=0), as Spark ML needs.
     seeded = subprocess.run([sys.executable, "-c", "print(hash('word2vec'))"], text=True,
                             capture_output=True, env={"PYTHONHASHSEED": "0"}).stdout.strip()
     (tmp_path / "elsewhere").mkdir()
@@ -62,12 +108,4 @@ def test_a_script_run_twice_on_one_slot_prints_what_a_fresh_run_prints_both_time
     (tmp_path / "helper.py").write_text(textwrap.dedent(HELPER))
     fresh = (f"cwd {tmp_path}\nISOLATION_MARK None\nglobal views []\ncached False\n"
              f"caseSensitive false\nhelper loads 1\nhashes {seeded} {seeded}\n")
-    with running_cluster("auto", **{"taskmanager.count": 1, "taskmanager.slots": 1,
-                                    "spark.start": "eager"}) as (cluster, _):
-        runs = [subprocess.run([sys.executable, "-m", "clusterdeck.core.cli", "submit",
-                                "--cluster", cluster.cluster_id, "isolated.py"],
-                               capture_output=True, text=True, timeout=300, cwd=tmp_path)
-                for _ in range(2)]
-    for run in runs:
-        assert run.returncode == 0, run.stderr[-3000:]
-    assert [run.stdout for run in runs] == [fresh, fresh]
+    assert submit_twice(one_slot, tmp_path, "isolated.py") == [fresh, fresh]
