@@ -38,6 +38,7 @@ from clusterdeck.core.protocol.workdir import (
     partitions_dir,
     printed_output_file,
 )
+from clusterdeck.core.streaming.statebackend import StateBackendOptions
 from clusterdeck.core.taskmanager.partitionfetch import fetcher
 from clusterdeck.core.taskmanager.tasks import Task
 
@@ -68,10 +69,12 @@ def _input_partition(deployment: p.SubmitTask, kept: str, input_index: int,
 
 def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Task,
              kept: str | None = None,
-             local_max_records: int = DEFAULT_MAX_RECORDS) -> p.TaskResult:
+             local_max_records: int = DEFAULT_MAX_RECORDS,
+             backend: StateBackendOptions | None = None) -> p.TaskResult:
     """Runs on the slot thread; raises what run_subtask raises. ``kept``: where the job's
     work dir is on this machine (default: at its own path); ``local_max_records``: see
-    ``clusterdeck.core.engine.localexecution``."""
+    ``clusterdeck.core.engine.localexecution``; ``backend``: a streaming task's state
+    backend (``state.backend``)."""
     kept = kept or deployment.work_dir
     named = _naming(deployment.work_dir, kept)
     output_dir = partitions_dir(kept, deployment.attempt_id)
@@ -83,7 +86,8 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Task,
                                         task.counts, live=task.live,
                                         printed=printed_output_file(
                                             kept, deployment.attempt_id, "stdout"),
-                                        channels=services.channels, broker=services.broker)
+                                        channels=services.channels, broker=services.broker,
+                                        backend=backend)
         else:
             result = run_subtask(spark, job, deployment.vertex_id, deployment.subtask,
                                  deployment.attempt_id, input_partitions(deployment, kept),
