@@ -130,8 +130,7 @@ def merged(files: list[Iterator[tuple[bytes, bytes | None]]]
            ) -> Iterator[tuple[bytes, bytes]]:
     """The entries of sorted files, oldest file first, as one sorted state: of a key in
     several files the newest file's, a deleted key not at all."""
-    streams = [((key, -age, value) for key, value in entries)
-               for age, entries in enumerate(files)]
+    streams = [_aged(entries, -age) for age, entries in enumerate(files)]
     last = None
     for key, _age, value in heapq.merge(*streams, key=lambda entry: entry[:2]):
         if key == last:
@@ -139,6 +138,12 @@ def merged(files: list[Iterator[tuple[bytes, bytes | None]]]
         last = key
         if value is not None:
             yield key, value
+
+
+def _aged(entries: Iterator[tuple[bytes, bytes | None]], newness: int
+          ) -> Iterator[tuple[bytes, int, bytes | None]]:
+    for key, value in entries:
+        yield key, newness, value
 
 
 class IncrementalSnapshots:

@@ -86,10 +86,10 @@ class Savepoints:
                 write_whole(building / copied, data)
                 shared = []
                 for index, file in enumerate(handle.shared):
-                    name = f"{Path(copied).stem}.{index}.{file.path.rpartition('.')[2]}"
+                    kept = f"{Path(copied).stem}.{index}.{file.path.rpartition('.')[2]}"
                     copy_checked(job.shared_file(checkpoint.job_id, file, subtask_id),
-                                 building / name, file)
-                    shared.append(SharedStateFile(name, file.size, file.sha256))
+                                 building / kept, file)
+                    shared.append(SharedStateFile(kept, file.size, file.sha256))
                 states[subtask_id] = StateHandle(copied, handle.size, handle.sha256,
                                                  tuple(shared))
             metadata = SavepointMetadata(
