@@ -11,16 +11,28 @@ copy, SQLite's backup API) and ``changed`` (1% of the keys updated, then read ba
 list of what changed: what an incremental checkpoint's synchronous part copies).
 Times are the best of ``--rounds``; keys/s = keys / time.
 
+Then checkpoints as a streaming task takes them (``--checkpoints``, at each of
+``--sizes`` keys): a running count per key, 1% of the keys updated between two
+checkpoints, each checkpoint's synchronous part (what the barrier waits for: the heap's
+copy of its values as JSON data; the rocksdb backend's change log taken) and its whole
+duration (then encoded and written, as the snapshot writer does: the heap's JSON, the
+rocksdb backend's delta and its small JSON) as p50, the bytes written per checkpoint,
+and the rocksdb backend's materialisation of a base (every ``MAX_DELTAS`` checkpoints,
+on the writer thread after a checkpoint's outcome).
+
     python -m benchmarks.state_backends [--keys 100000] [--rounds 3]
+        [--checkpoints 20] [--sizes 100000 200000 400000]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import random
 import shutil
 import sqlite3
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -163,10 +175,63 @@ def one_round(kind: str, keys: int) -> dict[str, float]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def checkpoints(backend: str, keys: int, count: int) -> dict[str, float]:
+    """p50 of the synchronous part and of the whole checkpoint, in ms; bytes a checkpoint."""
+    from clusterdeck.core.checkpointing import CheckpointStorage
+    from clusterdeck.core.checkpointing.changelog import IncrementalSnapshots
+    from clusterdeck.core.engine.keyedstate import RunningState
+    from clusterdeck.core.jobapi.plan import COUNT, UserCode
+    from clusterdeck.core.protocol.jobgraph import OperatorSpec
+    from clusterdeck.core.streaming.statebackend import KeyedStore
+
+    folder = Path(tempfile.mkdtemp(prefix=f"checkpoints-{backend}-"))
+    store = KeyedStore(64 * 1024 * 1024, folder / "store") if backend == "rocksdb" else None
+    try:
+        storage = CheckpointStorage(folder / "checkpoints")
+        snapshots = IncrementalSnapshots(storage, "job", "v#0")
+        state = RunningState(OperatorSpec("count", COUNT, "count"), UserCode(), 10 * keys,
+                             store)
+        names = [f"user-{index}" for index in range(keys)]
+        state.merge((name, (1, None)) for name in names)
+        rng = random.Random(11)
+        synchronous, whole, written, materialised = [], [], [], []
+        for checkpoint_id in range(count + 1):
+            state.merge((name, (1, None)) for name in rng.sample(names, keys // 100))
+            started = time.perf_counter()
+            copy = state.snapshot()
+            changes = store.changes() if store is not None else None
+            taken = time.perf_counter()
+            before = snapshots.written
+            if changes is not None:
+                snapshots.write(checkpoint_id, changes)
+            data = json.dumps({"chain": copy}).encode()
+            storage.write_state("job", checkpoint_id, "v#0", data)
+            ended = time.perf_counter()
+            if checkpoint_id == 0:  # the first uploads everything: not a steady one
+                continue
+            synchronous.append(taken - started)
+            whole.append(ended - started)
+            written.append(snapshots.written - before + len(data))
+            if store is not None and snapshots.materialisation_due():
+                started = time.perf_counter()
+                snapshots.materialise(checkpoint_id + 1)
+                materialised.append(time.perf_counter() - started)
+        return {"sync": statistics.median(synchronous) * 1000,
+                "whole": statistics.median(whole) * 1000,
+                "bytes": statistics.median(written),
+                "materialise": statistics.median(materialised) * 1000 if materialised else 0}
+    finally:
+        if store is not None:
+            store.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--checkpoints", type=int, default=20)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 200_000, 400_000])
     args = parser.parse_args()
     print(f"{time.strftime('%a %b %d %H:%M UTC %Y', time.gmtime())}, {platform.machine()}, "
           f"Python {platform.python_version()}, {args.keys:,} keys, best of {args.rounds}")
@@ -179,6 +244,18 @@ def main() -> None:
         best = {name: min(r[name] for r in rounds) for name in columns}
         print(f"| {kind} | " + " | ".join(f"{best[name] * 1000:,.1f}" for name in columns)
               + " |")
+    print()
+    print(f"Checkpoints, 1% of the keys changed between two, p50 of {args.checkpoints}:")
+    print()
+    print("| backend | keys | synchronous part ms | whole checkpoint ms | bytes a checkpoint "
+          "| materialising a base ms |")
+    print("|---|---|---|---|---|---|")
+    for keys in args.sizes:
+        for backend in ("heap", "rocksdb"):
+            result = checkpoints(backend, keys, args.checkpoints)
+            print(f"| {backend} | {keys:,} | {result['sync']:,.1f} | {result['whole']:,.1f} | "
+                  f"{result['bytes']:,.0f} | "
+                  + (f"{result['materialise']:,.0f} |" if backend == "rocksdb" else "- |"))
 
 
 if __name__ == "__main__":

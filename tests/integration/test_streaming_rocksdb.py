@@ -76,6 +76,7 @@ def shared_files(cluster_id: str) -> dict[Path, int]:
             if path.suffix in (".delta", ".base") and path.is_file()}
 
 
+@pytest.mark.timeout(400)  # 20 s of input, a failover, and process state in two Spark jobs
 def test_state_larger_than_the_memory_budget_restores_exactly_after_a_taskmanager_is_killed(
         client, cluster, tmp_path) -> None:
     """4,000 users of ~230 bytes of state each (about 450 KiB a subtask, against its
