@@ -18,7 +18,7 @@ copy of its values as JSON data; the rocksdb backend's change log taken) and its
 duration (then encoded and written, as the snapshot writer does: the heap's JSON, the
 rocksdb backend's delta and its small JSON) as p50, the bytes written per checkpoint,
 and the rocksdb backend's materialisation of a base (every ``MAX_DELTAS`` checkpoints,
-on the writer thread after a checkpoint's outcome).
+on a thread of its own while the checkpoints go on; here in between two).
 
     python -m benchmarks.state_backends [--keys 100000] [--rounds 3]
         [--checkpoints 20] [--sizes 100000 200000 400000]
@@ -214,7 +214,7 @@ def checkpoints(backend: str, keys: int, count: int) -> dict[str, float]:
             written.append(snapshots.written - before + len(data))
             if store is not None and snapshots.materialisation_due():
                 started = time.perf_counter()
-                snapshots.materialise(checkpoint_id + 1)
+                snapshots.materialised(snapshots.build_base(snapshots.chain))
                 materialised.append(time.perf_counter() - started)
         return {"sync": statistics.median(synchronous) * 1000,
                 "whole": statistics.median(whole) * 1000,

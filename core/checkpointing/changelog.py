@@ -4,19 +4,20 @@ deleted since the task's previous snapshot, as a **delta** file shared with the 
 checkpoints; a snapshot's handle names its whole chain, a **base** (every entry, once)
 then the deltas since, which applied in order give the state.
 
-When the chain grows past ``MAX_DELTAS`` deltas, or its deltas outweigh its base, the
-writer thread **materialises** a new base after a snapshot's outcome went out: a merge of
-the chain's files (sorted by key, newest wins, deletions dropped), read and written as
-streams, never the whole state in memory, and never the live store (the task goes on
-meanwhile); the next checkpoint names the new base and its own delta. Restores read at
-most one base and ``MAX_DELTAS`` deltas.
+When the chain grows past ``MAX_DELTAS`` deltas, or its deltas outweigh its base, a
+thread of its own **materialises** a new base (snapshotwriter.py): a merge of the chain's
+files (sorted by key, newest wins, deletions dropped), read and written as streams, never
+the whole state in memory, never the live store; the task and its checkpoints go on
+meanwhile, and the first checkpoint after it names the new base, then the deltas the
+base does not cover. Restores read one base and about ``MAX_DELTAS`` deltas.
 
 A file: ``MAGIC``, then per entry the key's length (4 bytes), the key, the value's
 length (4 bytes, -1 for a deletion) and the value; entries by key. Every file is written
 under a temporary name, flushed and renamed, and checked against its handle (size,
 SHA-256) in full before any of its entries is used.
 
-``IncrementalSnapshots`` runs on the task's snapshot writer thread only.
+``IncrementalSnapshots`` runs on the task's snapshot writer thread, but for
+``build_base``, which only reads files.
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ from __future__ import annotations
 import hashlib
 import heapq
 import os
+import secrets
 import shutil
 import struct
 import tempfile
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from clusterdeck.core.checkpointing.storage import (
@@ -146,8 +149,20 @@ def _aged(entries: Iterator[tuple[bytes, bytes | None]], newness: int
         yield key, newness, value
 
 
+@dataclass(frozen=True)
+class MaterialisedBase:
+    """A base built from the first ``covers`` files of a chain, under a hidden name (no
+    sweep deletes it) until the next checkpoint names it."""
+
+    path: Path
+    size: int
+    sha256: str
+    covers: int
+
+
 class IncrementalSnapshots:
-    """The chain of one subtask's shared files, as its snapshots go (writer thread)."""
+    """The chain of one subtask's shared files, as its snapshots go (writer thread; but
+    ``build_base``, which reads only files, on any)."""
 
     def __init__(self, storage: CheckpointStorage, job_id: str, subtask_id: str) -> None:
         self.storage = storage
@@ -155,7 +170,9 @@ class IncrementalSnapshots:
         self.subtask_id = subtask_id
         self.chain: tuple[SharedStateFile, ...] = ()
         self._unwritten: Changes = {}
-        self.written = 0  # bytes of shared files written, deltas and bases
+        self._base: MaterialisedBase | None = None
+        self.written = 0  # bytes of deltas written
+        self.materialised_bytes = 0  # bytes of bases written
 
     def restored(self, chain: tuple[SharedStateFile, ...]) -> None:
         """The task was restored from a snapshot naming ``chain``: its next ones go on
@@ -164,38 +181,59 @@ class IncrementalSnapshots:
 
     def write(self, checkpoint_id: int, changes: Changes) -> tuple[SharedStateFile, ...]:
         """Upload what changed (nothing when nothing did) as a delta; the files the
-        checkpoint needs. What could not be written goes into the next delta."""
+        checkpoint needs, from a base materialised since, if any. What could not be
+        written goes into the next delta."""
+        self._adopt_base(checkpoint_id)
         pending = self._unwritten
         pending.update(changes)
         self._unwritten = {}
         if pending:
             try:
-                self.chain += (self._file(checkpoint_id, "delta",
-                                          sorted(pending.items())),)
+                self.chain += (self._delta(checkpoint_id, sorted(pending.items())),)
             except BaseException:
                 self._unwritten = pending
                 raise
         return self.chain
 
     def materialisation_due(self) -> bool:
-        if len(self.chain) < 2:
+        if len(self.chain) < 2 or self._base is not None:
             return False
         deltas = self.chain[1:] if self.chain[0].path.endswith(".base") else self.chain
         return len(deltas) > MAX_DELTAS or (
             len(deltas) < len(self.chain)
             and sum(file.size for file in deltas) > self.chain[0].size)
 
-    def materialise(self, next_checkpoint_id: int) -> None:
-        """A new base from the chain, named for the next checkpoint (which names it)."""
-        paths = [self.storage.shared_file(self.job_id, file) for file in self.chain]
-        for path, file in zip(paths, self.chain, strict=True):
+    def build_base(self, chain: tuple[SharedStateFile, ...]) -> MaterialisedBase:
+        """A new base from ``chain``'s files (a streaming merge, each file checked
+        first), under a hidden name; reads no state of this object but its arguments."""
+        paths = [self.storage.shared_file(self.job_id, file) for file in chain]
+        for path, file in zip(paths, chain, strict=True):
             check(path, file)
-        self.chain = (self._file(next_checkpoint_id, "base",
-                                 merged([read_entries(path) for path in paths])),)
+        folder = self.storage.job_folder(self.job_id) / shared_path(self.subtask_id, 0,
+                                                                     "base")
+        hidden = folder.parent / f".materialised-{secrets.token_hex(6)}.base"
+        size, sha256 = write_entries(hidden, merged([read_entries(path) for path in paths]))
+        return MaterialisedBase(hidden, size, sha256, len(chain))
 
-    def _file(self, checkpoint_id: int, kind: str,
-              entries: Iterable[tuple[bytes, bytes | None]]) -> SharedStateFile:
-        relative = shared_path(self.subtask_id, checkpoint_id, kind)
+    def materialised(self, base: MaterialisedBase) -> None:
+        """``base`` is whole: the next checkpoint names it instead of what it covers."""
+        self._base = base
+
+    def _adopt_base(self, checkpoint_id: int) -> None:
+        """A materialised base takes its name for ``checkpoint_id`` (newer than every
+        completed checkpoint, so no sweep takes it) and the place of what it covers."""
+        base, self._base = self._base, None
+        if base is None:
+            return
+        relative = shared_path(self.subtask_id, checkpoint_id, "base")
+        os.replace(base.path, self.storage.job_folder(self.job_id) / relative)
+        self.materialised_bytes += base.size
+        self.chain = (SharedStateFile(relative, base.size, base.sha256),
+                      *self.chain[base.covers:])
+
+    def _delta(self, checkpoint_id: int, entries: Iterable[tuple[bytes, bytes | None]]
+               ) -> SharedStateFile:
+        relative = shared_path(self.subtask_id, checkpoint_id, "delta")
         size, sha256 = write_entries(self.storage.job_folder(self.job_id) / relative, entries)
         self.written += size
         return SharedStateFile(relative, size, sha256)

@@ -4,8 +4,10 @@ synchronous part), sends its barrier on and goes back to its records, while this
 encodes the copy as JSON and writes it to the checkpoint storage on a worker thread.
 Only when the file is whole does the task acknowledge. A task with the embedded state
 backend hands over its keyed state's change log as well: uploaded here as a delta
-(changelog.py), its chain of shared files named by the snapshot's handle; after the
-outcome went out, a chain grown too long is materialised into a new base, here too.
+(changelog.py), its chain of shared files named by the snapshot's handle. A chain
+grown too long is materialised into a new base on a thread of its own (a merge of files
+that may take seconds for large state: the snapshots go on meanwhile), which hands the
+base back to the writer thread; the next snapshot names it.
 
 Each outcome (the state's handle, or why it could not be written) comes back as a
 ``SnapshotWritten`` put on the task's own inbox, so the task reports it from its thread.
@@ -16,15 +18,20 @@ ever more copies of its state.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
 import queue
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from clusterdeck.core.checkpointing.changelog import Changes, IncrementalSnapshots
+from clusterdeck.core.checkpointing.changelog import (
+    Changes,
+    IncrementalSnapshots,
+    MaterialisedBase,
+)
 from clusterdeck.core.checkpointing.storage import CheckpointStorage
 from clusterdeck.core.protocol.checkpoints import SharedStateFile, StateHandle
 
@@ -58,6 +65,9 @@ class SnapshotWriter:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"snapshot {subtask_id}")
         self.pending = 0  # counted on the task's thread: submitted, outcome not yet taken
         self.incremental = IncrementalSnapshots(storage, job_id, subtask_id)  # worker's
+        self._materialiser = ThreadPoolExecutor(1, thread_name_prefix=f"materialise "
+                                                                      f"{subtask_id}")
+        self._materialising = False  # the worker's: a base is being built
 
     def submit(self, checkpoint_id: int, state: dict[str, Any], alignment: float,
                started: float, changes: Changes | None = None) -> str:
@@ -79,11 +89,12 @@ class SnapshotWriter:
         """No more snapshots: a write under way finishes (its outcome unread), the
         waiting ones are dropped."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._materialiser.shutdown(wait=False, cancel_futures=True)
 
     def _write(self, checkpoint_id: int, state: dict[str, Any], alignment: float,
                started: float, changes: Changes | None) -> None:
         """On the worker thread: upload the changes, encode, write, put the outcome on
-        the inbox; then materialise a new base if the chain grew too long."""
+        the inbox; then start materialising a new base if the chain grew too long."""
         try:
             shared = () if changes is None else self.incremental.write(checkpoint_id,
                                                                         changes)
@@ -96,11 +107,26 @@ class SnapshotWriter:
             outcome = SnapshotWritten(checkpoint_id, alignment, started,
                                       error=f"its snapshot could not be written: {error}")
         self._inbox.put(outcome)
-        if changes is not None and self.incremental.materialisation_due():
-            try:
-                self.incremental.materialise(checkpoint_id + 1)
-            except Exception as error:  # the chain stays as it was: restores read more
-                log.warning("%s: keyed state not materialised: %s", self._subtask_id, error)
+        if changes is not None and not self._materialising \
+                and self.incremental.materialisation_due():
+            self._materialising = True
+            self._materialiser.submit(self.incremental.build_base, self.incremental.chain
+                                      ).add_done_callback(self._built)
+
+    def _built(self, built: Future[MaterialisedBase]) -> None:
+        """On the materialising thread: the base goes to the worker thread."""
+        with contextlib.suppress(RuntimeError):  # closed meanwhile: nobody needs it
+            self._pool.submit(self._take_base, built)
+
+    def _take_base(self, built: Future[MaterialisedBase]) -> None:
+        self._materialising = False
+        if built.cancelled():
+            return
+        error = built.exception()
+        if error is not None:  # the chain stays as it was: restores read more files
+            log.warning("%s: keyed state not materialised: %s", self._subtask_id, error)
+            return
+        self.incremental.materialised(built.result())
 
     def restored(self, chain: tuple[SharedStateFile, ...]) -> None:
         """The task restored its keyed state from ``chain`` (before its first snapshot)."""

@@ -91,13 +91,19 @@ def test_a_long_chain_is_materialised_into_a_base_that_restores_the_same_state(
         snapshots.write(checkpoint_id, store.changes())
     assert snapshots.materialisation_due()
     chain = snapshots.chain
-    snapshots.materialise(MAX_DELTAS + 3)
-    assert len(snapshots.chain) == 1 and snapshots.chain[0].path.endswith(".base")
-    assert snapshots.chain[0].path.startswith("shared/vertex-0%231/13-")
-    state = dict(values.entries())
-    assert restored(storage, chain, stores()) == state
-    assert restored(storage, snapshots.chain, stores()) == state
+    base = snapshots.build_base(chain)
+    assert base.path.name.startswith(".")   # hidden: no sweep takes it
+    values.put_many([("k1", "after")], values.get_many(["k1"]))   # meanwhile
+    snapshots.write(MAX_DELTAS + 3, store.changes())
+    snapshots.materialised(base)
     assert not snapshots.materialisation_due()
+    materialised = snapshots.write(MAX_DELTAS + 4, store.changes())   # nothing changed
+    assert [file.path.rpartition(".")[2] for file in materialised] == ["base", "delta"]
+    assert materialised[0].path.startswith("shared/vertex-0%231/14-")
+    assert materialised[1] == snapshots.chain[-1] and not base.path.exists()
+    state = dict(values.entries())
+    assert restored(storage, (*chain, materialised[1]), stores()) == state
+    assert restored(storage, materialised, stores()) == state
 
 
 def test_merged_files_keep_the_newest_value_of_each_key_and_drop_deleted_ones():
@@ -161,3 +167,29 @@ def test_the_writer_names_the_chain_in_the_snapshots_handle(tmp_path, stores):
     assert first.path == "chk-1/vertex-0%231.state" and len(first.shared) == 1
     assert second.shared[0] == first.shared[0] and len(second.shared) == 2
     assert storage.read_state("job", second) == b'{"chain": {}}'
+
+
+def test_the_writer_materialises_a_long_chain_off_its_thread_and_a_later_handle_names_it(
+        tmp_path, stores):
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    storage = CheckpointStorage(tmp_path)
+    writer = SnapshotWriter(storage, "job", SUBTASK, inbox)
+    store = stores()
+    handles = []
+    deadline = time.monotonic() + 30
+    try:
+        for checkpoint_id in range(1, 1000):
+            store.write([(f"V{checkpoint_id % 7}".encode(), str(checkpoint_id).encode())])
+            assert writer.submit(checkpoint_id, {}, 0.0, time.monotonic(),
+                                 store.changes()) == ""
+            handles.append(inbox.get(timeout=10).handle)
+            writer.taken()
+            if handles[-1].shared[0].path.endswith(".base") or time.monotonic() > deadline:
+                break
+    finally:
+        writer.close()
+    assert len(handles) > MAX_DELTAS + 1 and handles[-1].shared[0].path.endswith(".base")
+    assert len(handles[-1].shared) <= MAX_DELTAS
+    fresh = stores()
+    fresh.apply(chain_entries(storage, "job", SUBTASK, handles[-1].shared))
+    assert sorted(fresh.scan(b"V")) == sorted(store.scan(b"V"))

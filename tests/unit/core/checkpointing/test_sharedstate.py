@@ -56,7 +56,7 @@ def test_a_shared_file_is_deleted_only_when_no_retained_checkpoint_names_it(tmp_
     retire(storage, store, second)
     (delta_1,) = [file.path for file in first.states[SUBTASK].shared]
     assert store.shared.count(delta_1) == 2
-    snapshots.materialise(3)
+    snapshots.materialised(snapshots.build_base(snapshots.chain))   # named by the next
     third = incremental_checkpoint(storage, snapshots, 3, {b"c": b"3"})
     retire(storage, store, third)  # the first goes; the second still names delta 1
     assert delta_1 in on_disk(storage) and store.shared.count(delta_1) == 1
