@@ -173,22 +173,30 @@ class JobCheckpoints:
             return 0, None
         return latest.checkpoint_id, latest.states.get(subtask_id)
 
-    def snapshot_file(self, subtask_id: str, checkpoint_id: int) -> tuple[StateHandle, Path]:
+    def snapshot_file(self, subtask_id: str, checkpoint_id: int, shared: str = ""
+                      ) -> tuple[str, Path]:
         """The snapshot ``subtask_id`` restores from completed checkpoint ``checkpoint_id``
-        and where it lies here; ValueError when no retained checkpoint has one."""
+        (or the shared file ``shared`` its handle names) and where it lies here;
+        ValueError when no retained checkpoint has it."""
         checkpoint = next((c for c in self.coordinator.store.all()
                            if c.checkpoint_id == checkpoint_id), None)
         handle = checkpoint.states.get(subtask_id) if checkpoint is not None else None
         if handle is None:
             raise ValueError(f"checkpoint {checkpoint_id} is not retained or holds no state "
                              f"of {subtask_id}")
-        return handle, self.storage.state_file(self.job_id, handle)
+        if not shared:
+            return handle.path, self.storage.state_file(self.job_id, handle)
+        file = next((file for file in handle.shared if file.path == shared), None)
+        if file is None:
+            raise ValueError(f"the state of {subtask_id} in checkpoint {checkpoint_id} names "
+                             f"no {shared[:200]!r}")
+        return file.path, self.storage.shared_file(self.job_id, file, subtask_id)
 
     def state_chunk(self, subtask_id: str, request: p.RequestStateChunk,
                     framesize: int) -> Future[p.JobFileChunk]:
-        """A chunk of the snapshot ``subtask_id`` restores, read on a worker thread."""
-        handle, path = self.snapshot_file(subtask_id, request.checkpoint_id)
-        return self._endpoint.run_in_worker(read_chunk, self.job_id, handle.path, str(path),
+        """A chunk of a file ``subtask_id`` restores from, read on a worker thread."""
+        named, path = self.snapshot_file(subtask_id, request.checkpoint_id, request.shared)
+        return self._endpoint.run_in_worker(read_chunk, self.job_id, named, str(path),
                                             request.offset, chunk_size(framesize),
                                             name="state-chunk")
 
