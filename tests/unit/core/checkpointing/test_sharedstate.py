@@ -125,3 +125,23 @@ def test_a_savepoint_copies_every_shared_file_and_a_new_job_restores_from_it_alo
         b"a": None, b"b": b"1", b"c": b"2"}
     found, _ = job.completed("job-2")
     assert found == [adopted]
+
+
+def test_a_checkpoints_size_counts_the_shared_files_it_uploaded_not_those_named_before():
+    from clusterdeck.core.checkpointing import (
+        CheckpointCoordinator,
+        CheckpointOptions,
+        CheckpointTask,
+        SubtaskAck,
+    )
+    from clusterdeck.core.protocol.checkpoints import SharedStateFile
+    task = CheckpointTask(SUBTASK, "a0", source=True)
+    coordinator = CheckpointCoordinator("job-1", CheckpointOptions(interval=1.0), now=0.0)
+    old, new = (SharedStateFile(f"shared/v1%230/{n}-0123456789ab.delta", 1000 * n, "0")
+                for n in (1, 2))
+    for checkpoint_id, chain in ((1, (old,)), (2, (old, new))):
+        coordinator.trigger(float(checkpoint_id), [task])
+        coordinator.acknowledge(checkpoint_id, SUBTASK, "a0", SubtaskAck(
+            StateHandle(f"chk-{checkpoint_id}/v1%230.state", 10, "0", chain)),
+            checkpoint_id + 0.5)
+    assert [record.size for record in coordinator.history()] == [1010, 2010]
