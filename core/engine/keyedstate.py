@@ -51,6 +51,9 @@ MAX_STATE_ENTRIES = 1_000_000
 RESULT_DELAY = 0.001
 """A window's result carries the time ``end - RESULT_DELAY`` (Flink's ``maxTimestamp``):
 inside the window, so a later window of the same size downstream takes it."""
+NOT_ON_HEAP = ("the checkpoint's keyed state was kept by the rocksdb state backend, and this "
+               "TaskManager's state.backend is heap: set it to rocksdb to restore it")
+"""A restore of rocksdb state on a TaskManager whose backend is heap: why it fails."""
 
 
 class StateLimitExceeded(RuntimeError):
@@ -170,7 +173,7 @@ class WindowState:
         small = {"fired_to": state["fired_to"], "late": state["late"]}
         if "stored" in state:
             if not isinstance(windows, StoredWindows):
-                raise ValueError(_NOT_HEAP)
+                raise ValueError(NOT_ON_HEAP)
             windows.restore({**small, "stored": state["stored"]})
         else:
             open_windows = [(from_tagged(key), (float(window[0]), float(window[1])),
@@ -217,7 +220,7 @@ class ValuesByKey:
         values = self._values = self._empty()
         if isinstance(state, dict):
             if not isinstance(values, StoredValues):
-                raise ValueError(_NOT_HEAP)
+                raise ValueError(NOT_ON_HEAP)
             values.recount()
             if len(values) != state["stored"]:
                 raise ValueError(f"the restored state holds the values of {len(values)} "
@@ -307,6 +310,3 @@ def encoded(value: Any) -> bytes:
 def decoded(data: bytes) -> Any:
     return from_tagged(orjson.loads(data))
 
-
-_NOT_HEAP = ("the checkpoint's keyed state was kept by the rocksdb state backend, and this "
-             "TaskManager's state.backend is heap: set it to rocksdb to restore it")

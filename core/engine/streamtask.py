@@ -42,6 +42,7 @@ from clusterdeck.core.checkpointing.alignment import AbortCheckpoint, TakeSnapsh
 from clusterdeck.core.checkpointing.changelog import chain_entries
 from clusterdeck.core.checkpointing.snapshotwriter import SnapshotWriter, SnapshotWritten
 from clusterdeck.core.engine.cancellation import attempt_scope
+from clusterdeck.core.engine.keyedstate import NOT_ON_HEAP
 from clusterdeck.core.engine.liveoutput import LiveOutput
 from clusterdeck.core.engine.records import text_line
 from clusterdeck.core.engine.runtime import SubtaskResult, failure_of
@@ -219,9 +220,7 @@ class _StreamTask:
             self.source.restore(data.get("source"))
         if handle is not None and handle.shared:
             if self.store is None:
-                raise ValueError("the checkpoint's keyed state was kept by the rocksdb state "
-                                 "backend, and this TaskManager's state.backend is heap: "
-                                 "set it to rocksdb to restore it")
+                raise ValueError(NOT_ON_HEAP)
             self.store.apply(chain_entries(self.storage, deployment.job_id, self.subtask_id,
                                            handle.shared))
             self.writer.restored(handle.shared)
