@@ -78,9 +78,6 @@ class KeyedWindows:
         """Windows ending at or before this have fired: a record only for them is late."""
         return self._fired_to
 
-    def is_open(self, key: Any, window: Window) -> bool:
-        return (key, window) in self._open
-
     def fire(self, watermark: float) -> list[tuple[Any, Window, Any]]:
         """``(key, window, aggregate)`` of every window that ends at or before
         ``watermark``, by end then key (as text, so mixed keys sort)."""
