@@ -110,8 +110,9 @@ class SnapshotWriter:
         if changes is not None and not self._materialising \
                 and self.incremental.materialisation_due():
             self._materialising = True
-            self._materialiser.submit(self.incremental.build_base, self.incremental.chain
-                                      ).add_done_callback(self._built)
+            with contextlib.suppress(RuntimeError):  # closed meanwhile: nobody needs it
+                self._materialiser.submit(self.incremental.build_base,
+                                          self.incremental.chain).add_done_callback(self._built)
 
     def _built(self, built: Future[MaterialisedBase]) -> None:
         """On the materialising thread: the base goes to the worker thread."""
