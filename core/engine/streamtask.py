@@ -156,7 +156,7 @@ class _StreamTask:
         self.sink_id = last.id
         keyed = any(op.kind in plan.STREAMING_KEYED for op in vertex.operators)
         backend = backend or StateBackendOptions()
-        self.store = KeyedStore(backend.memory) \
+        self.store = KeyedStore(backend.memory, backend.folder) \
             if keyed and backend.backend is StateBackend.ROCKSDB else None
         self.chain = StreamChain(spark, job, vertex, deployment.subtask,
                                  deployment.parallelism, store=self.store)

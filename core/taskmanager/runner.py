@@ -11,6 +11,7 @@ written there, and named in the result by the work dir's path, as everyone else 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -35,6 +36,7 @@ from clusterdeck.core.protocol.wiring import ResultPartitionRef
 from clusterdeck.core.protocol.workdir import (
     checkpoints_dir,
     collected_rows_file,
+    keyed_state_dir,
     partitions_dir,
     printed_output_file,
 )
@@ -87,7 +89,10 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Task,
                                         printed=printed_output_file(
                                             kept, deployment.attempt_id, "stdout"),
                                         channels=services.channels, broker=services.broker,
-                                        backend=backend)
+                                        backend=dataclasses.replace(
+                                            backend or StateBackendOptions(),
+                                            folder=keyed_state_dir(kept,
+                                                                   deployment.attempt_id)))
         else:
             result = run_subtask(spark, job, deployment.vertex_id, deployment.subtask,
                                  deployment.attempt_id, input_partitions(deployment, kept),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 DEFAULT_MEMORY = 64 * 1024 * 1024
 MIN_MEMORY = 256 * 1024
@@ -20,10 +21,12 @@ class StateBackend(StrEnum):
 @dataclass(frozen=True)
 class StateBackendOptions:
     """``memory``: bytes of RocksDB's block cache and memtables for one subtask (what its
-    keyed state holds in memory at most; the rest is on disk). Unused by ``heap``."""
+    keyed state holds in memory at most; the rest is on disk); ``folder``: where the
+    attempt's database goes. Unused by ``heap``."""
 
     backend: StateBackend = StateBackend.HEAP
     memory: int = DEFAULT_MEMORY
+    folder: Path | None = None  # where the database goes (a temporary folder by default)
 
     def __post_init__(self) -> None:
         if self.memory < MIN_MEMORY:

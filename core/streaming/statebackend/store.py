@@ -40,6 +40,7 @@ class KeyedStore:
     def __init__(self, memory: int, folder: Path | None = None) -> None:
         """``folder``: where the database goes (a new temporary folder by default)."""
         self.folder = folder or Path(tempfile.mkdtemp(prefix="clusterdeck-state-"))
+        self.folder.mkdir(parents=True, exist_ok=True)
         options = Options(raw_mode=True)
         options.create_if_missing(True)
         options.set_write_buffer_size(max(64 * 1024, memory // 4))
