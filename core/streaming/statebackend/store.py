@@ -8,8 +8,8 @@ byte names what it belongs to (windows, values: one keyed operator a subtask, bu
 layout leaves room for more). ``changes()`` hands over every key written or deleted
 since the last call, with its value then (None: deleted), and starts a new log: the
 synchronous part of a snapshot, as cheap as swapping a dict, and as large as what
-changed. The database lives in a folder of its own that is deleted on ``close``; it is
-never restored from by itself: a restore starts from an empty one and applies a
+changed. The database lives in a folder of its own (the attempt's, under its job's work
+dir) that is deleted on ``close``; it is never restored from by itself: a restore starts from an empty one and applies a
 checkpoint's files (``apply``).
 
 Memory budget (``state.backend.memory``): half for the block cache (what is read), the
