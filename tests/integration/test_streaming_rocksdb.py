@@ -7,6 +7,8 @@ backend's output."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import textwrap
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import pytest
 from clusterdeck.core.config import paths
 from clusterdeck.core.protocol.states import JobStatus
 from tests.integration.clusters import SPARK_UP_AND_RESTARTS, wait_result
-from tests.integration.test_failover import described
+from tests.integration.test_failover import described, pid_of
 from tests.integration.test_streaming import (
     STATE,
     WINDOWS,
@@ -135,3 +137,21 @@ def test_a_savepoint_of_rocksdb_state_is_self_contained_and_resumes_exactly(
     result = wait_result(client, resumed, 120)
     assert result.status == JobStatus.FINISHED, described(result)
     assert committed(out) == state_expected(6000)
+
+
+def test_a_killed_jobmanager_resumes_rocksdb_windows_from_the_shared_files_on_disk(
+        client, cluster, tmp_path) -> None:
+    """kill -9 of the JobManager mid-stream: the next one rebuilds its checkpoint store
+    and shared-state registry from the metadata on disk, keeps every file the last
+    checkpoint names (its sweep deletes none of them), and the output is exact."""
+    local_cluster, _ = cluster
+    out = tmp_path / "out"
+    job_id = client.submit(WINDOWS, (str(out), "6000", "500", "2"))
+    wait_for(lambda: len(committed(out)) >= 20, 90, "some windows committed")
+    old_pid = pid_of(local_cluster, "jobmanager")
+    os.kill(old_pid, signal.SIGKILL)
+    result = wait_result(client, job_id, 240)
+    assert local_cluster.supervisor.info("jobmanager").pid != old_pid
+    assert result.status == JobStatus.FINISHED, described(result)
+    assert committed(out) == windows_expected(6000)
+    assert client.snapshot(job_id).graph.epoch >= 1
