@@ -9,8 +9,8 @@ layout leaves room for more). ``changes()`` hands over every key written or dele
 since the last call, with its value then (None: deleted), and starts a new log: the
 synchronous part of a snapshot, as cheap as swapping a dict, and as large as what
 changed. The database lives in a folder of its own (the attempt's, under its job's work
-dir) that is deleted on ``close``; it is never restored from by itself: a restore starts from an empty one and applies a
-checkpoint's files (``apply``).
+dir) that is deleted on ``close``; it is never restored from by itself: a restore starts
+from an empty one and applies a checkpoint's files (``apply``).
 
 Memory budget (``state.backend.memory``): half for the block cache (what is read), the
 rest for two memtables (what is written before it is flushed to disk); with the change
