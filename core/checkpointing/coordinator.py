@@ -273,10 +273,10 @@ class CheckpointCoordinator:
 
     def _complete(self, pending: _Pending, now: float) -> list[CheckpointInstruction]:
         checkpoint = self._checkpoint(pending, now)
+        self._record(pending, CheckpointStatus.COMPLETED, now)  # its size: before it is kept
         subsumed = self.store.add(checkpoint)
         self._pending, self._last_end, self._failures = None, now, 0
         self._completed_count += 1
-        self._record(pending, CheckpointStatus.COMPLETED, now)
         done: list[CheckpointInstruction] = [
             CheckpointCompleted(checkpoint, tuple(pending.tasks.values()))]
         if subsumed:
@@ -320,9 +320,13 @@ class CheckpointCoordinator:
         """The history's line for ``pending`` (the newest line, being the one in progress)."""
         acks = pending.acks.values()
         request = pending.request
+        uploaded = self.store.shared.referenced()  # by retained checkpoints: not new
+        size = sum(a.state.size + sum(file.size for file in a.state.shared
+                                      if file.path not in uploaded)
+                   for a in acks if a.state is not None)
         record = CheckpointRecord(
             pending.checkpoint_id, status, pending.triggered, ended, len(pending.acks),
-            len(pending.tasks), sum(a.state.size for a in acks if a.state is not None),
+            len(pending.tasks), size,
             max((a.alignment for a in acks), default=0.0), failure,
             savepoint=request is not None and request.savepoint,
             stop=request is not None and request.stop)

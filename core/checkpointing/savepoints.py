@@ -5,6 +5,10 @@ Layout, under the cluster's savepoint folder (``state.savepoints.dir``)::
 
     savepoint-<job id>-<checkpoint id>-<random>/
         <subtask>.state     each subtask's snapshot, copied and checked
+        <subtask>.<n>.base|delta
+                            the shared files of its keyed state (the embedded state
+                            backend's chain), copied and checked: a savepoint needs no
+                            file of its job, which may delete them once it is done
         _metadata           a SavepointMetadata (JSON), written last: the commit point
 
 The folder is assembled under a hidden name and renamed once whole, so a savepoint
@@ -27,16 +31,19 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clusterdeck.core.checkpointing.changelog import copy_checked
 from clusterdeck.core.checkpointing.checkpoints import CompletedCheckpoint
 from clusterdeck.core.checkpointing.storage import (
+    MAX_SHARED_BYTES,
     MAX_STATE_BYTES,
     METADATA,
     CheckpointStorage,
     CheckpointStorageError,
     read_checked,
+    shared_path,
     write_whole,
 )
-from clusterdeck.core.protocol.checkpoints import SavepointRestore, StateHandle
+from clusterdeck.core.protocol.checkpoints import SavepointRestore, SharedStateFile, StateHandle
 from clusterdeck.core.protocol.jobgraph import JobGraph
 from clusterdeck.core.rpc import CodecError, from_data, to_data
 
@@ -77,7 +84,14 @@ class Savepoints:
                 data = job.read_state(checkpoint.job_id, handle)
                 copied = Path(handle.path).name
                 write_whole(building / copied, data)
-                states[subtask_id] = StateHandle(copied, handle.size, handle.sha256)
+                shared = []
+                for index, file in enumerate(handle.shared):
+                    kept = f"{Path(copied).stem}.{index}.{file.path.rpartition('.')[2]}"
+                    copy_checked(job.shared_file(checkpoint.job_id, file, subtask_id),
+                                 building / kept, file)
+                    shared.append(SharedStateFile(kept, file.size, file.sha256))
+                states[subtask_id] = StateHandle(copied, handle.size, handle.sha256,
+                                                 tuple(shared))
             metadata = SavepointMetadata(
                 FORMAT, checkpoint.job_id, graph.name, checkpoint.checkpoint_id,
                 checkpoint.triggered, checkpoint.completed,
@@ -122,6 +136,12 @@ class Savepoints:
         for handle in metadata.states.values():
             if "/" in handle.path or not handle.path.endswith(".state"):
                 raise CheckpointStorageError(f"savepoint {folder.name} names {handle.path!r}")
+            for file in handle.shared:
+                if "/" in file.path or file.path.startswith(".") \
+                        or not file.path.endswith((".base", ".delta")) \
+                        or not 0 <= file.size <= MAX_SHARED_BYTES:
+                    raise CheckpointStorageError(f"savepoint {folder.name} names "
+                                                 f"{file.path!r} of {file.size} bytes")
         return metadata
 
     def adopt(self, restore: SavepointRestore, graph: JobGraph, job_id: str,
@@ -138,8 +158,15 @@ class Savepoints:
                 raise CheckpointStorageError(f"savepoint state {handle.path} of {handle.size}"
                                              f" bytes is over the limit of {MAX_STATE_BYTES}")
             data = read_checked(folder / handle.path, handle)
-            states[subtask_id] = job.write_state(job_id, metadata.checkpoint_id, subtask_id,
-                                                 data)
+            shared = []
+            for file in handle.shared:
+                relative = shared_path(subtask_id, metadata.checkpoint_id,
+                                       file.path.rpartition(".")[2])
+                copy_checked(folder / file.path, job.job_folder(job_id) / relative, file)
+                shared.append(SharedStateFile(relative, file.size, file.sha256))
+            written = job.write_state(job_id, metadata.checkpoint_id, subtask_id, data)
+            states[subtask_id] = StateHandle(written.path, written.size, written.sha256,
+                                             tuple(shared))
         checkpoint = CompletedCheckpoint(job_id, metadata.checkpoint_id, metadata.triggered,
                                          metadata.completed, states)
         job.commit(checkpoint)

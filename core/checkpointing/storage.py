@@ -6,12 +6,19 @@ storage the JobManager and every TaskManager reach)::
     chk-<id>/<subtask>.state   one subtask's snapshot, written by its task
     chk-<id>/_metadata         the CompletedCheckpoint (JSON), written by the JobMaster
                                once every task acknowledged: the commit point
+    shared/<subtask>/<id>-<random>.delta|base
+                               the keyed state of the embedded state backend, written by
+                               the subtask's task for checkpoint <id> (changelog.py), named
+                               by the handles of that and later checkpoints
 
 A ``chk-<id>`` folder without ``_metadata`` never completed (aborted, or the JobManager
 died first): it is never restored from. Every file is written under a temporary name,
 flushed to the disk and renamed, so a reader sees a whole file or none; a snapshot read
 back is checked against its handle (size, SHA-256) before any of it is used, and a
-handle can only name a file of its own job's checkpoints.
+handle can only name a file of its own job's checkpoints. A shared file is deleted only
+when no retained checkpoint names it (``SharedStateRegistry``, store.py), and one no
+checkpoint ever named (its checkpoint was aborted) once a newer checkpoint completed
+without it (``sweep_shared``).
 
 Blocking file work: called on worker threads, never on an endpoint's main thread.
 """
@@ -23,6 +30,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -30,14 +38,18 @@ from pathlib import Path
 from urllib.parse import quote
 
 from clusterdeck.core.checkpointing.checkpoints import CompletedCheckpoint
-from clusterdeck.core.protocol.checkpoints import StateHandle
+from clusterdeck.core.protocol.checkpoints import SharedStateFile, StateHandle
 from clusterdeck.core.rpc import CodecError, from_data, to_data
 
 METADATA = "_metadata"
+SHARED = "shared"
 MAX_STATE_BYTES = 1024 ** 3
 """A subtask's snapshot larger than this is refused on reading (a handle names its size)."""
 MAX_METADATA_BYTES = 64 * 1024 * 1024
+MAX_SHARED_BYTES = 64 * 1024 ** 3
+"""A shared file larger than this is refused (they are read as a stream, never whole)."""
 _STATE_PATH = re.compile(r"chk-(\d+)/([^/]+)\.state")
+_SHARED_PATH = re.compile(r"shared/([^/.][^/]*)/(\d+)-[0-9a-f]{12}\.(delta|base)")
 _CHECKPOINT_FOLDER = re.compile(r"chk-(\d+)")
 
 
@@ -77,6 +89,38 @@ class CheckpointStorage:
                    limit: int = MAX_STATE_BYTES) -> bytes:
         """The snapshot ``handle`` names, checked; CheckpointStorageError says what is wrong."""
         return read_checked(self.state_file(job_id, handle, limit), handle)
+
+    def shared_file(self, job_id: str, file: SharedStateFile, subtask_id: str | None = None,
+                    ) -> Path:
+        """Where the shared file ``file`` names lies, once its path (in ``subtask_id``'s
+        folder, when given) and size are checked."""
+        match = _SHARED_PATH.fullmatch(file.path)
+        if not match:
+            raise CheckpointStorageError(f"{file.path!r} is not a shared state file")
+        if subtask_id is not None and match.group(1) != quote(subtask_id, safe=""):
+            raise CheckpointStorageError(f"{file.path!r} is not a file of {subtask_id}")
+        if not 0 <= file.size <= MAX_SHARED_BYTES:
+            raise CheckpointStorageError(f"shared state {file.path} of {file.size} bytes is "
+                                         f"over the limit of {MAX_SHARED_BYTES}")
+        return self.job_folder(job_id) / file.path
+
+    def sweep_shared(self, job_id: str, referenced: Iterable[str], completed: int) -> None:
+        """Delete the shared files no retained checkpoint names (``referenced``) that were
+        written for checkpoint ``completed`` or before: none can be named again (a task's
+        next checkpoint names its last one's files, or a newer base, or what it was
+        restored from); newer ones may be a checkpoint's in progress."""
+        folder = self.job_folder(job_id)
+        kept = set(referenced)
+        try:
+            subtasks = [entry for entry in os.scandir(folder / SHARED) if entry.is_dir()]
+        except FileNotFoundError:
+            return
+        for subtask in subtasks:
+            for entry in os.scandir(subtask.path):
+                path = f"{SHARED}/{subtask.name}/{entry.name}"
+                match = _SHARED_PATH.fullmatch(path)
+                if match and int(match.group(2)) <= completed and path not in kept:
+                    Path(entry.path).unlink(missing_ok=True)
 
     # -- the JobMaster's side ------------------------------------------------------------------
 
@@ -158,6 +202,13 @@ def state_path(checkpoint_id: int, subtask_id: str) -> str:
     """Where a subtask's snapshot of a checkpoint lies, relative to its job's folder: the
     only path its acknowledgement may name."""
     return f"chk-{int(checkpoint_id)}/{quote(subtask_id, safe='')}.state"
+
+
+def shared_path(subtask_id: str, checkpoint_id: int, kind: str) -> str:
+    """A new shared file of ``subtask_id`` for checkpoint ``checkpoint_id`` (``delta`` or
+    ``base``), relative to its job's folder."""
+    return f"{SHARED}/{quote(subtask_id, safe='')}/{int(checkpoint_id)}-" \
+           f"{secrets.token_hex(6)}.{kind}"
 
 
 def read_checked(path: Path, handle: StateHandle) -> bytes:

@@ -63,6 +63,14 @@ def size(value: Any) -> int:
     return number
 
 
+def state_memory(value: Any) -> int:
+    """A state backend's memory: RocksDB needs a few memtable blocks and some cache."""
+    number = size(value)
+    if number < 256 * 1024:
+        raise ValueError("must be at least 256 KiB")
+    return number
+
+
 def _whole_number(value: Any, least: int, why: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise ValueError(f"expected a whole number, got {value!r}")
@@ -200,6 +208,16 @@ OPTIONS: tuple[Option, ...] = (
            "lazy: at its first task."),
     Option("job.split-size", size, 64 * 1024 * 1024, "Files larger than this are read as "
            "byte-range input splits of this size, cut at line boundaries."),
+    Option("state.backend", one_of("heap", "rocksdb"), "heap", "Where a streaming "
+           "subtask keeps its keyed state (open windows, running aggregates, process "
+           "values): heap, in its memory, each checkpoint a copy of all of it; rocksdb, in "
+           "an embedded RocksDB on the TaskManager's disk within state.backend.memory, each "
+           "checkpoint only what changed since the last (incremental). Read by each "
+           "TaskManager; a job restores only on the backend that checkpointed it, but heap "
+           "state restores into rocksdb."),
+    Option("state.backend.memory", state_memory, 64 * 1024 * 1024, "Memory of one subtask's "
+           "RocksDB (block cache and memtables) with state.backend rocksdb: keyed state "
+           "beyond it lives on the disk. At least 256 KiB."),
     Option("state.savepoints.dir", text, "", "Folder of the cluster's savepoints "
            "(`clusterdeck savepoint`, `stop --savepoint`); a job starts only from a savepoint "
            "in it. Empty: `savepoints` in the cluster's folder."),

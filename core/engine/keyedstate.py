@@ -1,11 +1,15 @@
 """The keyed state of one streaming subtask: its open event-time windows (a window's
 count/sum/reduce/aggregate), its running aggregate per key (a streaming reduce/sum/count)
 fed per batch with partial aggregates Spark computed, or a ``process`` function's value
-per key; carried through checkpoints as JSON.
+per key; carried through checkpoints.
 
-State lives in the task's memory, on its slot thread; its snapshot is plain JSON data
-(keys and aggregates as tagged records, so tuples, dicts, bytes and dates come back as
-they were). It is bounded: a batch that would take it past ``max_entries`` (open
+State lives where the task's state backend keeps it (core/streaming/statebackend/): in
+the task's memory (``heap``), its snapshot plain JSON data; or in the task's embedded
+RocksDB (``rocksdb``, a ``KeyedStore`` given to the constructors), whose entries the
+store's change log carries into incremental checkpoints, the snapshot's JSON only saying
+how many there are. Keys and aggregates are tagged records either way (in the store as
+JSON bytes), so tuples, dicts, bytes and dates come back as they were. On the task's
+slot thread. It is bounded: a batch that would take it past ``max_entries`` (open
 (key, window) pairs, or keys of a running aggregate) fails the task, saying so, rather
 than growing without end: a watermark that does not advance keeps every window open, and
 a running aggregate keeps every key it ever saw (Flink would need state TTL there).
@@ -13,11 +17,14 @@ a running aggregate keeps every key it ever saw (Flink would need state TTL ther
 
 from __future__ import annotations
 
+import json
 import math
 import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from clusterdeck.core.engine.records import field_key, from_tagged, key_string, to_tagged
 from clusterdeck.core.engine.streamfunctions import (
@@ -31,6 +38,12 @@ from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.plan import UserCode
 from clusterdeck.core.protocol.jobgraph import OperatorSpec
 from clusterdeck.core.streaming.eventtime import SlidingWindows, TumblingWindows, WindowAssigner
+from clusterdeck.core.streaming.statebackend import (
+    HeapValues,
+    KeyedStore,
+    StoredValues,
+    StoredWindows,
+)
 from clusterdeck.core.streaming.windowstate import KeyedWindows
 
 MAX_STATE_ENTRIES = 1_000_000
@@ -38,6 +51,9 @@ MAX_STATE_ENTRIES = 1_000_000
 RESULT_DELAY = 0.001
 """A window's result carries the time ``end - RESULT_DELAY`` (Flink's ``maxTimestamp``):
 inside the window, so a later window of the same size downstream takes it."""
+NOT_ON_HEAP = ("the checkpoint's keyed state was kept by the rocksdb state backend, and this "
+               "TaskManager's state.backend is heap: set it to rocksdb to restore it")
+"""A restore of rocksdb state on a TaskManager whose backend is heap: why it fails."""
 
 
 class StateLimitExceeded(RuntimeError):
@@ -87,14 +103,21 @@ def _ordered(key: Any) -> tuple[str, str]:
 
 
 class WindowState:
-    """The open windows of a keyed window operator (Flink's ``WindowOperator``)."""
+    """The open windows of a keyed window operator (Flink's ``WindowOperator``), in the
+    task's memory, or in ``store``."""
 
     def __init__(self, op: OperatorSpec, code: UserCode,
-                 max_entries: int = MAX_STATE_ENTRIES) -> None:
+                 max_entries: int = MAX_STATE_ENTRIES, store: KeyedStore | None = None) -> None:
         self.aggregation = aggregation(op, code)
         self.assigner = window_assigner(op.params)
         self.max_entries = max_entries
-        self._windows = KeyedWindows(self.assigner, self.aggregation.merge)
+        self.store = store
+        self._windows = self._empty()
+
+    def _empty(self) -> KeyedWindows | StoredWindows:
+        if self.store is None:
+            return KeyedWindows(self.assigner, self.aggregation.merge)
+        return StoredWindows(self.store, self.aggregation.merge, encoded, decoded)
 
     @property
     def fired_to(self) -> float:
@@ -114,14 +137,14 @@ class WindowState:
                 windows.count_late(value.records)
             else:
                 batch.append(((slot[0], (slot[1], slot[2])), value[0]))
-        new = sum(1 for (key, window), _ in batch if not windows.is_open(key, window))
-        if windows.open_windows + new > self.max_entries:
+        windows.merge_many(batch, self._check_room)
+
+    def _check_room(self, open_windows: int) -> None:
+        if open_windows > self.max_entries:
             raise StateLimitExceeded(
-                f"this subtask would hold {windows.open_windows + new:,} open (key, window) "
+                f"this subtask would hold {open_windows:,} open (key, window) "
                 f"pairs, more than its limit of {self.max_entries:,}: too many keys, or a "
                 "watermark that does not advance (does the source's time move?)")
-        for (key, window), partial in batch:
-            windows.merge(key, window, partial)
 
     def fire(self, watermark: float) -> list[Element]:
         """Every window that ends at or before ``watermark``, by end then key, as its
@@ -132,29 +155,52 @@ class WindowState:
 
     def snapshot(self) -> dict[str, Any]:
         state = self._windows.snapshot()
-        return {"fired_to": state["fired_to"], "ended": self.fired_to == math.inf,
-                "late": state["late"],
-                "open": [[_tagged(key), window, _tagged(aggregate)]
-                         for key, window, aggregate in state["open"]]}
+        snapshot = {"fired_to": state["fired_to"], "ended": self.fired_to == math.inf,
+                    "late": state["late"]}
+        if isinstance(self._windows, StoredWindows):
+            return {**snapshot, "stored": state["stored"]}
+        return {**snapshot, "open": [[_tagged(key), window, _tagged(aggregate)]
+                                     for key, window, aggregate in state["open"]]}
 
     def restore(self, state: dict[str, Any] | None) -> None:
-        self._windows = KeyedWindows(self.assigner, self.aggregation.merge)
+        """From ``snapshot``'s data (of either backend: a heap snapshot's windows go into
+        the store), or afresh; a store is restored from its files before this."""
+        windows = self._windows = self._empty()
         if state is None:
+            if self.store is not None:
+                self.store.clear()
             return
-        self._windows.restore({
-            "fired_to": state["fired_to"], "late": state["late"],
-            "open": [[from_tagged(key), window, from_tagged(aggregate)]
-                     for key, window, aggregate in state["open"]]})
+        small = {"fired_to": state["fired_to"], "late": state["late"]}
+        if "stored" in state:
+            if not isinstance(windows, StoredWindows):
+                raise ValueError(NOT_ON_HEAP)
+            windows.restore({**small, "stored": state["stored"]})
+        else:
+            open_windows = [(from_tagged(key), (float(window[0]), float(window[1])),
+                             from_tagged(aggregate)) for key, window, aggregate in state["open"]]
+            if isinstance(windows, StoredWindows):
+                windows.restore({**small, "stored": 0})
+                windows.load(open_windows)
+            else:
+                windows.restore({**small, "open": [[key, list(window), aggregate]
+                                                   for key, window, aggregate in open_windows]})
         if state["ended"]:  # JSON has no infinity: the end of input fired everything
-            self._windows.fire(math.inf)
+            windows.fire(math.inf)
 
 
 class ValuesByKey:
-    """A value per key, checkpointed as ``[[key, value], ...]`` in tagged JSON."""
+    """A value per key, in the task's memory (checkpointed as ``[[key, value], ...]`` in
+    tagged JSON) or in ``store`` (checkpointed as its count)."""
 
-    def __init__(self, max_entries: int = MAX_STATE_ENTRIES) -> None:
+    def __init__(self, max_entries: int = MAX_STATE_ENTRIES,
+                 store: KeyedStore | None = None) -> None:
         self.max_entries = max_entries
-        self._values: dict[Any, Any] = {}
+        self.store = store
+        self._values: HeapValues | StoredValues = self._empty()
+
+    def _empty(self) -> HeapValues | StoredValues:
+        return HeapValues() if self.store is None else StoredValues(self.store, encoded,
+                                                                     decoded)
 
     def _check_room(self, grown: int, what: str, advice: str) -> None:
         """Fail before a batch that would take the state past ``max_entries``."""
@@ -163,11 +209,26 @@ class ValuesByKey:
                 f"this subtask would hold the {what} of {len(self._values) + grown:,} keys, "
                 f"more than its limit of {self.max_entries:,}: {advice}")
 
-    def snapshot(self) -> list[list[Any]]:
-        return [[_tagged(key), _tagged(value)] for key, value in self._values.items()]
+    def snapshot(self) -> list[list[Any]] | dict[str, int]:
+        if isinstance(self._values, StoredValues):
+            return {"stored": len(self._values)}
+        return [[_tagged(key), _tagged(value)] for key, value in self._values.entries()]
 
-    def restore(self, state: list[list[Any]] | None) -> None:
-        self._values = {from_tagged(key): from_tagged(value) for key, value in state or ()}
+    def restore(self, state: list[list[Any]] | dict[str, int] | None) -> None:
+        """From ``snapshot``'s data (a heap one's values go into the store), or afresh; a
+        store is restored from its files before this."""
+        values = self._values = self._empty()
+        if isinstance(state, dict):
+            if not isinstance(values, StoredValues):
+                raise ValueError(NOT_ON_HEAP)
+            values.recount()
+            if len(values) != state["stored"]:
+                raise ValueError(f"the restored state holds the values of {len(values)} "
+                                 f"keys, its checkpoint {state['stored']}")
+            return
+        if self.store is not None:
+            self.store.clear()
+        values.load((from_tagged(key), from_tagged(value)) for key, value in state or ())
 
 
 class RunningState(ValuesByKey):
@@ -177,25 +238,29 @@ class RunningState(ValuesByKey):
     reduce, as a batch job emits them once at the end."""
 
     def __init__(self, op: OperatorSpec, code: UserCode,
-                 max_entries: int = MAX_STATE_ENTRIES) -> None:
-        super().__init__(max_entries)
+                 max_entries: int = MAX_STATE_ENTRIES, store: KeyedStore | None = None) -> None:
+        super().__init__(max_entries, store)
         self.aggregation = aggregation(op, code)
         self.keyed_output = op.kind != plan.REDUCE
 
     def merge(self, partials: Iterable[tuple[Any, Any]]) -> list[Element]:
         """A batch's ``(key, (aggregate, timestamp))`` merged into each key's value; the
         updated values, by key, each with its batch's latest timestamp."""
-        values, merge = self._values, self.aggregation.merge
-        batch = sorted(partials, key=lambda pair: _ordered(pair[0]))
-        self._check_room(sum(1 for key, _ in batch if key not in values), "running values",
+        merge = self.aggregation.merge
+        batch: dict[Any, tuple[Any, Any]] = {}
+        for key, (partial, timestamp) in partials:  # a key twice: folded in order
+            batch[key] = (merge(batch[key][0], partial), timestamp) if key in batch \
+                else (partial, timestamp)
+        keys = sorted(batch, key=_ordered)
+        before = self._values.get_many(keys)
+        self._check_room(sum(1 for value in before if value is None), "running values",
                          "a running aggregate keeps every key it saw; use a window, or "
                          "fewer keys")
-        out: list[Element] = []
-        for key, (partial, timestamp) in batch:
-            value = merge(values[key], partial) if key in values else partial
-            values[key] = value
-            out.append((timestamp, (key, value) if self.keyed_output else value))
-        return out
+        after = [batch[key][0] if value is None else merge(value, batch[key][0])
+                 for key, value in zip(keys, before, strict=True)]
+        self._values.put_many(zip(keys, after, strict=True), before)
+        return [(batch[key][1], (key, value) if self.keyed_output else value)
+                for key, value in zip(keys, after, strict=True)]
 
 
 class ProcessState(ValuesByKey):
@@ -210,25 +275,20 @@ class ProcessState(ValuesByKey):
         elements: dict[Any, list[Element]] = {}
         for key, element in keyed:
             elements.setdefault(key, []).append(element)
-        values = self._values
-        return [(key, values.get(key), elements[key])
-                for key in sorted(elements, key=_ordered)]
+        keys = sorted(elements, key=_ordered)
+        return [(key, value, elements[key])
+                for key, value in zip(keys, self._values.get_many(keys), strict=True)]
 
     def merge(self, results: Iterable[tuple[Any, Any, list[Element]]]) -> list[Element]:
         """Each key's value after the batch kept (or forgotten); what was emitted, by key."""
         results = list(results)
-        values = self._values
-        self._check_room(sum((value is not None) - (key in values) for key, value, _ in results),
+        before = self._values.get_many([key for key, _, _ in results])
+        self._check_room(sum((value is not None) - (old is not None)
+                             for (_, value, _), old in zip(results, before, strict=True)),
                          "values", "clear() the state of keys that are done with, or use "
                          "fewer keys")
-        out: list[Element] = []
-        for key, value, emitted in results:
-            if value is None:
-                values.pop(key, None)
-            else:
-                values[key] = value
-            out.extend(emitted)
-        return out
+        self._values.put_many(((key, value) for key, value, _ in results), before)
+        return [element for _, _, emitted in results for element in emitted]
 
 
 def _tagged(value: Any) -> Any:
@@ -236,3 +296,17 @@ def _tagged(value: Any) -> Any:
         return to_tagged(value)
     except TypeError as error:
         raise TypeError(f"keyed state cannot be checkpointed: {error}") from None
+
+
+def encoded(value: Any) -> bytes:
+    """A key or value as the store keeps it: tagged JSON (the same key, the same bytes)."""
+    tagged = _tagged(value)
+    try:
+        return orjson.dumps(tagged)
+    except TypeError:  # an int beyond 64 bits
+        return json.dumps(tagged, separators=(",", ":")).encode()
+
+
+def decoded(data: bytes) -> Any:
+    return from_tagged(orjson.loads(data))
+

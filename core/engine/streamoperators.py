@@ -48,6 +48,7 @@ from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.jobapi.plan import UserCode
 from clusterdeck.core.protocol.jobgraph import JobGraph, JobVertex, OperatorSpec, ShipStrategy
 from clusterdeck.core.streaming.eventtime import BoundedOutOfOrderness
+from clusterdeck.core.streaming.statebackend import KeyedStore
 
 __all__ = ["Element", "StreamChain", "output_key"]
 
@@ -62,10 +63,12 @@ class StreamChain:
     orderness watermark (the largest timestamp its assigner saw, minus the bound, minus a
     millisecond), whatever comes in; any other carries the input watermark the task
     gives it. Its windows fire by that watermark; ``math.inf`` (the end of the input)
-    fires them all. ``max_state_entries`` bounds its keyed state (keyedstate.py)."""
+    fires them all. ``max_state_entries`` bounds its keyed state (keyedstate.py);
+    ``store``: the task's embedded state backend that keeps it (None: its memory)."""
 
     def __init__(self, spark: Any, job: LoadedJob, vertex: JobVertex, subtask: int,
-                 parallelism: int, *, max_state_entries: int = MAX_STATE_ENTRIES) -> None:
+                 parallelism: int, *, max_state_entries: int = MAX_STATE_ENTRIES,
+                 store: KeyedStore | None = None) -> None:
         self.spark = spark
         self.vertex = vertex
         self.subtask = subtask
@@ -97,13 +100,13 @@ class StreamChain:
             code = job.code[self._keyed.id]
             self._key = key_function(self._keyed, code)
             if self._keyed.kind == plan.WINDOW:
-                self._windows = WindowState(self._keyed, code, max_state_entries)
+                self._windows = WindowState(self._keyed, code, max_state_entries, store)
             elif self._keyed.kind == plan.PROCESS:
                 assert code.fn is not None
-                self._values = ProcessState(max_state_entries)
+                self._values = ProcessState(max_state_entries, store)
                 self._process = KeyedProcess(code.fn)
             else:
-                self._running = RunningState(self._keyed, code, max_state_entries)
+                self._running = RunningState(self._keyed, code, max_state_entries, store)
         self._watermark: float | None = None  # the output watermark, last returned
         self.restore(None)
 

@@ -2,7 +2,10 @@
 records in batches from its replayable source or from the exchange with the vertex
 before it, running each batch through its operators (``StreamChain``: Spark per batch,
 keyed state and windows in the task) into its sink or the exchange to the next vertex,
-and taking part in checkpoints (docs/streaming.md).
+and taking part in checkpoints (docs/streaming.md). Its keyed state is in its memory, or
+in an embedded RocksDB of its own with the ``rocksdb`` state backend, whose change log
+each snapshot hands to the writer (an incremental checkpoint) and which a restore fills
+from the checkpoint's chain of shared files.
 
 Barriers. A source task's barrier is the JobMaster's trigger: between two batches
 nothing is in flight inside the chain, so it copies its state (source position, chain
@@ -36,8 +39,10 @@ from typing import Any
 
 from clusterdeck.core.checkpointing import CheckpointStorage
 from clusterdeck.core.checkpointing.alignment import AbortCheckpoint, TakeSnapshot
+from clusterdeck.core.checkpointing.changelog import chain_entries
 from clusterdeck.core.checkpointing.snapshotwriter import SnapshotWriter, SnapshotWritten
 from clusterdeck.core.engine.cancellation import attempt_scope
+from clusterdeck.core.engine.keyedstate import NOT_ON_HEAP
 from clusterdeck.core.engine.liveoutput import LiveOutput
 from clusterdeck.core.engine.records import text_line
 from clusterdeck.core.engine.runtime import SubtaskResult, failure_of
@@ -54,11 +59,13 @@ from clusterdeck.core.engine.streamparts import (
     open_source,
 )
 from clusterdeck.core.engine.tally import LiveCounts
+from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.errors import SubtaskCancelled, SubtaskFailed
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.ids import attempt_part_of, subtask_id
 from clusterdeck.core.streaming.network import ChannelServer
+from clusterdeck.core.streaming.statebackend import KeyedStore, StateBackend, StateBackendOptions
 
 BATCH_RECORDS = 2000  # records through Spark at most per batch (one Spark job)
 IDLE_WAIT = 0.1       # seconds a task with nothing due waits for a message at most
@@ -77,13 +84,14 @@ def run_stream_subtask(spark: Any, job: LoadedJob, deployment: p.SubmitTask,
                        counts: LiveCounts | None = None, *, live: LiveOutput | None = None,
                        printed: Path | None = None,
                        channels: ChannelServer | None = None,
-                       broker: ClusterBroker | None = None) -> SubtaskResult:
+                       broker: ClusterBroker | None = None,
+                       backend: StateBackendOptions | None = None) -> SubtaskResult:
     """Run the subtask until its final checkpoint completed; raises SubtaskCancelled
     once cancelled, SubtaskFailed when its user code, its files or its exchanges fail.
     ``printed``: the attempt's output file, where a print sink writes (and to ``live`` as
     it does); ``channels``: its TaskManager's channel server, for its exchanges;
     ``broker``: the cluster's broker with its TaskManager's login, for MQTT sources and
-    sinks."""
+    sinks; ``backend``: where its keyed state lives (its memory by default)."""
     started = time.monotonic()
     feed = (lambda text: live.write("stdout", text)) if live is not None else None
     task = _StreamTask(spark, job, deployment, report,
@@ -91,7 +99,8 @@ def run_stream_subtask(spark: Any, job: LoadedJob, deployment: p.SubmitTask,
                                       subtask_id(deployment.vertex_id, deployment.subtask),
                                       control),
                        counts or LiveCounts(),
-                       Printed(printed, feed) if printed is not None else None, broker)
+                       Printed(printed, feed) if printed is not None else None, broker,
+                       backend)
     vertex = job.graph.vertex(deployment.vertex_id)
     description = f"{job.graph.name}: {vertex.name} ({deployment.subtask + 1}/" \
                   f"{vertex.parallelism})"
@@ -126,7 +135,8 @@ class _StreamTask:
 
     def __init__(self, spark: Any, job: LoadedJob, deployment: p.SubmitTask, report: Report,
                  writer: SnapshotWriter, counts: LiveCounts,
-                 printed: Printed | None = None, broker: ClusterBroker | None = None) -> None:
+                 printed: Printed | None = None, broker: ClusterBroker | None = None,
+                 backend: StateBackendOptions | None = None) -> None:
         self.deployment = deployment
         self.report = report
         self.writer = writer
@@ -144,8 +154,12 @@ class _StreamTask:
             last, deployment.subtask, deployment.parallelism, self.attempt, printed,
             broker) if last.kind in SINKS else None
         self.sink_id = last.id
+        keyed = any(op.kind in plan.STREAMING_KEYED for op in vertex.operators)
+        backend = backend or StateBackendOptions()
+        self.store = KeyedStore(backend.memory, backend.folder) \
+            if keyed and backend.backend is StateBackend.ROCKSDB else None
         self.chain = StreamChain(spark, job, vertex, deployment.subtask,
-                                 deployment.parallelism)
+                                 deployment.parallelism, store=self.store)
         self.input: GateInput | None = None
         self.output: PartitionOutput | None = None
         self.watermark: float | None = None  # the last one sent on
@@ -197,13 +211,19 @@ class _StreamTask:
         first: it commits what the checkpoint holds even when the rest then fails."""
         deployment = self.deployment
         data: dict[str, Any] = {}
-        if deployment.restore_state is not None:
-            data = json.loads(self.storage.read_state(deployment.job_id,
-                                                      deployment.restore_state))
+        handle = deployment.restore_state
+        if handle is not None:
+            data = json.loads(self.storage.read_state(deployment.job_id, handle))
         if self.sink is not None:
             self.sink.restore(data.get("sink"))
         if self.source is not None:
             self.source.restore(data.get("source"))
+        if handle is not None and handle.shared:
+            if self.store is None:
+                raise ValueError(NOT_ON_HEAP)
+            self.store.apply(chain_entries(self.storage, deployment.job_id, self.subtask_id,
+                                           handle.shared))
+            self.writer.restored(handle.shared)
         self.chain.restore(data.get("chain"))
         self.committed = deployment.restore_checkpoint
 
@@ -227,6 +247,8 @@ class _StreamTask:
 
     def _release(self) -> None:
         self.writer.close()
+        if self.store is not None:
+            self.store.close()
         if self.sink is not None:
             self.sink.close()
         if self.source is not None:
@@ -368,8 +390,11 @@ class _StreamTask:
         except (OSError, ValueError) as error:  # the sink's file, a source's position
             self._decline(checkpoint_id, f"its snapshot could not be taken: {error}")
             return False
-        refused = self.writer.submit(checkpoint_id, state, alignment, started)
+        changes = self.store.changes() if self.store is not None else None
+        refused = self.writer.submit(checkpoint_id, state, alignment, started, changes)
         if refused:
+            if self.store is not None and changes is not None:
+                self.store.unchanged(changes)  # they go into the next snapshot's delta
             self._decline(checkpoint_id, refused)
             return False
         if self.output is not None:

@@ -5,8 +5,11 @@ the next trigger and one for the timeout, ``TriggerCheckpoint`` to the source ta
 the completed checkpoint's metadata written (on a worker thread: it is the commit
 point, flushed to disk) before the tasks hear ``NotifyCheckpointComplete``, snapshots of
 failed or subsumed checkpoints deleted (on a worker thread), and the tasks failed when
-more checkpoints failed in a row than the job tolerates. A restarted subtask is deployed
-with its state of the latest completed checkpoint (``restore_of``).
+more checkpoints failed in a row than the job tolerates. The shared files of incremental
+checkpoints go when no retained checkpoint names them (the store's registry), swept
+after each subsumed checkpoint and once after a failover rebuilt the store from disk. A
+restarted subtask is deployed with its state of the latest completed checkpoint
+(``restore_of``).
 
 Savepoints and stops (``savepoint``): the coordinator triggers one at once (or after the
 checkpoint in progress); a savepoint is copied out into its folder on a worker thread
@@ -89,6 +92,13 @@ def send_to_task(gateway: TaskExecutorGateway, message: Any) -> None:
         gateway.notify_checkpoint_complete(message)
 
 
+def _discard_and_sweep(storage: CheckpointStorage, job_id: str, checkpoint_ids: tuple[int, ...],
+                       keep: tuple[str, ...], completed: int) -> None:
+    """Worker thread: the subsumed checkpoints' files, then unreferenced shared files."""
+    storage.discard(job_id, checkpoint_ids, keep)
+    storage.sweep_shared(job_id, keep, completed)
+
+
 class SavepointFailed(Exception):
     """A savepoint or stop that did not happen, and why (the job goes on, unless it ended)."""
 
@@ -118,7 +128,10 @@ class JobCheckpoints:
         self._stopped = False
         self._fetching: dict[str, int] = {}  # attempt id -> its snapshots being fetched
         self._finished_while_fetching: dict[str, str] = {}  # attempt id -> subtask id
-        self._discard(store.recovered_surplus())
+        surplus = store.recovered_surplus()
+        self._discard(surplus)
+        if not surplus and store.latest() is not None:  # what a dead JobManager left
+            self._discard_ids((), store.referenced(), sweep=True)
 
     def start(self) -> None:
         self._arm()
@@ -160,22 +173,30 @@ class JobCheckpoints:
             return 0, None
         return latest.checkpoint_id, latest.states.get(subtask_id)
 
-    def snapshot_file(self, subtask_id: str, checkpoint_id: int) -> tuple[StateHandle, Path]:
+    def snapshot_file(self, subtask_id: str, checkpoint_id: int, shared: str = ""
+                      ) -> tuple[str, Path]:
         """The snapshot ``subtask_id`` restores from completed checkpoint ``checkpoint_id``
-        and where it lies here; ValueError when no retained checkpoint has one."""
+        (or the shared file ``shared`` its handle names) and where it lies here;
+        ValueError when no retained checkpoint has it."""
         checkpoint = next((c for c in self.coordinator.store.all()
                            if c.checkpoint_id == checkpoint_id), None)
         handle = checkpoint.states.get(subtask_id) if checkpoint is not None else None
         if handle is None:
             raise ValueError(f"checkpoint {checkpoint_id} is not retained or holds no state "
                              f"of {subtask_id}")
-        return handle, self.storage.state_file(self.job_id, handle)
+        if not shared:
+            return handle.path, self.storage.state_file(self.job_id, handle)
+        file = next((file for file in handle.shared if file.path == shared), None)
+        if file is None:
+            raise ValueError(f"the state of {subtask_id} in checkpoint {checkpoint_id} names "
+                             f"no {shared[:200]!r}")
+        return file.path, self.storage.shared_file(self.job_id, file, subtask_id)
 
     def state_chunk(self, subtask_id: str, request: p.RequestStateChunk,
                     framesize: int) -> Future[p.JobFileChunk]:
-        """A chunk of the snapshot ``subtask_id`` restores, read on a worker thread."""
-        handle, path = self.snapshot_file(subtask_id, request.checkpoint_id)
-        return self._endpoint.run_in_worker(read_chunk, self.job_id, handle.path, str(path),
+        """A chunk of a file ``subtask_id`` restores from, read on a worker thread."""
+        named, path = self.snapshot_file(subtask_id, request.checkpoint_id, request.shared)
+        return self._endpoint.run_in_worker(read_chunk, self.job_id, named, str(path),
                                             request.offset, chunk_size(framesize),
                                             name="state-chunk")
 
@@ -196,17 +217,21 @@ class JobCheckpoints:
         # acknowledgement counts, so that any TaskManager can restore from it and a
         # savepoint can copy it.
         try:
-            unseen = self.storage.state_file(self.job_id, ack.state) if ack.state else None
+            files = [] if ack.state is None else [
+                self.storage.state_file(self.job_id, ack.state),
+                *(self.storage.shared_file(self.job_id, file, ack.subtask_id)
+                  for file in ack.state.shared)]
         except CheckpointStorageError as error:  # over the size a restore would read
             self.declined(p.DeclineCheckpoint(ack.job_id, ack.attempt_id, ack.subtask_id,
                                               ack.checkpoint_id, str(error)))
             return
-        if unseen is None or unseen.is_file():
+        unseen = [str(path) for path in files if not path.is_file()]
+        if not unseen:
             self._count(ack)
             return
         self._fetching[ack.attempt_id] = self._fetching.get(ack.attempt_id, 0) + 1
         self._endpoint.on_main_thread(
-            self._endpoint.run_in_worker(fetch_unseen, [str(unseen)], source,
+            self._endpoint.run_in_worker(fetch_unseen, unseen, source,
                                          str(self.storage.root.parent), name="fetch-state"),
             lambda _none, error: self._fetched(ack, error))
 
@@ -330,9 +355,14 @@ class JobCheckpoints:
         self._discard_ids(tuple(c.checkpoint_id for c in checkpoints),
                           self.coordinator.store.referenced())
 
-    def _discard_ids(self, checkpoint_ids: tuple[int, ...], keep: tuple[str, ...]) -> None:
-        if checkpoint_ids:
-            self._worker(self.storage.discard, self.job_id, checkpoint_ids, keep)
+    def _discard_ids(self, checkpoint_ids: tuple[int, ...], keep: tuple[str, ...],
+                     sweep: bool = False) -> None:
+        """Delete the checkpoints, then the shared files no retained checkpoint names
+        (``keep``) written for the latest completed one or before."""
+        latest = self.coordinator.latest()
+        if checkpoint_ids or sweep:
+            self._worker(_discard_and_sweep, self.storage, self.job_id, checkpoint_ids, keep,
+                         latest.checkpoint_id if latest is not None else 0)
 
     def _worker(self, fn: Callable[..., Any], *args: Any) -> None:
         """Deleting old state: a failure costs disk space, said in the log."""

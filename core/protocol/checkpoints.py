@@ -59,13 +59,27 @@ class CheckpointOptions:
 
 
 @dataclass(frozen=True)
-class StateHandle:
-    """One subtask's snapshot in one checkpoint: a file under the job's checkpoint folder
-    (``chk-<id>/<name>.state``), its size and SHA-256, checked before it is restored."""
+class SharedStateFile:
+    """A file of keyed state an incremental checkpoint needs (a base or a delta of the
+    embedded state backend, ``shared/<name>/<id>-<random>.<kind>`` under the job's
+    checkpoint folder), which later checkpoints may name again; checked as a snapshot."""
 
     path: str
     size: int
     sha256: str
+
+
+@dataclass(frozen=True)
+class StateHandle:
+    """One subtask's snapshot in one checkpoint: a file under the job's checkpoint folder
+    (``chk-<id>/<name>.state``), its size and SHA-256, checked before it is restored.
+    ``shared``: with the embedded state backend, the files of its keyed state, oldest
+    first (a base, then the deltas since: applied in this order they give the state)."""
+
+    path: str
+    size: int
+    sha256: str
+    shared: tuple[SharedStateFile, ...] = ()
 
 
 @dataclass(frozen=True)

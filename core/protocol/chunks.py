@@ -80,9 +80,11 @@ class RequestStateChunk:
     """TaskExecutor -> JobMaster (ask, fenced): a chunk of the snapshot an attempt is
     deployed to restore (``SubmitTask.restore_state`` of ``checkpoint_id``), from
     ``offset`` on, when the TaskManager cannot see the JobManager's checkpoint folder.
-    Answered with a ``JobFileChunk`` whose ``path`` is the snapshot's ``StateHandle.path``."""
+    ``shared``: one of the shared files the snapshot's handle names (its path), instead
+    of the snapshot. Answered with a ``JobFileChunk`` whose ``path`` is the file's."""
 
     job_id: str
     attempt_id: str
     checkpoint_id: int
     offset: int = 0
+    shared: str = ""

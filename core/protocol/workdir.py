@@ -22,6 +22,7 @@ PARTITIONS = "partitions"  # result partitions: one folder per producer attempt
 COLLECT = "collect"  # the rows a collect() sink gathered: one JSON file per attempt
 OUTPUT = "output"  # what each attempt printed: <attempt>.stdout and <attempt>.stderr
 CHECKPOINTS = "checkpoints"  # a streaming job's checkpoints (CheckpointStorage's root)
+KEYED_STATE = "keyed-state"  # the rocksdb state backend's database of each attempt (local)
 FILES_MANIFEST = "result-files.json"  # every output and collected file of a large result
 
 TASK_FOLDERS = (PARTITIONS, COLLECT, OUTPUT, CHECKPOINTS)
@@ -52,3 +53,9 @@ def printed_output_file(work_dir: str | os.PathLike[str], attempt_id: str,
 
 def checkpoints_dir(work_dir: str | os.PathLike[str]) -> Path:
     return Path(work_dir) / CHECKPOINTS
+
+
+def keyed_state_dir(work_dir: str | os.PathLike[str], attempt_id: str) -> Path:
+    """Where attempt ``attempt_id`` keeps its keyed state with the rocksdb state backend:
+    on its own TaskManager's disk, deleted when the attempt ends (or with the work dir)."""
+    return Path(work_dir) / KEYED_STATE / attempt_file_stem(attempt_id)

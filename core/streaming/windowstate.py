@@ -60,6 +60,15 @@ class KeyedWindows:
             else partial
         return True
 
+    def merge_many(self, batch: list[tuple[tuple[Any, Window], Any]],
+                   check: Callable[[int], None]) -> None:
+        """``merge`` each ``((key, window), partial)``, once ``check(open windows
+        after)`` did not raise (it refuses a batch that would grow the state too far)."""
+        check(self.open_windows + len({slot for slot, _ in batch if slot not in self._open
+                                       and slot[1][1] > self._fired_to}))
+        for (key, window), partial in batch:
+            self.merge(key, window, partial)
+
     def count_late(self, records: int) -> None:
         """Records found late elsewhere (against ``fired_to``) and dropped there."""
         self.late += records
@@ -68,9 +77,6 @@ class KeyedWindows:
     def fired_to(self) -> float:
         """Windows ending at or before this have fired: a record only for them is late."""
         return self._fired_to
-
-    def is_open(self, key: Any, window: Window) -> bool:
-        return (key, window) in self._open
 
     def fire(self, watermark: float) -> list[tuple[Any, Window, Any]]:
         """``(key, window, aggregate)`` of every window that ends at or before

@@ -11,6 +11,7 @@ written there, and named in the result by the work dir's path, as everyone else 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -35,9 +36,11 @@ from clusterdeck.core.protocol.wiring import ResultPartitionRef
 from clusterdeck.core.protocol.workdir import (
     checkpoints_dir,
     collected_rows_file,
+    keyed_state_dir,
     partitions_dir,
     printed_output_file,
 )
+from clusterdeck.core.streaming.statebackend import StateBackendOptions
 from clusterdeck.core.taskmanager.partitionfetch import fetcher
 from clusterdeck.core.taskmanager.tasks import Task
 
@@ -68,10 +71,12 @@ def _input_partition(deployment: p.SubmitTask, kept: str, input_index: int,
 
 def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Task,
              kept: str | None = None,
-             local_max_records: int = DEFAULT_MAX_RECORDS) -> p.TaskResult:
+             local_max_records: int = DEFAULT_MAX_RECORDS,
+             backend: StateBackendOptions | None = None) -> p.TaskResult:
     """Runs on the slot thread; raises what run_subtask raises. ``kept``: where the job's
     work dir is on this machine (default: at its own path); ``local_max_records``: see
-    ``clusterdeck.core.engine.localexecution``."""
+    ``clusterdeck.core.engine.localexecution``; ``backend``: a streaming task's state
+    backend (``state.backend``)."""
     kept = kept or deployment.work_dir
     named = _naming(deployment.work_dir, kept)
     output_dir = partitions_dir(kept, deployment.attempt_id)
@@ -83,7 +88,11 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Task,
                                         task.counts, live=task.live,
                                         printed=printed_output_file(
                                             kept, deployment.attempt_id, "stdout"),
-                                        channels=services.channels, broker=services.broker)
+                                        channels=services.channels, broker=services.broker,
+                                        backend=dataclasses.replace(
+                                            backend or StateBackendOptions(),
+                                            folder=keyed_state_dir(kept,
+                                                                   deployment.attempt_id)))
         else:
             result = run_subtask(spark, job, deployment.vertex_id, deployment.subtask,
                                  deployment.attempt_id, input_partitions(deployment, kept),

@@ -32,6 +32,7 @@ from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.gateways import DispatcherGateway, JobMasterGateway
 from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.core.rpc import AskTimeoutError, RpcEndpoint, handler
+from clusterdeck.core.streaming.statebackend import StateBackend, StateBackendOptions
 from clusterdeck.core.supervisor import RESTARTS_ENV
 from clusterdeck.core.taskmanager.artifacts import load_artifact
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
@@ -165,12 +166,14 @@ class TaskExecutor(RpcEndpoint):
                                              task.fencing_token)
         claimed = self.job_folders.fresh(task.work_dir)
         local_max_records = self.config["taskmanager.local-execution.max-records"]
+        backend = StateBackendOptions(StateBackend(self.config["state.backend"]),
+                                      self.config["state.backend.memory"])
 
         def run(spark: Any, job: LoadedJob, deployment: p.SubmitTask, t: Task) -> p.TaskResult:
             kept = claimed or self.job_folders.claim(deployment.work_dir)
             fetch_restore_state(deployment, checkpoint_storage(kept), jobmaster)
             return run_task(spark, job, with_inputs(deployment, jobmaster), t, kept,
-                            local_max_records)
+                            local_max_records, backend)
         plane = self.data_plane
         services = TaskServices(
             self.spark.session(), self._job(task), self._split_source(task, jobmaster),

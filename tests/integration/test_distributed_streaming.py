@@ -36,13 +36,16 @@ RESTARTS = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-dela
             "restart-strategy.fixed-delay.delay": 0.2}
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[tuple[LocalCluster, list[NamespacedTaskManager]]]:
-    """A JobManager with no TaskManager of its own, and two of 2 slots in namespaces."""
+@pytest.fixture(params=["heap", "rocksdb"])
+def cluster(request: pytest.FixtureRequest, tmp_path: Path
+            ) -> Iterator[tuple[LocalCluster, list[NamespacedTaskManager]]]:
+    """A JobManager with no TaskManager of its own, and two of 2 slots in namespaces, with
+    each state backend (rocksdb's shared files travel too)."""
     skip_unless_namespaces()
     with running_cluster("auto", **{"taskmanager.count": 0}) as (local, watcher), \
             namespaced_taskmanagers(local, 2, tmp_path / "machines",
-                                    {**FAST_HEARTBEATS, "taskmanager.slots": 2}) as started:
+                                    {**FAST_HEARTBEATS, "taskmanager.slots": 2,
+                                     "state.backend": request.param}) as started:
         wait_registered(watcher, started)
         yield local, started
 

@@ -9,10 +9,12 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from clusterdeck.core.checkpointing import CheckpointStorage, CheckpointTask
 from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints
 from clusterdeck.core.protocol import messages as p
-from clusterdeck.core.protocol.checkpoints import CheckpointOptions, StateHandle
+from clusterdeck.core.protocol.checkpoints import CheckpointOptions, SharedStateFile, StateHandle
 
 
 class Endpoint:
@@ -254,8 +256,8 @@ def test_a_snapshot_this_machine_cannot_see_is_fetched_before_it_counts(tmp_path
     assert {source for _, source, _ in fetched} == {"endpoint"}
     assert {root for _, _, root in fetched} == {str(tmp_path / "work")}
     assert [type(m).__name__ for m in told[2:]] == ["NotifyCheckpointComplete"] * 2
-    handle, path = driver.snapshot_file("v#1", 1)
-    assert (handle, path) == (handles["v#1"][0], handles["v#1"][1]) and path.is_file()
+    named, path = driver.snapshot_file("v#1", 1)
+    assert (named, path) == (handles["v#1"][0].path, handles["v#1"][1]) and path.is_file()
 
 
 def test_a_snapshot_that_cannot_be_fetched_declines_the_checkpoint(tmp_path, monkeypatch):
@@ -295,3 +297,32 @@ def test_an_acknowledgement_of_a_snapshot_over_the_limit_fails_the_checkpoint(tm
     driver.acknowledged(p.AcknowledgeCheckpoint("job-1", "a1", "v#1", 1, huge))
     assert driver.coordinator.in_progress is None
     assert len(failed) == 1 and "over the limit" in failed[0]
+
+
+def test_an_acknowledgement_naming_another_subtasks_shared_file_fails_the_checkpoint(
+        tmp_path):
+    driver, endpoint, _, failed = checkpoints(tmp_path)
+    endpoint.fire()
+    own = CheckpointStorage(tmp_path).write_state("job-1", 1, "v#1", b"{}")
+    theirs = SharedStateFile("shared/v%230/1-0123456789ab.delta", 10, "0" * 64)
+    driver.acknowledged(p.AcknowledgeCheckpoint(
+        "job-1", "a1", "v#1", 1, StateHandle(own.path, own.size, own.sha256, (theirs,))))
+    assert driver.coordinator.in_progress is None
+    assert len(failed) == 1 and "is not a file of v#1" in failed[0]
+
+
+def test_a_restore_asks_only_for_the_shared_files_its_checkpoint_names(tmp_path):
+    driver, endpoint, _, _ = checkpoints(tmp_path)
+    endpoint.fire()
+    storage = CheckpointStorage(tmp_path)
+    delta = SharedStateFile("shared/v%231/1-0123456789ab.delta", 3, "0" * 64)
+    (tmp_path / "job-1" / "shared" / "v%231").mkdir(parents=True)
+    (tmp_path / "job-1" / delta.path).write_bytes(b"abc")
+    for attempt, subtask in (("a0", "v#0"), ("a1", "v#1")):
+        own = storage.write_state("job-1", 1, subtask, b"{}")
+        driver.acknowledged(p.AcknowledgeCheckpoint("job-1", attempt, subtask, 1, StateHandle(
+            own.path, own.size, own.sha256, (delta,) if subtask == "v#1" else ())))
+    assert driver.snapshot_file("v#1", 1, delta.path) == (delta.path,
+                                                          tmp_path / "job-1" / delta.path)
+    with pytest.raises(ValueError, match="names no"):
+        driver.snapshot_file("v#0", 1, delta.path)

@@ -12,7 +12,7 @@ import pytest
 
 from clusterdeck.core.checkpointing import CheckpointStorage, CheckpointStorageError
 from clusterdeck.core.protocol import messages as p
-from clusterdeck.core.protocol.checkpoints import StateHandle
+from clusterdeck.core.protocol.checkpoints import SharedStateFile, StateHandle
 from clusterdeck.core.protocol.jobgraph import JobGraph, JobKind
 from clusterdeck.core.taskmanager.statefetch import fetch_restore_state
 
@@ -79,4 +79,29 @@ def test_a_handle_naming_another_path_is_refused_before_anything_is_asked(tmp_pa
     with pytest.raises(CheckpointStorageError, match="is not a snapshot"):
         fetch_restore_state(restoring(StateHandle("../../etc/passwd", 10, "0" * 64)),
                             CheckpointStorage(tmp_path), jobmaster)
+    assert jobmaster.asked == []
+
+
+def test_the_shared_files_a_handle_names_are_fetched_each_by_its_path(tmp_path):
+    class Files(JobMaster):
+        def __init__(self, files: dict[str, bytes]) -> None:
+            super().__init__(b"")
+            self.files = files
+
+        def request_state_chunk(self, request: p.RequestStateChunk) -> Future:
+            self.data = self.files[request.shared]
+            return super().request_state_chunk(request)
+
+    delta = b"clusterdeck changes 1\n" + b"x" * 100
+    path = "shared/v%230/2-0123456789ab.delta"
+    handle = handle_of(SNAPSHOT)
+    handle = StateHandle(handle.path, handle.size, handle.sha256, (SharedStateFile(
+        path, len(delta), hashlib.sha256(delta).hexdigest()),))
+    storage, jobmaster = CheckpointStorage(tmp_path), Files({"": SNAPSHOT, path: delta})
+    fetch_restore_state(restoring(handle), storage, jobmaster)
+    assert {r.shared for r in jobmaster.asked} == {"", path}
+    assert (tmp_path / "job-1" / path).read_bytes() == delta
+    assert storage.read_state("job-1", handle) == SNAPSHOT
+    jobmaster.asked.clear()
+    fetch_restore_state(restoring(handle), storage, jobmaster)  # here now: asks nothing
     assert jobmaster.asked == []
