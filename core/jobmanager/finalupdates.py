@@ -3,6 +3,11 @@ task left files the client reads (collected rows, printed output) on a disk this
 may not see is acknowledged at once but applied only once those files are fetched here
 (on a worker thread), so a finished task's rows are never lost with its TaskManager. A
 fetch that fails makes the update a failure of the attempt, and failover runs it again.
+
+Only the FINISHED of an attempt that may still finish is fetched for: one that failed or
+was replaced meanwhile (its TaskManager was lost during a network cut and reports again
+after the heal) goes to the scheduler as it is, whose refusal, naming why, is the
+TaskManager's answer; nothing of that attempt is fetched.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.jobmanager.datapeers import DataPeers, fetch_unseen, files_the_client_reads
 from clusterdeck.core.jobmanager.reconciliation import ReconciliationRounds
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.core.rpc import MainThread
 
 
@@ -33,7 +39,7 @@ class FinalUpdates:
 
     def take(self, update: p.UpdateTaskExecutionState) -> p.UpdateAcknowledged:
         unseen = files_the_client_reads(update)
-        if not unseen:
+        if not unseen or not self._may_finish(update.attempt_id):
             rejected = self._apply(update, None)
             return p.UpdateAcknowledged(update.attempt_id, not rejected, "; ".join(rejected))
         execution = self.graph.execution(update.attempt_id)
@@ -44,6 +50,12 @@ class FinalUpdates:
                                          str(self.work_dir), name="fetch"),
             lambda _none, error: self._fetched(update, error))
         return p.UpdateAcknowledged(update.attempt_id, True, "")
+
+    def _may_finish(self, attempt_id: str) -> bool:
+        """Whether ``attempt_id`` is its subtask's current attempt, on a TaskManager."""
+        execution = self.graph.execution(attempt_id)
+        return execution is not None and self.graph.is_current(execution) and \
+            execution.state.can_become(ExecutionState.FINISHED)
 
     def _fetched(self, update: p.UpdateTaskExecutionState,
                  error: BaseException | None) -> None:

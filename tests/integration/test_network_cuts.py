@@ -12,34 +12,48 @@ processes, real Spark. The tests share one cluster and run in file order.
 from __future__ import annotations
 
 import collections
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from clusterdeck.core.client.jobclient import JobClient
+from clusterdeck.core.client.jobclient import JobClient, collected_rows
 from clusterdeck.core.client.localcluster import LocalCluster
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.ids import attempt_file_stem
 from clusterdeck.core.protocol.snapshots import AttemptSnapshot
-from clusterdeck.core.protocol.states import ExecutionState
-from tests.integration.clusters import FAST_HEARTBEATS, ClusterWatcher, running_cluster
+from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from tests.integration.clusters import (
+    FAST_HEARTBEATS,
+    ClusterWatcher,
+    running_cluster,
+    wait_result,
+)
 from tests.integration.namespaces import (
     NamespacedTaskManager,
     namespaced_taskmanagers,
     wait_registered,
 )
 from tests.integration.netns import Machine, Network, bridged_machines
+from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(360)]
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
-TASKMANAGER_CONFIG = {**FAST_HEARTBEATS, "taskmanager.slots": 2}
+# The JobManager finds a silent TaskManager lost after about 2 s (FAST_HEARTBEATS); the
+# TaskManagers are more patient with it (20 s), so tasks that end during a cut finish
+# and report, rather than being cancelled by their TaskManager first.
+# Spark starts with each TaskManager, before the tests time anything.
+TASKMANAGER_CONFIG = {**FAST_HEARTBEATS, "taskmanager.slots": 2, "heartbeat.timeout": 20.0,
+                      "spark.start": "eager"}
 RESTARTS = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 10,
             "restart-strategy.fixed-delay.delay": 0.2}
 
-# Producers count; each consumer subtask waits for the gate file before it ends, so the
-# test can cut a TaskManager while its consumers run and open the gate during the cut.
+# Producers count; each consumer subtask, once it has its input, marks each of its words
+# as having reached the gate and waits for the gate file before it ends: the test cuts a
+# TaskManager while its consumers wait there and opens the gate during the cut.
 GATED_COUNT = '''
 import os, time
 
@@ -49,6 +63,7 @@ def build(env):
     env.set_job_name("gated count")
 
     def wait_for_gate(pair):
+        open(f"{gate}.{pair[0]}", "w").close()
         deadline = time.monotonic() + 120
         while not os.path.exists(gate) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -82,6 +97,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 local, 2, folder, TASKMANAGER_CONFIG, broker_host=network.gateway,
                 networks=[m.enter for m in network.machines]) as taskmanagers:
         wait_registered(watcher, taskmanagers)
+        wait_for(lambda: all("SparkSession started" in t.log.read_text()
+                             for t in taskmanagers), 180, "Spark up on both TaskManagers")
         yield Cluster(local, watcher, network, taskmanagers)
 
 
@@ -137,14 +154,63 @@ def _lost(watcher: ClusterWatcher, taskmanager_id: str) -> bool:
     return info is not None and info.state is p.TaskManagerState.LOST
 
 
-def _consumers_at_the_gate(client: JobClient, job_id: str) -> dict[str, str] | None:
-    """Once every producer finished and every consumer runs: consumer attempt -> its
-    TaskManager; else None."""
-    snapshot = client.snapshot(job_id, timeout=1.0)
-    if snapshot is None:
+def test_the_finished_attempts_of_a_taskmanager_cut_off_and_lost_are_never_fetched(
+        cluster: Cluster, client: JobClient, tmp_path: Path) -> None:
+    """Its consumers run on during the cut, it is declared lost, their attempts fail and
+    run again elsewhere; they finish (during the cut, or after the heal once their input
+    arrived) and it sends their FINISHED. The JobManager refuses them before it fetches
+    anything of theirs, says so, and the count is exact."""
+    source, expected = words_file(tmp_path)
+    job_file, gate = tmp_path / "gated.py", tmp_path / "gate"
+    job_file.write_text(GATED_COUNT, encoding="utf-8")
+    job_id = client.submit(job_file, [source, str(gate)], restart_strategy=RESTARTS)
+    consumers = wait_for(lambda: _consumers_at_the_gate(client, job_id, gate), 180,
+                         "every producer finished, every consumer running, one at the gate")
+    cut_off = max(cluster.taskmanagers, key=lambda t: list(consumers.values()).count(t.id))
+    stale = [attempt for attempt, host in consumers.items() if host == cut_off.id]
+    work_dir = cluster.local.cluster_dir / "work" / job_id
+    machine = cluster.machine_of(cut_off)
+    machine.cut()
+    try:
+        gate.touch()
+        wait_for(lambda: _lost(cluster.watcher, cut_off.id), 30, f"{cut_off.id} lost")
+    finally:
+        machine.heal()
+    result = wait_result(client, job_id, 120)
+    assert result.status is JobStatus.FINISHED, _why(result)
+    assert {word: count for word, count in collected_rows(result)} == dict(expected)
+    ends = wait_for(lambda: _ends_reported(cut_off, stale), 60,
+                    f"{cut_off.id} to be answered on the end of each of {stale}")
+    assert "FINISHED" in ends.values(), ends
+    refused = [a for a, state in ends.items() if state == "FINISHED"]
+    fetched = [a for a in refused if any(work_dir.rglob(f"{attempt_file_stem(a)}*"))]
+    assert fetched == [], f"files of stale attempts fetched into {work_dir}"
+
+
+def _consumers_at_the_gate(client: JobClient, job_id: str, gate: Path
+                           ) -> dict[str, str] | None:
+    """Once every producer finished, every consumer runs and one reached the gate:
+    consumer attempt -> its TaskManager; else None."""
+    snapshot = client.snapshot(job_id, timeout=5.0)
+    if snapshot is None or not any(gate.parent.glob(f"{gate.name}.*")):
         return None
     producer, consumer = snapshot.graph.vertices
     if any(s.state is not ExecutionState.FINISHED for s in producer.subtasks) or \
             any(s.state is not ExecutionState.RUNNING for s in consumer.subtasks):
         return None
     return {s.attempts[-1].attempt_id: _host(s.attempts[-1]) for s in consumer.subtasks}
+
+
+def _ends_reported(taskmanager: NamespacedTaskManager, attempts: list[str]
+                   ) -> dict[str, str] | None:
+    """The end of each of ``attempts`` its TaskManager reported and was refused (all of
+    them stale), FINISHED or CANCELED; None while one is missing."""
+    log = taskmanager.log.read_text(errors="replace")
+    ends = {}
+    for attempt in attempts:
+        found = re.search(rf"update (FINISHED|CANCELED|FAILED) of {re.escape(attempt)} "
+                          rf"not accepted: ", log)
+        if found is None:
+            return None
+        ends[attempt] = found.group(1)
+    return ends
