@@ -41,13 +41,16 @@ from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(360)]
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
 # The JobManager finds a silent TaskManager lost after about 2 s (FAST_HEARTBEATS); the
 # TaskManagers are more patient with it (20 s), so tasks that end during a cut finish
 # and report, rather than being cancelled by their TaskManager first.
 # Spark starts with each TaskManager, before the tests time anything.
+# A reconnect timeout shorter than a test's long cut (paho finds a silent broker gone
+# after one to two keepalives of 10 s).
 TASKMANAGER_CONFIG = {**FAST_HEARTBEATS, "taskmanager.slots": 2, "heartbeat.timeout": 20.0,
-                      "spark.start": "eager"}
+                      "spark.start": "eager", "broker.reconnect-timeout": 4.0}
 RESTARTS = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 10,
             "restart-strategy.fixed-delay.delay": 0.2}
 
@@ -214,3 +217,32 @@ def _ends_reported(taskmanager: NamespacedTaskManager, attempts: list[str]
             return None
         ends[attempt] = found.group(1)
     return ends
+
+
+def test_a_taskmanager_cut_off_longer_than_the_reconnect_timeout_rejoins_after_the_heal(
+        cluster: Cluster, client: JobClient, tmp_path: Path) -> None:
+    """Started by hand, as on another machine, it has no supervisor to start it again: past
+    broker.reconnect-timeout it keeps reconnecting (and says so) instead of exiting, and
+    once healed it registers again and runs its share of a job."""
+    cut_off = cluster.taskmanagers[-1]
+    machine = cluster.machine_of(cut_off)
+    machine.cut()
+    try:
+        wait_for(lambda: "keeps reconnecting" in cut_off.log.read_text(errors="replace")
+                 or cut_off.process.poll() is not None, 90,
+                 f"{cut_off.id} past broker.reconnect-timeout without its broker")
+        assert cut_off.process.poll() is None, cut_off.output()
+    finally:
+        machine.heal()
+    wait_for(lambda: cut_off.id in cluster.watcher.registered()
+             and "the broker connection is back after" in cut_off.log.read_text(
+                 errors="replace"), 60, f"{cut_off.id} back and registered again")
+    source, expected = words_file(tmp_path)
+    job_id = client.submit(EXAMPLES / "wordcount.py", [source, "4"])
+    result = wait_result(client, job_id, 120)
+    assert result.status is JobStatus.FINISHED, _why(result)
+    assert {word: count for word, count in collected_rows(result)} == dict(expected)
+    snapshot = client.snapshot(job_id)
+    assert snapshot is not None
+    assert cut_off.id in {_host(a) for v in snapshot.graph.vertices for s in v.subtasks
+                          for a in s.attempts}
