@@ -4,7 +4,6 @@ own errors all end the job with a cause instead of leaving it waiting for ever."
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from concurrent.futures import Future
@@ -20,6 +19,7 @@ from clusterdeck.core.jobapi.loader import script_graph
 from clusterdeck.core.jobmanager import finalupdates
 from clusterdeck.core.jobmanager.jobmaster import JobMaster
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
+from clusterdeck.core.node.hostidentity import host_identity
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.gateways import JobMasterGateway, ResourceManagerGateway
@@ -355,7 +355,7 @@ def test_a_small_file_is_shared_by_every_subtask_of_its_source(service, tmp_path
     assert [task.split_share for task in taskexecutor.deployments] == [share] * 4
     gateway = service.gateway(JobMasterGateway, jobmaster.endpoint_id, TOKEN)
     firsts = [gateway.request_next_input_split(p.RequestNextInputSplit(
-        "job-1", task.attempt_id, socket.gethostname())).result(5).split
+        "job-1", task.attempt_id, host_identity())).result(5).split
         for task in taskexecutor.deployments]
     assert all(split is not None and 0 < split.length <= share for split in firsts)
 
