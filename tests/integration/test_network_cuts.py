@@ -22,9 +22,10 @@ import pytest
 from clusterdeck.core.client.jobclient import JobClient, collected_rows
 from clusterdeck.core.client.localcluster import LocalCluster
 from clusterdeck.core.protocol import messages as p
-from clusterdeck.core.protocol.ids import attempt_file_stem
+from clusterdeck.core.protocol.ids import attempt_file_stem, parse_attempt_id
 from clusterdeck.core.protocol.snapshots import AttemptSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.core.protocol.workdir import partitions_dir
 from tests.integration.clusters import (
     FAST_HEARTBEATS,
     ClusterWatcher,
@@ -54,9 +55,8 @@ TASKMANAGER_CONFIG = {**FAST_HEARTBEATS, "taskmanager.slots": 2, "heartbeat.time
 RESTARTS = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 10,
             "restart-strategy.fixed-delay.delay": 0.2}
 
-# Producers count; each consumer subtask, once it has its input, marks each of its words
-# as having reached the gate and waits for the gate file before it ends: the test cuts a
-# TaskManager while its consumers wait there and opens the gate during the cut.
+# Producers count; each consumer subtask waits for the gate file before it ends: the test
+# cuts a TaskManager while its consumers wait there and opens the gate during the cut.
 GATED_COUNT = '''
 import os, time
 
@@ -66,7 +66,6 @@ def build(env):
     env.set_job_name("gated count")
 
     def wait_for_gate(pair):
-        open(f"{gate}.{pair[0]}", "w").close()
         deadline = time.monotonic() + 120
         while not os.path.exists(gate) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -167,11 +166,13 @@ def test_the_finished_attempts_of_a_taskmanager_cut_off_and_lost_are_never_fetch
     job_file, gate = tmp_path / "gated.py", tmp_path / "gate"
     job_file.write_text(GATED_COUNT, encoding="utf-8")
     job_id = client.submit(job_file, [source, str(gate)], restart_strategy=RESTARTS)
-    consumers = wait_for(lambda: _consumers_at_the_gate(client, job_id, gate), 180,
-                         "every producer finished, every consumer running, one at the gate")
+    work_dir = cluster.local.cluster_dir / "work" / job_id
+    producers, consumers = wait_for(lambda: _consumers_running(client, job_id), 180,
+                                    "every producer finished and every consumer running")
     cut_off = max(cluster.taskmanagers, key=lambda t: list(consumers.values()).count(t.id))
     stale = [attempt for attempt, host in consumers.items() if host == cut_off.id]
-    work_dir = cluster.local.cluster_dir / "work" / job_id
+    wait_for(lambda: _inputs_here(cut_off, work_dir, producers, stale), 120,
+             f"the inputs of {stale} fetched to {cut_off.id}")
     machine = cluster.machine_of(cut_off)
     machine.cut()
     try:
@@ -190,18 +191,31 @@ def test_the_finished_attempts_of_a_taskmanager_cut_off_and_lost_are_never_fetch
     assert fetched == [], f"files of stale attempts fetched into {work_dir}"
 
 
-def _consumers_at_the_gate(client: JobClient, job_id: str, gate: Path
-                           ) -> dict[str, str] | None:
-    """Once every producer finished, every consumer runs and one reached the gate:
-    consumer attempt -> its TaskManager; else None."""
+def _consumers_running(client: JobClient, job_id: str
+                       ) -> tuple[dict[str, str], dict[str, str]] | None:
+    """Once every producer finished and every consumer runs, the TaskManager of each
+    producer attempt and of each consumer attempt; else None."""
     snapshot = client.snapshot(job_id, timeout=5.0)
-    if snapshot is None or not any(gate.parent.glob(f"{gate.name}.*")):
+    if snapshot is None:
         return None
     producer, consumer = snapshot.graph.vertices
     if any(s.state is not ExecutionState.FINISHED for s in producer.subtasks) or \
             any(s.state is not ExecutionState.RUNNING for s in consumer.subtasks):
         return None
-    return {s.attempts[-1].attempt_id: _host(s.attempts[-1]) for s in consumer.subtasks}
+    return ({s.attempts[-1].attempt_id: _host(s.attempts[-1]) for s in producer.subtasks},
+            {s.attempts[-1].attempt_id: _host(s.attempts[-1]) for s in consumer.subtasks})
+
+
+def _inputs_here(taskmanager: NamespacedTaskManager, work_dir: Path,
+                 producers: dict[str, str], consumers: list[str]) -> bool:
+    """Whether the partitions ``consumers`` read from producers on other TaskManagers
+    are all on ``taskmanager``'s disk, whole (their completion marker comes last): the
+    consumers need the network no more."""
+    parts = [parse_attempt_id(attempt).subtask for attempt in consumers]
+    return all(any(taskmanager.sees(partitions_dir(work_dir, producer)).glob(
+                   f"*/__part={part}/_complete.json"))
+               for producer, host in producers.items() if host != taskmanager.id
+               for part in parts)
 
 
 def _ends_reported(taskmanager: NamespacedTaskManager, attempts: list[str]

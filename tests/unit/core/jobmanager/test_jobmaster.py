@@ -404,3 +404,27 @@ def test_a_finished_attempt_that_is_current_is_fetched_then_applied(
     assert answer.result(5).acknowledgements[0].accepted
     assert wait_for(lambda: outcome.result, 10, "the job to end").status is JobStatus.FINISHED
     assert fetches == [(update.result.collected_path,)]
+
+
+def test_the_files_of_an_attempt_lost_while_they_were_fetched_are_removed_again(
+        service, tmp_path, monkeypatch) -> None:
+    """Acknowledged and fetched while current, its TaskManager found lost meanwhile: the
+    update is refused when the fetch ends, and the fetched rows go."""
+    release = threading.Event()
+
+    def fetch(paths, *_):
+        release.wait(10)
+        for path in paths:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text("[]")
+    monkeypatch.setattr(finalupdates, "fetch_unseen", fetch)
+    taskexecutor = ScriptedTaskExecutor()
+    jobmaster, _ = start_job(service, tmp_path, taskexecutor)
+    update = _finished_elsewhere(tmp_path, taskexecutor.running[0])
+    gateway = service.gateway(JobMasterGateway, jobmaster.endpoint_id, TOKEN)
+    answer = gateway.update_task_execution_states(p.UpdateTaskExecutionStates((update,)))
+    assert answer.result(5).acknowledgements[0].accepted
+    jobmaster.run_async(jobmaster._taskmanager_lost, TM, "heartbeat timeout")
+    release.set()
+    rows = Path(update.result.collected_path)
+    wait_for(lambda: rows.parent.is_dir() and not rows.exists(), 10, "the rows removed")
