@@ -25,7 +25,7 @@ from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.ids import attempt_file_stem, parse_attempt_id
 from clusterdeck.core.protocol.snapshots import AttemptSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
-from clusterdeck.core.protocol.workdir import partitions_dir
+from clusterdeck.core.protocol.workdir import collected_rows_file, partitions_dir
 from tests.integration.clusters import (
     FAST_HEARTBEATS,
     ClusterWatcher,
@@ -45,12 +45,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(360)]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
 # The JobManager finds a silent TaskManager lost after about 2 s (FAST_HEARTBEATS); the
-# TaskManagers are more patient with it (20 s), so tasks that end during a cut finish
+# TaskManagers are more patient with it (60 s), so tasks that end during a cut finish
 # and report, rather than being cancelled by their TaskManager first.
 # Spark starts with each TaskManager, before the tests time anything.
 # A reconnect timeout shorter than a test's long cut (paho finds a silent broker gone
 # after one to two keepalives of 10 s).
-TASKMANAGER_CONFIG = {**FAST_HEARTBEATS, "taskmanager.slots": 2, "heartbeat.timeout": 20.0,
+TASKMANAGER_CONFIG = {**FAST_HEARTBEATS, "taskmanager.slots": 2, "heartbeat.timeout": 60.0,
                       "spark.start": "eager", "broker.reconnect-timeout": 4.0}
 RESTARTS = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 10,
             "restart-strategy.fixed-delay.delay": 0.2}
@@ -158,10 +158,10 @@ def _lost(watcher: ClusterWatcher, taskmanager_id: str) -> bool:
 
 def test_the_finished_attempts_of_a_taskmanager_cut_off_and_lost_are_never_fetched(
         cluster: Cluster, client: JobClient, tmp_path: Path) -> None:
-    """Its consumers run on during the cut, it is declared lost, their attempts fail and
-    run again elsewhere; they finish (during the cut, or after the heal once their input
-    arrived) and it sends their FINISHED. The JobManager refuses them before it fetches
-    anything of theirs, says so, and the count is exact."""
+    """Its consumers, their input fetched, wait at the gate when it is cut off; the gate
+    opens, it is declared lost, their attempts fail and run again elsewhere while they
+    finish there. After the heal it sends their FINISHED: the JobManager refuses them
+    before it fetches anything of theirs, says so, and the count is exact."""
     source, expected = words_file(tmp_path)
     job_file, gate = tmp_path / "gated.py", tmp_path / "gate"
     job_file.write_text(GATED_COUNT, encoding="utf-8")
@@ -178,6 +178,8 @@ def test_the_finished_attempts_of_a_taskmanager_cut_off_and_lost_are_never_fetch
     try:
         gate.touch()
         wait_for(lambda: _lost(cluster.watcher, cut_off.id), 30, f"{cut_off.id} lost")
+        wait_for(lambda: all(cut_off.sees(collected_rows_file(work_dir, a)).is_file()
+                             for a in stale), 50, f"{stale} finished on {cut_off.id}")
     finally:
         machine.heal()
     result = wait_result(client, job_id, 120)
@@ -185,9 +187,8 @@ def test_the_finished_attempts_of_a_taskmanager_cut_off_and_lost_are_never_fetch
     assert {word: count for word, count in collected_rows(result)} == dict(expected)
     ends = wait_for(lambda: _ends_reported(cut_off, stale), 60,
                     f"{cut_off.id} to be answered on the end of each of {stale}")
-    assert "FINISHED" in ends.values(), ends
-    refused = [a for a, state in ends.items() if state == "FINISHED"]
-    fetched = [a for a in refused if any(work_dir.rglob(f"{attempt_file_stem(a)}*"))]
+    assert set(ends.values()) == {"FINISHED"}, ends
+    fetched = [a for a in stale if any(work_dir.rglob(f"{attempt_file_stem(a)}*"))]
     assert fetched == [], f"files of stale attempts fetched into {work_dir}"
 
 
