@@ -55,7 +55,7 @@ class Machine:
 
     namespace: str
     address: str
-    cut_since: Direction | None = field(default=None)
+    cut_off: Direction | None = field(default=None)
 
     @property
     def enter(self) -> list[str]:
@@ -74,13 +74,13 @@ class Machine:
             f'policy drop;\n }}\n' for hook in chains)
         _run(["ip", "netns", "exec", self.namespace, "nft", "-f", "-"],
              stdin=f"table netdev {CUT_TABLE} {{\n{rules}}}\n")
-        self.cut_since = direction
+        self.cut_off = direction
 
     def heal(self) -> None:
-        if self.cut_since is not None:
+        if self.cut_off is not None:
             _run(["ip", "netns", "exec", self.namespace, "nft", "delete", "table", "netdev",
                   CUT_TABLE])
-            self.cut_since = None
+            self.cut_off = None
 
     def run(self, command: list[str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
         """``command`` on this machine's network (for probes in tests)."""

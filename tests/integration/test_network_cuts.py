@@ -37,7 +37,7 @@ from tests.integration.namespaces import (
     namespaced_taskmanagers,
     wait_registered,
 )
-from tests.integration.netns import Machine, Network, bridged_machines
+from tests.integration.netns import Direction, Machine, Network, bridged_machines
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(360)]
@@ -132,14 +132,15 @@ def test_each_taskmanager_is_on_a_machine_of_its_own_and_a_cut_is_silent(
              "socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2)",
              cluster.network.gateway, str(cluster.local.broker_address().port)]
     assert first.run(probe).returncode == 0
-    first.cut()
-    try:
-        cut = first.run(probe)
-        assert "timed out" in cut.stderr, cut.stderr  # no answer: neither RST nor ICMP
-        assert second.run(probe).returncode == 0
-    finally:
-        first.heal()
-    assert first.run(probe).returncode == 0
+    for direction in Direction:
+        first.cut(direction)
+        try:
+            cut = first.run(probe)
+            assert "timed out" in cut.stderr, (direction, cut.stderr)  # no RST, no ICMP
+            assert second.run(probe).returncode == 0
+        finally:
+            first.heal()
+        assert first.run(probe).returncode == 0
 
 
 def _host(attempt: AttemptSnapshot) -> str:
