@@ -3,7 +3,8 @@
 # (Debian or Ubuntu, as root), the system packages it uses:
 #   - Eclipse Mosquitto (without it the embedded amqtt broker is used);
 #   - the X11/xcb libraries Qt's window needs (`clusterdeck gui`; tests run offscreen);
-#   - desktop-file-utils, to check the desktop entry (packaging/).
+#   - desktop-file-utils, to check the desktop entry (packaging/);
+#   - iproute2 and nftables, for the integration tests' bridged machines.
 # Nothing here is fatal but the virtualenv: a package apt-get cannot install is named, and
 # the part that needs it says so when it is used.
 set -euo pipefail
@@ -19,6 +20,8 @@ APT_PACKAGES=(
     libdbus-1-3 libglib2.0-0
     # the session bus desktop notifications travel on (the tests start their own)
     dbus-daemon
+    # machines on a bridge for the network tests (tests/integration/netns.py): ip, nft
+    iproute2 nftables
 )
 
 missing=()

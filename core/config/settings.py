@@ -178,7 +178,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("broker.port", port, 0, "Port of the cluster's broker; 0 picks a free one."),
     Option("broker.reconnect-timeout", duration, 60.0, "A JobManager or TaskManager "
            "whose broker connection stays broken this long exits (code 11), so that its "
-           "supervisor starts it again instead of it serving no one; 0 waits for ever."),
+           "supervisor starts it again instead of it serving no one; 0 waits for ever. A "
+           "TaskManager started by hand keeps reconnecting instead."),
     Option("broker.url", text, "", "mqtt[s]://[user:password@]host:port of an external "
            "broker."),
     Option("broker.max-queued-messages", positive_int, 100_000, "Per-client queue of QoS 1 "

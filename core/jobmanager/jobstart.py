@@ -8,7 +8,6 @@ JobMaster fails the job with it.
 from __future__ import annotations
 
 import logging
-import socket
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -29,6 +28,7 @@ from clusterdeck.core.jobapi.inputsplits import fair_share, plan_splits
 from clusterdeck.core.jobapi.sinkfolders import initialize_sinks
 from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
+from clusterdeck.core.node.hostidentity import host_identity
 from clusterdeck.core.protocol.jobgraph import InputSplit, JobKind, is_url
 from clusterdeck.core.protocol.workdir import checkpoints_dir
 from clusterdeck.core.rpc import MainThread
@@ -64,9 +64,9 @@ def fair_shares(record: JobRecord, splits: InputSplitAssigner) -> dict[str, int]
 
 def _located(splits: list[InputSplit]) -> list[InputSplit]:
     """File splits are on this host's disk: the assigner gives them to TaskManagers on
-    this host only (input on a shared mount is named by a URL, file:///..., and goes to
-    anyone)."""
-    host = socket.gethostname()
+    this host only (core/node/hostidentity.py; input on a shared mount is named by a URL,
+    file:///..., and goes to anyone)."""
+    host = host_identity()
     return [replace(s, hosts=(host,)) if s.path and not s.hosts and not is_url(s.path)
             else s for s in splits]
 

@@ -16,6 +16,7 @@ from clusterdeck.broker.address import BrokerAddress
 from clusterdeck.broker.connection import client_address
 from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config
+from clusterdeck.core.node.brokeroutage import BrokerOutage
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.rpc.mqtt import BrokerUnreachableError, MqttRpcService
@@ -80,24 +81,21 @@ def connect_service(config: Config, role: str, service_id: str, address: BrokerA
 
 
 def wait_for_termination(service: MqttRpcService | None = None,
-                         reconnect_timeout: float = 0.0) -> bool:
+                         reconnect_timeout: float = 0.0, *,
+                         keep_reconnecting: bool = False) -> bool:
     """Block the main thread until SIGTERM or SIGINT, or until ``service``'s broker
     connection has stayed broken for ``reconnect_timeout`` seconds (0: never); True then.
-    A process that serves no one would otherwise look alive to its supervisor."""
+    A process that serves no one would otherwise look alive to its supervisor. With
+    ``keep_reconnecting`` (nothing would start the process again) it waits on through
+    any outage its network thread reconnects from (core/node/brokeroutage.py)."""
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    broken_since: float | None = None
+    outage = BrokerOutage(reconnect_timeout if service is not None else 0.0,
+                          keep_reconnecting)
     while not stop.wait(0.5):
-        if service is None or reconnect_timeout <= 0 or service.is_serving:
-            broken_since = None
-            continue
-        now = time.monotonic()
-        broken_since = broken_since or now
-        if now - broken_since >= reconnect_timeout:
-            log.critical("the broker connection stayed broken for %.0f s "
-                         "(broker.reconnect-timeout): exiting to be started again",
-                         now - broken_since)
+        if service is not None and outage.should_exit(
+                time.monotonic(), service.is_serving, service.is_reconnecting):
             return True
     return False
 

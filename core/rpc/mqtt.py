@@ -141,8 +141,16 @@ class MqttRpcService(RpcService):
     def is_serving(self) -> bool:
         """Connected, with paho's network thread alive: that thread ends for good if
         anything escapes a callback, and the process would then hear nothing."""
+        return self._client.is_connected() and self._network_thread_alive()
+
+    @property
+    def is_reconnecting(self) -> bool:
+        """Not connected, with paho's network thread alive: it keeps reconnecting."""
+        return not self._client.is_connected() and self._network_thread_alive()
+
+    def _network_thread_alive(self) -> bool:
         thread = getattr(self._client, "_thread", None)
-        return self._client.is_connected() and thread is not None and thread.is_alive()
+        return thread is not None and thread.is_alive()
 
     def _on_connect(self, client: mqtt.Client, userdata: Any, flags: Any,
                     reason: Any, properties: Any = None) -> None:

@@ -18,6 +18,7 @@ from clusterdeck.core.node.service import (
     setup_logging,
     wait_for_termination,
 )
+from clusterdeck.core.supervisor import RESTARTS_ENV
 from clusterdeck.core.taskmanager.dataplane import start_data_plane
 from clusterdeck.core.taskmanager.jobfolders import kept_at, stand_ins_of
 from clusterdeck.core.taskmanager.taskexecutor import TaskExecutor
@@ -68,7 +69,8 @@ def run_taskmanager(config: Config, resource_id: str | None = None,
              "%s", resource_id, config["taskmanager.slots"], data_plane.address.url,
              data_plane.stream_address)
     try:
-        disconnected = wait_for_termination(service, config["broker.reconnect-timeout"])
+        disconnected = wait_for_termination(service, config["broker.reconnect-timeout"],
+                                            keep_reconnecting=RESTARTS_ENV not in os.environ)
     finally:
         service.close()
         data_plane.stop()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -27,6 +26,7 @@ from typing import Any
 from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.jobapi.loader import LoadedJob
+from clusterdeck.core.node.hostidentity import host_identity
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.gateways import DispatcherGateway, JobMasterGateway
@@ -67,7 +67,7 @@ class TaskExecutor(RpcEndpoint):
         self.config = config
         self.resource_id = resource_id
         self.data_plane = data_plane
-        self.host = socket.gethostname()
+        self.host = host_identity()  # the splits of the JobManager's local files name it
         self.slots = SlotTable(config["taskmanager.slots"])
         self.tasks: dict[str, Task] = {}  # running or deployed ahead, by attempt
         self._jobs: dict[str, Future[LoadedJob]] = {}

@@ -17,12 +17,11 @@ machine would be (``_SETUP`` does it inside the namespace, before the TaskManage
    ``clusterdeck taskmanager --credentials FILE`` is exec'd (same pid as the Popen).
 
 Everything else (the test's input files and job files under pytest's tmp folder, the
-venv, Java) stays visible to all, like a shared mount. The network is shared: the broker
-(plain MQTT) and the data services listen on loopback; ``taskmanager.data.tls = always``
-gives a data service the TLS it has beyond loopback. A network namespace per TaskManager
-would need a bridge and veth pairs on this machine, a broker bound beyond loopback (TLS
-and certificates for the bridge's address) and the bridge removed again by every run
-that made one, also one killed half way; not done.
+venv, Java) stays visible to all, like a shared mount. The network is shared unless the
+caller passes ``network``: the command that enters a network namespace of its own, on a
+bridge (tests/integration/netns.py). On the shared network the broker (plain MQTT) and
+the data services listen on loopback; ``taskmanager.data.tls = always`` gives a data
+service the TLS it has beyond loopback.
 Needs root and util-linux's ``unshare``; tests skip otherwise.
 """
 
@@ -118,11 +117,12 @@ def jobmanager_folders() -> list[Path]:
     return [Path(home)] if home else [paths.config_dir(), paths.data_dir(), paths.log_dir()]
 
 
-def export_credentials(cluster: LocalCluster) -> str:
-    """A new TaskManager login, as ``clusterdeck credentials export`` writes it."""
+def export_credentials(cluster: LocalCluster, host: str = "127.0.0.1") -> str:
+    """A new TaskManager login, as ``clusterdeck credentials export`` writes it, naming the
+    broker by ``host``."""
     done = subprocess.run(
         [*CLI, "--cluster", cluster.cluster_id, "credentials", "export", "--role",
-         "taskmanager", "--host", "127.0.0.1", "-o", "-"],
+         "taskmanager", "--host", host, "-o", "-"],
         capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -139,19 +139,22 @@ def machine_environment(own: Path) -> dict[str, str]:
 
 
 def start_taskmanager(cluster: LocalCluster, own: Path, log: Path,
-                      config: Mapping[str, object], *, writable_elsewhere: bool = True
+                      config: Mapping[str, object], *, writable_elsewhere: bool = True,
+                      network: Sequence[str] = (), broker_host: str = "127.0.0.1"
                       ) -> NamespacedTaskManager:
     """One namespaced TaskManager; with ``writable_elsewhere`` False its machine has the
     JobManager's folder paths but may not write there (read-only), as user bob's
-    machine has /home but no /home/alice he could create."""
+    machine has /home but no /home/alice he could create. ``network``: the command that
+    enters its network namespace (tests/integration/netns.py; none: this machine's), in
+    which it reaches the broker at ``broker_host``."""
     elsewhere = "mode=0700" if writable_elsewhere else "ro,mode=0755"
-    credentials = export_credentials(cluster)
+    credentials = export_credentials(cluster, broker_host)
     settings = [arg for key, value in config.items() for arg in ("-D", f"{key}={value}")]
     hidden = [str(folder) for folder in jobmanager_folders()]
     own.mkdir(mode=0o700, parents=True, exist_ok=True)
     with log.open("wb") as out:
         process = subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "private", "sh", "-c", _SETUP,
+            [*network, "unshare", "--mount", "--propagation", "private", "sh", "-c", _SETUP,
              "namespaced-taskmanager", str(own), elsewhere, *hidden, "--", *CLI, "taskmanager",
              *settings],
             stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
@@ -199,12 +202,14 @@ def _processes_in(namespace: str) -> list[int]:
 def namespaced_taskmanagers(cluster: LocalCluster, count: int, folder: Path,
                             config: Mapping[str, object], *,
                             overrides: Sequence[Mapping[str, object]] = (),
-                            writable_elsewhere: bool = True
+                            writable_elsewhere: bool = True,
+                            networks: Sequence[Sequence[str]] = (),
+                            broker_host: str = "127.0.0.1"
                             ) -> Iterator[list[NamespacedTaskManager]]:
     """Start ``count`` namespaced TaskManagers of ``cluster`` with ``config`` (as ``-D``),
-    the n-th also with ``overrides[n]`` when given; their own folders and logs in
-    ``folder``. All are killed on exit, whatever happened. ``writable_elsewhere``: see
-    ``start_taskmanager``."""
+    the n-th also with ``overrides[n]`` when given, on the network ``networks[n]`` enters
+    when given; their own folders and logs in ``folder``. All are killed on exit, whatever
+    happened. ``writable_elsewhere``, ``broker_host``: see ``start_taskmanager``."""
     skip_unless_namespaces()
     started: list[NamespacedTaskManager] = []
     try:
@@ -213,7 +218,9 @@ def namespaced_taskmanagers(cluster: LocalCluster, count: int, folder: Path,
             started.append(start_taskmanager(cluster, folder / f"machine-{index}",
                                              folder / f"taskmanager-{index}.log",
                                              {**config, **extra},
-                                             writable_elsewhere=writable_elsewhere))
+                                             writable_elsewhere=writable_elsewhere,
+                                             network=networks[index] if networks else (),
+                                             broker_host=broker_host))
         yield started
     finally:
         for taskmanager in started:

@@ -1,5 +1,6 @@
-"""A process whose broker is gone for good exits, so that its supervisor (or the user)
-starts it again, instead of staying alive and serving no one."""
+"""A process under a supervisor whose broker is gone for good exits, so that its
+supervisor starts it again, instead of staying alive and serving no one. (One started by
+hand keeps reconnecting: tests/integration/test_network_cuts.py.)"""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 import pytest
 
 from clusterdeck.core.node import exitcodes
+from clusterdeck.core.supervisor import RESTARTS_ENV
 from tests.integration.test_broker import CLUSTER, REPO, start_broker, stop
 from tests.waiting import wait_for
 
@@ -27,7 +29,8 @@ def test_a_taskmanager_whose_broker_stays_gone_exits_with_the_disconnected_code(
             [sys.executable, "-m", "clusterdeck.core.cli", "taskmanager", "--id", "taskmanager-1",
              "-D", f"cluster.id={CLUSTER}", "-D", "broker.reconnect-timeout=2",
              "-D", "spark.start=lazy"],
-            cwd=REPO, env={**os.environ, "CLUSTERDECK_HOME": str(home)},
+            cwd=REPO, env={**os.environ, "CLUSTERDECK_HOME": str(home),
+                           RESTARTS_ENV: "0"},  # as its supervisor starts it
             stdout=output, stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: "TaskManager taskmanager-1 started" in log.read_text(errors="replace")

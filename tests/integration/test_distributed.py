@@ -156,7 +156,7 @@ def word_count(client: JobClient, tmp_path_factory: pytest.TempPathFactory) -> R
     """examples/wordcount.py with parallelism 4 on the two TaskManagers, run once for the
     tests that look at it."""
     source, expected = words_file(tmp_path_factory.mktemp("wordcount"))
-    job_id = client.submit(EXAMPLES / "wordcount.py", [str(source), "4"])
+    job_id = client.submit(EXAMPLES / "wordcount.py", [source.as_uri(), "4"])
     result = wait_result(client, job_id)
     snapshot = client.snapshot(job_id)
     assert snapshot is not None
@@ -165,7 +165,9 @@ def word_count(client: JobClient, tmp_path_factory: pytest.TempPathFactory) -> R
 
 def words_file(folder: Path, lines: int = 4000, extra: str = ""
                ) -> tuple[Path, collections.Counter[str]]:
-    """A text file of WORDS (plus an ``extra`` line, not counted) and its word counts."""
+    """A text file of WORDS (plus an ``extra`` line, not counted) and its word counts.
+    Jobs name it by its file:// URL: the TaskManagers are other machines, which do not
+    read the JobManager's local files, and see pytest's folder as a shared mount."""
     path = folder / "words.txt"
     rows = [" ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(i % 9 + 1))
             for i in range(lines)]
@@ -272,7 +274,7 @@ def test_clusterdeck_submit_prints_the_collected_rows_of_taskmanagers_elsewhere(
     elsewhere.mkdir()
     done = subprocess.run(
         [sys.executable, "-m", "clusterdeck.core.cli", "submit", "--cluster", local.cluster_id,
-         str(EXAMPLES / "wordcount.py"), "--", str(source), "4"],
+         str(EXAMPLES / "wordcount.py"), "--", source.as_uri(), "4"],
         capture_output=True, text=True, timeout=300, cwd=elsewhere, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("[")]
@@ -307,7 +309,7 @@ def test_a_partition_file_deleted_under_a_running_job_is_recomputed(
     source, expected = words_file(tmp_path, lines=2000, extra="__hold__")
     job_file, gate = tmp_path / "held.py", tmp_path / "gate"
     job_file.write_text(HELD_COUNT, encoding="utf-8")
-    job_id = client.submit(job_file, [str(source), str(gate)], restart_strategy=RESTARTS)
+    job_id = client.submit(job_file, [source.as_uri(), str(gate)], restart_strategy=RESTARTS)
     work_dir = local.cluster_dir / "work" / job_id
     attempt_id, taskmanager, files = wait_for(
         lambda: _finished_partitions(client, job_id, taskmanagers, work_dir), 180,
@@ -335,7 +337,7 @@ def test_kill_9_of_a_taskmanager_whose_partitions_are_needed_reruns_its_producer
     source, expected = words_file(tmp_path, lines=2000)
     job_file, gate = tmp_path / "gated.py", tmp_path / "gate"
     job_file.write_text(GATED_COUNT, encoding="utf-8")
-    job_id = client.submit(job_file, [str(source), str(gate)], restart_strategy=RESTARTS)
+    job_id = client.submit(job_file, [source.as_uri(), str(gate)], restart_strategy=RESTARTS)
     producers, consumers = wait_for(lambda: _consumers_waiting(client, job_id), 180,
                                     "every producer finished, every consumer running")
     # Four consumers run at once in four slots: two on each TaskManager.
@@ -368,7 +370,7 @@ def test_a_taskmanager_that_may_not_create_the_jobmanagers_paths_still_runs_task
             watcher.wait_registered([restricted.id], timeout=60)
             source, expected = words_file(tmp_path, lines=500)
             result = wait_result(client, client.submit(
-                EXAMPLES / "wordcount.py", [str(source), "2"],
+                EXAMPLES / "wordcount.py", [source.as_uri(), "2"],
                 restart_strategy={"restart-strategy.type": "none"}))
             assert result.status is JobStatus.FINISHED, _why(result)
             assert dict(collected_rows(result)) == dict(expected)

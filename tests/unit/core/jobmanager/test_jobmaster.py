@@ -4,7 +4,6 @@ own errors all end the job with a cause instead of leaving it waiting for ever."
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from concurrent.futures import Future
@@ -20,6 +19,7 @@ from clusterdeck.core.jobapi.loader import script_graph
 from clusterdeck.core.jobmanager import finalupdates
 from clusterdeck.core.jobmanager.jobmaster import JobMaster
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
+from clusterdeck.core.node.hostidentity import host_identity
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.gateways import JobMasterGateway, ResourceManagerGateway
@@ -355,6 +355,76 @@ def test_a_small_file_is_shared_by_every_subtask_of_its_source(service, tmp_path
     assert [task.split_share for task in taskexecutor.deployments] == [share] * 4
     gateway = service.gateway(JobMasterGateway, jobmaster.endpoint_id, TOKEN)
     firsts = [gateway.request_next_input_split(p.RequestNextInputSplit(
-        "job-1", task.attempt_id, socket.gethostname())).result(5).split
+        "job-1", task.attempt_id, host_identity())).result(5).split
         for task in taskexecutor.deployments]
     assert all(split is not None and 0 < split.length <= share for split in firsts)
+
+
+def _finished_elsewhere(tmp_path: Path, attempt: str) -> p.UpdateTaskExecutionState:
+    """A FINISHED whose collected rows are on a disk this machine does not see."""
+    return p.UpdateTaskExecutionState("job-1", attempt, ExecutionState.FINISHED, result=(
+        p.TaskResult(collected_path=str(tmp_path / "elsewhere" / "rows.json"))))
+
+
+@pytest.mark.parametrize(("delay", "refusal"), [
+    (0.05, "stale attempt job-1/"),  # run again meanwhile: a new attempt replaced it
+    (600, "is FAILED, cannot become FINISHED"),  # failed, not yet run again
+])
+def test_a_finished_attempt_of_a_lost_taskmanager_is_refused_before_any_fetch(
+        service, tmp_path, monkeypatch, delay: float, refusal: str) -> None:
+    """Its TaskManager was cut off and found lost while the attempt finished; after the
+    heal it reports FINISHED. The TaskManager is told no, and nothing is fetched."""
+    fetches: list[tuple[str, ...]] = []
+    monkeypatch.setattr(finalupdates, "fetch_unseen", lambda paths, *_: fetches.append(paths))
+    taskexecutor = ScriptedTaskExecutor()
+    jobmaster, _ = start_job(service, tmp_path, taskexecutor, **{
+        "restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": delay})
+    attempt = taskexecutor.running[0]
+    jobmaster.run_async(jobmaster._taskmanager_lost, TM, "heartbeat timeout")
+    if delay < 1:
+        wait_for(lambda: len(taskexecutor.running) == 2, 10, "the subtask to run again")
+    gateway = service.gateway(JobMasterGateway, jobmaster.endpoint_id, TOKEN)
+    answer = gateway.update_task_execution_states(
+        p.UpdateTaskExecutionStates((_finished_elsewhere(tmp_path, attempt),))).result(5)
+    (acknowledgement,) = answer.acknowledgements
+    assert not acknowledgement.accepted
+    assert refusal in acknowledgement.reason
+    assert fetches == []
+
+
+def test_a_finished_attempt_that_is_current_is_fetched_then_applied(
+        service, tmp_path, monkeypatch) -> None:
+    fetches: list[tuple[str, ...]] = []
+    monkeypatch.setattr(finalupdates, "fetch_unseen", lambda paths, *_: fetches.append(paths))
+    taskexecutor = ScriptedTaskExecutor()
+    jobmaster, outcome = start_job(service, tmp_path, taskexecutor)
+    update = _finished_elsewhere(tmp_path, taskexecutor.running[0])
+    gateway = service.gateway(JobMasterGateway, jobmaster.endpoint_id, TOKEN)
+    answer = gateway.update_task_execution_states(p.UpdateTaskExecutionStates((update,)))
+    assert answer.result(5).acknowledgements[0].accepted
+    assert wait_for(lambda: outcome.result, 10, "the job to end").status is JobStatus.FINISHED
+    assert fetches == [(update.result.collected_path,)]
+
+
+def test_the_files_of_an_attempt_lost_while_they_were_fetched_are_removed_again(
+        service, tmp_path, monkeypatch) -> None:
+    """Acknowledged and fetched while current, its TaskManager found lost meanwhile: the
+    update is refused when the fetch ends, and the fetched rows go."""
+    release = threading.Event()
+
+    def fetch(paths, *_):
+        release.wait(10)
+        for path in paths:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text("[]")
+    monkeypatch.setattr(finalupdates, "fetch_unseen", fetch)
+    taskexecutor = ScriptedTaskExecutor()
+    jobmaster, _ = start_job(service, tmp_path, taskexecutor)
+    update = _finished_elsewhere(tmp_path, taskexecutor.running[0])
+    gateway = service.gateway(JobMasterGateway, jobmaster.endpoint_id, TOKEN)
+    answer = gateway.update_task_execution_states(p.UpdateTaskExecutionStates((update,)))
+    assert answer.result(5).acknowledgements[0].accepted
+    jobmaster.run_async(jobmaster._taskmanager_lost, TM, "heartbeat timeout")
+    release.set()
+    rows = Path(update.result.collected_path)
+    wait_for(lambda: rows.parent.is_dir() and not rows.exists(), 10, "the rows removed")

@@ -1,0 +1,215 @@
+"""Machines that share only a network, on one machine: a Linux bridge, and per machine a
+network namespace joined to it by a veth pair.
+
+This machine (the root namespace) holds the bridge's address and plays the JobManager's
+machine: its broker binds that address. Each other "machine" is a network namespace
+whose one interface, ``eth0``, has an address of the bridge's subnet and a default route
+through the bridge's address (so it also reaches this machine's other addresses, as a
+LAN's machines reach a host's every address); a TaskManager runs in it, in a mount
+namespace of its own too (tests/integration/namespaces.py: ``network=machine.enter``).
+
+A cut is silent, as a pulled cable or a dead switch port: nftables on the machine's
+``eth0`` drops every frame (ARP included), in both directions or in one, and nothing
+answers (no RST, no ICMP); healing deletes that table. Everything a run makes carries
+its pid in its name (bridge ``cdbr<pid>``, namespaces ``cdnet-<pid>-<n>``); a run
+removes what it made on exit, whatever happened, and first what runs that were killed
+half way left behind (names with a pid that is no longer alive).
+
+Needs root, iproute2 (``ip``), util-linux (``nsenter``, ``unshare``) and nftables
+(``nft``, with the netdev family's egress hook: Linux 5.16+); tests skip, naming what is
+missing, otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from enum import Enum
+
+import pytest
+
+PREFIX = "cdnet-"
+BRIDGE_PREFIX = "cdbr"
+VETH_PREFIX = "cdv"
+CUT_TABLE = "clusterdeck_cut"
+TOOLS = ("ip", "nsenter", "unshare", "nft")
+
+
+class Direction(Enum):
+    """Which frames a cut drops, as seen from the machine cut off."""
+
+    BOTH = "both"
+    INBOUND = "inbound"    # it sends, but hears nothing
+    OUTBOUND = "outbound"  # it hears, but nothing it sends arrives
+
+
+@dataclass
+class Machine:
+    """One network namespace on the bridge: ``address`` is its ``eth0``'s."""
+
+    namespace: str
+    address: str
+    cut_off: Direction | None = field(default=None)
+
+    @property
+    def enter(self) -> list[str]:
+        """The command prefix that runs a command on this machine's network."""
+        return ["nsenter", f"--net=/run/netns/{self.namespace}"]
+
+    def cut(self, direction: Direction = Direction.BOTH) -> None:
+        """Drop every frame on its link (or those of one direction), silently."""
+        chains = []
+        if direction in (Direction.BOTH, Direction.INBOUND):
+            chains.append("ingress")
+        if direction in (Direction.BOTH, Direction.OUTBOUND):
+            chains.append("egress")
+        rules = "".join(
+            f' chain {hook} {{\n  type filter hook {hook} device "eth0" priority 0; '
+            f'policy drop;\n }}\n' for hook in chains)
+        _run(["ip", "netns", "exec", self.namespace, "nft", "-f", "-"],
+             stdin=f"table netdev {CUT_TABLE} {{\n{rules}}}\n")
+        self.cut_off = direction
+
+    def heal(self) -> None:
+        if self.cut_off is not None:
+            _run(["ip", "netns", "exec", self.namespace, "nft", "delete", "table", "netdev",
+                  CUT_TABLE])
+            self.cut_off = None
+
+    def run(self, command: list[str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        """``command`` on this machine's network (for probes in tests)."""
+        return subprocess.run([*self.enter, *command], capture_output=True, text=True,
+                              timeout=timeout, check=False)
+
+
+@dataclass
+class Network:
+    """The bridge (``gateway`` is this machine's address on it) and the machines on it."""
+
+    bridge: str
+    gateway: str
+    machines: list[Machine]
+
+
+def skip_unless_network_namespaces() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces, a bridge and nftables need root")
+    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"not installed: {', '.join(missing)} (scripts/setup.sh installs them)")
+
+
+@contextmanager
+def bridged_machines(count: int) -> Iterator[Network]:
+    """A bridge with ``count`` machines on it, all removed on exit, also on a failure."""
+    skip_unless_network_namespaces()
+    remove_leftovers()
+    pid = os.getpid()
+    network = Network(f"{BRIDGE_PREFIX}{pid}", "", [])
+    try:
+        subnet = _free_subnet(pid)
+        network.gateway = f"{subnet}.1"
+        try:
+            _run(["ip", "link", "add", network.bridge, "type", "bridge"])
+        except AssertionError as error:
+            pytest.skip(f"this kernel makes no bridge: {error}")
+        _run(["ip", "addr", "add", f"{network.gateway}/24", "dev", network.bridge])
+        _run(["ip", "link", "set", network.bridge, "up"])
+        for index in range(count):
+            machine = Machine(f"{PREFIX}{pid}-{index}", f"{subnet}.{index + 2}")
+            _run(["ip", "netns", "add", machine.namespace])
+            network.machines.append(machine)  # removed on exit from here on
+            _join(machine, network, f"{VETH_PREFIX}{pid}m{index}")
+        if network.machines:
+            _check_cut_works(network.machines[0])
+        yield network
+    finally:
+        for machine in network.machines:
+            _remove_namespace(machine.namespace)
+        _remove_link(network.bridge)
+
+
+def _join(machine: Machine, network: Network, veth: str) -> None:
+    """A veth pair from the bridge to the machine's ``eth0``, addressed and routed."""
+    _run(["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns",
+          machine.namespace])
+    _run(["ip", "link", "set", veth, "master", network.bridge, "up"])
+    inside = ["ip", "netns", "exec", machine.namespace]
+    _run([*inside, "ip", "addr", "add", f"{machine.address}/24", "dev", "eth0"])
+    _run([*inside, "ip", "link", "set", "eth0", "up"])
+    _run([*inside, "ip", "link", "set", "lo", "up"])
+    _run([*inside, "ip", "route", "add", "default", "via", network.gateway])
+
+
+def _check_cut_works(machine: Machine) -> None:
+    """A cut and a heal once, before anything runs: a kernel without the netdev egress
+    hook skips the test here rather than fail it half way."""
+    try:
+        machine.cut()
+    except AssertionError as error:
+        pytest.skip(f"nftables cannot drop this machine's frames (netdev ingress/egress "
+                    f"hooks, Linux 5.16+): {error}")
+    machine.heal()
+
+
+def remove_leftovers() -> None:
+    """Namespaces and links of runs whose process is gone (killed half way)."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                            check=False).stdout
+    for name in re.findall(rf"^({PREFIX}(\d+)-\d+)", listed, re.MULTILINE):
+        if not _alive(int(name[1])):
+            _remove_namespace(name[0])
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True,
+                           check=False).stdout
+    for name, owner in re.findall(rf"^\d+: ((?:{BRIDGE_PREFIX}|{VETH_PREFIX})(\d+)\w*)[@:]",
+                                  links, re.MULTILINE):
+        if not _alive(int(owner)):
+            _remove_link(name)
+
+
+def _remove_namespace(namespace: str) -> None:
+    """Every process still in it killed, then the namespace deleted (its veth with it)."""
+    pids = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True,
+                          text=True, check=False).stdout.split()
+    for pid in pids:
+        with suppress(ProcessLookupError, ValueError):
+            os.kill(int(pid), signal.SIGKILL)
+    subprocess.run(["ip", "netns", "delete", namespace], capture_output=True, check=False)
+
+
+def _remove_link(name: str) -> None:
+    subprocess.run(["ip", "link", "delete", name], capture_output=True, check=False)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _free_subnet(pid: int) -> str:
+    """A /24 of 10.213.0.0/16 no interface of this machine is on, chosen by ``pid``."""
+    used = subprocess.run(["ip", "-o", "-4", "addr"], capture_output=True, text=True,
+                          check=False).stdout
+    for step in range(256):
+        subnet = f"10.213.{(pid + step) % 256}"
+        if f" {subnet}." not in used:
+            return subnet
+    raise AssertionError("no free /24 in 10.213.0.0/16 for the test bridge")
+
+
+def _run(command: list[str], stdin: str | None = None) -> None:
+    done = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=30,
+                          check=False)
+    if done.returncode != 0:
+        raise AssertionError(f"{' '.join(command)}: {done.stderr.strip()}")

@@ -1,0 +1,264 @@
+"""TaskManagers on other "machines" of a bridged network, cut off silently and healed
+(issue 41).
+
+The JobManager's machine is this one: its broker binds the bridge's address, with TLS
+as beyond loopback it must. Each TaskManager runs in a network and a mount namespace of
+its own (tests/integration/netns.py, namespaces.py) and joins with a file from
+``clusterdeck credentials export --host <bridge address>``, as on another machine. A cut
+drops every frame of a machine's link, with no answer of any kind. Real broker, real
+processes, real Spark. The tests share one cluster and run in file order.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from clusterdeck.core.client.jobclient import JobClient, collected_rows
+from clusterdeck.core.client.localcluster import LocalCluster
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.ids import attempt_file_stem, parse_attempt_id
+from clusterdeck.core.protocol.snapshots import AttemptSnapshot
+from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.core.protocol.workdir import collected_rows_file, partitions_dir
+from tests.integration.clusters import (
+    FAST_HEARTBEATS,
+    ClusterWatcher,
+    running_cluster,
+    wait_result,
+)
+from tests.integration.namespaces import (
+    NamespacedTaskManager,
+    namespaced_taskmanagers,
+    wait_registered,
+)
+from tests.integration.netns import Direction, Machine, Network, bridged_machines
+from tests.waiting import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(360)]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+# The JobManager finds a silent TaskManager lost after about 2 s (FAST_HEARTBEATS); the
+# TaskManagers are more patient with it (60 s), so tasks that end during a cut finish
+# and report, rather than being cancelled by their TaskManager first.
+# Spark starts with each TaskManager, before the tests time anything.
+# A reconnect timeout shorter than a test's long cut (paho finds a silent broker gone
+# after one to two keepalives of 10 s).
+TASKMANAGER_CONFIG = {**FAST_HEARTBEATS, "taskmanager.slots": 2, "heartbeat.timeout": 60.0,
+                      "spark.start": "eager", "broker.reconnect-timeout": 4.0}
+RESTARTS = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 10,
+            "restart-strategy.fixed-delay.delay": 0.2}
+
+# Producers count; each consumer subtask waits for the gate file before it ends: the test
+# cuts a TaskManager while its consumers wait there and opens the gate during the cut.
+GATED_COUNT = '''
+import os, time
+
+def build(env):
+    source, gate = env.args
+    env.set_parallelism(4)
+    env.set_job_name("gated count")
+
+    def wait_for_gate(pair):
+        deadline = time.monotonic() + 120
+        while not os.path.exists(gate) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return pair
+
+    (env.read_text(source).flat_map(lambda line: line.split())
+        .map(lambda word: (word, 1)).key_by(0).sum(1)
+        .map(wait_for_gate).collect())
+'''
+
+
+@dataclass
+class Cluster:
+    local: LocalCluster
+    watcher: ClusterWatcher
+    network: Network
+    taskmanagers: list[NamespacedTaskManager]
+
+    def machine_of(self, taskmanager: NamespacedTaskManager) -> Machine:
+        return self.network.machines[self.taskmanagers.index(taskmanager)]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Two machines on a bridge, a TaskManager on each; the JobManager has none."""
+    folder = tmp_path_factory.mktemp("bridged")
+    with bridged_machines(2) as network, \
+            running_cluster("auto", **{"taskmanager.count": 0,
+                                       "broker.bind": network.gateway}) as (local, watcher), \
+            namespaced_taskmanagers(
+                local, 2, folder, TASKMANAGER_CONFIG, broker_host=network.gateway,
+                networks=[m.enter for m in network.machines]) as taskmanagers:
+        wait_registered(watcher, taskmanagers)
+        wait_for(lambda: all("SparkSession started" in t.log.read_text()
+                             for t in taskmanagers), 180, "Spark up on both TaskManagers")
+        yield Cluster(local, watcher, network, taskmanagers)
+
+
+@pytest.fixture(scope="module")
+def client(cluster: Cluster) -> Iterator[JobClient]:
+    with JobClient(cluster.local.config, connect_timeout=30) as job_client:
+        yield job_client
+
+
+def words_file(folder: Path, lines: int = 2000) -> tuple[str, collections.Counter[str]]:
+    """A file:// URL of a text of WORDS (any machine reads it: a shared mount), and its
+    word counts."""
+    path = folder / "words.txt"
+    rows = [" ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(i % 9 + 1))
+            for i in range(lines)]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path.as_uri(), collections.Counter(word for row in rows for word in row.split())
+
+
+def test_each_taskmanager_is_on_a_machine_of_its_own_and_a_cut_is_silent(
+        cluster: Cluster) -> None:
+    first, second = cluster.network.machines
+    for machine, taskmanager in zip(cluster.network.machines, cluster.taskmanagers,
+                                    strict=True):
+        assert Path(f"/proc/{taskmanager.pid}/ns/net").readlink() != \
+            Path("/proc/self/ns/net").readlink()
+        assert f"data service at https://{machine.address}:" in taskmanager.log.read_text()
+    probe = ["python3", "-c", "import socket, sys; "
+             "socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2)",
+             cluster.network.gateway, str(cluster.local.broker_address().port)]
+    assert first.run(probe).returncode == 0
+    for direction in Direction:
+        first.cut(direction)
+        try:
+            cut = first.run(probe)
+            assert "timed out" in cut.stderr, (direction, cut.stderr)  # no RST, no ICMP
+            assert second.run(probe).returncode == 0
+        finally:
+            first.heal()
+        assert first.run(probe).returncode == 0
+
+
+def _host(attempt: AttemptSnapshot) -> str:
+    return attempt.slot.taskmanager_id if attempt.slot else ""
+
+
+def _why(result: p.JobResult) -> str:
+    cause = result.root_cause or {}
+    return f"{cause.get('exception_type')}: {cause.get('message')}"
+
+
+def _lost(watcher: ClusterWatcher, taskmanager_id: str) -> bool:
+    info = watcher.taskmanager(taskmanager_id)
+    return info is not None and info.state is p.TaskManagerState.LOST
+
+
+def test_the_finished_attempts_of_a_taskmanager_cut_off_and_lost_are_never_fetched(
+        cluster: Cluster, client: JobClient, tmp_path: Path) -> None:
+    """Its consumers, their input fetched, wait at the gate when it is cut off; the gate
+    opens, it is declared lost, their attempts fail and run again elsewhere while they
+    finish there. After the heal it sends their FINISHED: the JobManager refuses them
+    before it fetches anything of theirs, says so, and the count is exact."""
+    source, expected = words_file(tmp_path)
+    job_file, gate = tmp_path / "gated.py", tmp_path / "gate"
+    job_file.write_text(GATED_COUNT, encoding="utf-8")
+    job_id = client.submit(job_file, [source, str(gate)], restart_strategy=RESTARTS)
+    work_dir = cluster.local.cluster_dir / "work" / job_id
+    producers, consumers = wait_for(lambda: _consumers_running(client, job_id), 180,
+                                    "every producer finished and every consumer running")
+    cut_off = max(cluster.taskmanagers, key=lambda t: list(consumers.values()).count(t.id))
+    stale = [attempt for attempt, host in consumers.items() if host == cut_off.id]
+    wait_for(lambda: _inputs_here(cut_off, work_dir, producers, stale), 120,
+             f"the inputs of {stale} fetched to {cut_off.id}")
+    machine = cluster.machine_of(cut_off)
+    machine.cut()
+    try:
+        gate.touch()
+        wait_for(lambda: _lost(cluster.watcher, cut_off.id), 30, f"{cut_off.id} lost")
+        wait_for(lambda: all(cut_off.sees(collected_rows_file(work_dir, a)).is_file()
+                             for a in stale), 50, f"{stale} finished on {cut_off.id}")
+    finally:
+        machine.heal()
+    result = wait_result(client, job_id, 120)
+    assert result.status is JobStatus.FINISHED, _why(result)
+    assert {word: count for word, count in collected_rows(result)} == dict(expected)
+    ends = wait_for(lambda: _ends_reported(cut_off, stale), 60,
+                    f"{cut_off.id} to be answered on the end of each of {stale}")
+    assert set(ends.values()) == {"FINISHED"}, ends
+    fetched = [a for a in stale if any(work_dir.rglob(f"{attempt_file_stem(a)}*"))]
+    assert fetched == [], f"files of stale attempts fetched into {work_dir}"
+
+
+def _consumers_running(client: JobClient, job_id: str
+                       ) -> tuple[dict[str, str], dict[str, str]] | None:
+    """Once every producer finished and every consumer runs, the TaskManager of each
+    producer attempt and of each consumer attempt; else None."""
+    snapshot = client.snapshot(job_id, timeout=5.0)
+    if snapshot is None:
+        return None
+    producer, consumer = snapshot.graph.vertices
+    if any(s.state is not ExecutionState.FINISHED for s in producer.subtasks) or \
+            any(s.state is not ExecutionState.RUNNING for s in consumer.subtasks):
+        return None
+    return ({s.attempts[-1].attempt_id: _host(s.attempts[-1]) for s in producer.subtasks},
+            {s.attempts[-1].attempt_id: _host(s.attempts[-1]) for s in consumer.subtasks})
+
+
+def _inputs_here(taskmanager: NamespacedTaskManager, work_dir: Path,
+                 producers: dict[str, str], consumers: list[str]) -> bool:
+    """Whether the partitions ``consumers`` read from producers on other TaskManagers
+    are all on ``taskmanager``'s disk, whole (their completion marker comes last): the
+    consumers need the network no more."""
+    parts = [parse_attempt_id(attempt).subtask for attempt in consumers]
+    return all(any(taskmanager.sees(partitions_dir(work_dir, producer)).glob(
+                   f"*/__part={part}/_complete.json"))
+               for producer, host in producers.items() if host != taskmanager.id
+               for part in parts)
+
+
+def _ends_reported(taskmanager: NamespacedTaskManager, attempts: list[str]
+                   ) -> dict[str, str] | None:
+    """The end of each of ``attempts`` its TaskManager reported and was refused (all of
+    them stale), FINISHED or CANCELED; None while one is missing."""
+    log = taskmanager.log.read_text(errors="replace")
+    ends = {}
+    for attempt in attempts:
+        found = re.search(rf"update (FINISHED|CANCELED|FAILED) of {re.escape(attempt)} "
+                          rf"not accepted: ", log)
+        if found is None:
+            return None
+        ends[attempt] = found.group(1)
+    return ends
+
+
+def test_a_taskmanager_cut_off_longer_than_the_reconnect_timeout_rejoins_after_the_heal(
+        cluster: Cluster, client: JobClient, tmp_path: Path) -> None:
+    """Started by hand, as on another machine, it has no supervisor to start it again: past
+    broker.reconnect-timeout it keeps reconnecting (and says so) instead of exiting, and
+    once healed it registers again and runs its share of a job."""
+    cut_off = cluster.taskmanagers[-1]
+    machine = cluster.machine_of(cut_off)
+    machine.cut()
+    try:
+        wait_for(lambda: "keeps reconnecting" in cut_off.log.read_text(errors="replace")
+                 or cut_off.process.poll() is not None, 90,
+                 f"{cut_off.id} past broker.reconnect-timeout without its broker")
+        assert cut_off.process.poll() is None, cut_off.output()
+    finally:
+        machine.heal()
+    wait_for(lambda: cut_off.id in cluster.watcher.registered()
+             and "the broker connection is back after" in cut_off.log.read_text(
+                 errors="replace"), 60, f"{cut_off.id} back and registered again")
+    source, expected = words_file(tmp_path)
+    job_id = client.submit(EXAMPLES / "wordcount.py", [source, "4"])
+    result = wait_result(client, job_id, 120)
+    assert result.status is JobStatus.FINISHED, _why(result)
+    assert {word: count for word, count in collected_rows(result)} == dict(expected)
+    snapshot = client.snapshot(job_id)
+    assert snapshot is not None
+    assert cut_off.id in {_host(a) for v in snapshot.graph.vertices for s in v.subtasks
+                          for a in s.attempts}
