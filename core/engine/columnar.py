@@ -39,7 +39,6 @@ from clusterdeck.core.engine.streamfunctions import (
     Late,
     PreAggregated,
     WindowContributions,
-    state_key,
 )
 from clusterdeck.core.streaming.eventtime import SlidingWindows, WindowAssigner
 
@@ -107,7 +106,8 @@ class ColumnarWindowPartials:
         if not np.isfinite(times).all():
             raise Unvectorisable("a timestamp that is not finite")
         shape = _shape(records)
-        keys = _group_codes([_column(records, shape, field) for field in self.fields])
+        key_columns = [_column(records, shape, field) for field in self.fields]
+        keys = _group_codes(key_columns)
         windows = _Windows(self.assigner, times, self.fired_to)
         pairs = windows.record_of_pair
         if len(pairs):
@@ -122,7 +122,7 @@ class ColumnarWindowPartials:
         partials = self._partials(records, shape, pairs, groups, count)
         latest = np.full(count, -np.inf)
         np.maximum.at(latest, groups, times[pairs])
-        out = self._entries(records, windows, first, partials, latest.tolist())
+        out = self._entries(key_columns, windows, first, partials, latest.tolist())
         late = windows.late_records
         if len(late):
             out.append((int(late[0]) * windows.width, (LATE, Late(len(late)))))
@@ -151,18 +151,23 @@ class ColumnarWindowPartials:
         (np.minimum if smallest else np.maximum).at(folded, groups, values)
         return folded.tolist()
 
-    def _entries(self, records: Sequence[Any], windows: _Windows, first: np.ndarray,
-                 partials: list[Any], latest: list[float]) -> list[tuple[int, Any]]:
+    def _entries(self, key_columns: list[Sequence[Any]], windows: _Windows,
+                 first: np.ndarray, partials: list[Any],
+                 latest: list[float]) -> list[tuple[int, Any]]:
         """One ``(position, ((key, start, end), (partial, timestamp)))`` per group, the key
-        object taken from the group's first record, as the per-record fold keeps it."""
-        key_of, size = field_key(self.fields), self.assigner.size
+        taken from the group's first record, as the per-record fold keeps it (its fields
+        are plain scalars: the key is the one field, or the tuple of them)."""
+        size = self.assigner.size
         positions = windows.position_of_pair[first].tolist()
         starts = windows.start_of_pair[first].tolist()
         firsts = windows.record_of_pair[first].tolist()
-        return [(position, ((state_key(key_of(records[record])), start, start + size),
-                            (partial, timestamp)))
-                for position, start, record, partial, timestamp
-                in zip(positions, starts, firsts, partials, latest, strict=True)]
+        if len(key_columns) == 1:
+            keys = list(map(key_columns[0].__getitem__, firsts))
+        else:
+            keys = [tuple(column[record] for column in key_columns) for record in firsts]
+        return [(position, ((key, start, start + size), (partial, timestamp)))
+                for position, start, key, partial, timestamp
+                in zip(positions, starts, keys, partials, latest, strict=True)]
 
 
 class _Windows:
@@ -266,8 +271,10 @@ def _values(column: Sequence[Any], function: str) -> np.ndarray:
         return values
     if kinds == {float}:
         values = np.array(column, dtype=np.float64)
+        signs = np.signbit(values[values == 0])
         if function in ("min", "max") and (np.isnan(values).any()
-                                          or np.signbit(values[values == 0]).any()):
-            raise Unvectorisable("NaN or -0.0, which Python's min and max order by place")
+                                          or (signs.any() and not signs.all())):
+            raise Unvectorisable("NaN, or 0.0 and -0.0, which Python's min and max order "
+                                 "by place")
         return values
     raise Unvectorisable("values that are not all ints or all floats")
