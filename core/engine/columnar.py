@@ -19,7 +19,7 @@ values of a min, a missing timestamp) goes through the per-record functions, so 
 result, or the error, is the same.
 
 Runs in Spark's Python workers (cloudpickled by reference: this module imports only the
-record model, the window functions and numpy/pyarrow).
+record model, the window functions, the plan's names and numpy/pyarrow).
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ from clusterdeck.core.engine.streamfunctions import (
     PreAggregated,
     WindowContributions,
 )
+from clusterdeck.core.jobapi import plan
+from clusterdeck.core.jobapi.plan import KeySpec
 from clusterdeck.core.streaming.eventtime import SlidingWindows, WindowAssigner
 
 if TYPE_CHECKING:
@@ -61,11 +63,13 @@ def window_partials(op: OperatorSpec, assigner: WindowAssigner,
                     fired_to: float) -> ColumnarWindowPartials | None:
     """The vectorised pre-aggregation of a keyed window operator's batch, or None when its
     key is a function or its function is ``reduce``/``aggregate``."""
-    key, function = op.params.get("key", {}), op.params.get("function")
-    if op.kind != "window" or key.get("function") or function not in windowaggregates.DECLARATIVE:
+    if op.kind != plan.WINDOW:
         return None
-    return ColumnarWindowPartials(tuple(key["fields"]), function, op.params.get("field"),
-                                  assigner, fired_to)
+    key, function = KeySpec.from_params(op.params["key"]), op.params["function"]
+    if key.by_function or function not in windowaggregates.DECLARATIVE:
+        return None
+    return ColumnarWindowPartials(key.fields, function, op.params.get("field"), assigner,
+                                  fired_to)
 
 
 class ColumnarWindowPartials:
