@@ -20,6 +20,7 @@ from pyspark.sql.types import Row
 
 from clusterdeck.core.engine.arrowbuffers import (
     MAX_FIELDS,
+    MAX_ROWS,
     BufferFormatError,
     decode_buffer,
     encode_buffers,
@@ -167,6 +168,14 @@ REFUSED = {
 @pytest.mark.parametrize("payload", REFUSED.values(), ids=REFUSED.keys())
 def test_a_buffer_not_of_the_format_is_refused(payload) -> None:
     with pytest.raises(BufferFormatError):
+        decode_buffer(payload)
+
+
+def test_a_batch_of_more_rows_than_a_buffer_can_hold_is_refused_before_it_is_read() -> None:
+    rows = MAX_ROWS + 1
+    payload = stream(batch(timestamp=pa.nulls(rows, pa.float64()),
+                           value=pa.array([True] * rows)))
+    with pytest.raises(BufferFormatError, match=f"{rows} rows"):
         decode_buffer(payload)
 
 

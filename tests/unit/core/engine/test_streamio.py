@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +26,13 @@ from clusterdeck.core.engine.streamio import (
 from clusterdeck.core.protocol.checkpoints import CheckpointingMode
 from clusterdeck.core.protocol.wiring import StreamChannel
 from clusterdeck.core.streaming.network import ChannelError, ChannelServer, partition_capability
+from clusterdeck.core.streaming.network.frames import (
+    PRODUCER_KINDS,
+    ErrorFrame,
+    FrameDecoder,
+    Hello,
+    encode,
+)
 
 EXACTLY_ONCE = CheckpointingMode.EXACTLY_ONCE
 
@@ -162,6 +170,22 @@ def test_a_buffer_that_is_not_records_fails_the_input_naming_its_channel(
     named = f"input channel 0 \\(bad, subpartition 0\\) sent {what}"
     with pytest.raises(ChannelError, match=named):
         collect(gate, lambda total: False)
+
+
+def test_a_consumer_of_frame_protocol_2_is_refused_naming_both_versions(exchange) -> None:
+    """Protocol 2 sent JSON buffers: a peer of that version must fail at its hello, not
+    at its first buffer."""
+    exchange.output("p", 1)
+    hello = Hello("p", 0, partition_capability(exchange.server.key, "p"), 1 << 20, version=2)
+    with socket.create_connection((exchange.address.host, exchange.address.port), 10) as sock:
+        sock.settimeout(10)
+        sock.sendall(encode(hello))
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    (answer,) = FrameDecoder(4096, PRODUCER_KINDS).feed(received)
+    assert isinstance(answer, ErrorFrame)
+    assert "protocol version 2 asked, this TaskManager speaks 3" in answer.reason
 
 
 @pytest.mark.parametrize("event", [
