@@ -79,12 +79,19 @@ class PartitionOutput:
         (the backpressure that slows this task, and so its source)."""
         count = self.writer.subpartitions
         parts: list[list[Element]] = [[] for _ in range(count)]
-        for timestamp, record in elements:
-            if self.key_of is not None:
-                index = subpartition_of(self.key_of(record), count)
-            else:
-                index, self._next = self._next, (self._next + 1) % count
-            parts[index].append((timestamp, record))
+        if self.key_of is None:
+            for element in elements:
+                parts[self._next].append(element)
+                self._next = (self._next + 1) % count
+        else:
+            key_of = self.key_of
+            chosen: dict[str, int] = {}  # a batch's keys repeat: one hash each
+            for element in elements:
+                key = key_of(element[1])
+                index = chosen.get(key)
+                if index is None:
+                    index = chosen[key] = subpartition_of(key, count)
+                parts[index].append(element)
         for index, part in enumerate(parts):
             for payload in encode_buffers(part, BUFFER_BYTES):
                 self._timed(lambda i=index, b=payload: self.writer.emit(i, b, EMIT_TIMEOUT))
