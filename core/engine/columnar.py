@@ -103,7 +103,8 @@ class ColumnarWindowPartials:
 
     def vectorised(self, batch: Sequence[Element]) -> list[tuple[Any, Any]]:
         """Raises Unvectorisable when the batch is not of the shape the module names."""
-        timestamps, records = zip(*batch, strict=True)
+        timestamps = list(map(itemgetter(0), batch))
+        records = list(map(itemgetter(1), batch))
         if set(map(type, timestamps)) != {float}:
             raise Unvectorisable("timestamps that are not all floats")
         times = np.array(timestamps, dtype=np.float64)
