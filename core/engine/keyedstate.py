@@ -19,20 +19,19 @@ from __future__ import annotations
 
 import json
 import math
-import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from clusterdeck.core.engine.records import field_key, from_tagged, key_string, to_tagged
+from clusterdeck.core.engine import windowaggregates
+from clusterdeck.core.engine.records import from_tagged, key_string, to_tagged
 from clusterdeck.core.engine.streamfunctions import (
     Accumulated,
     Element,
     Late,
     itself,
-    one,
 )
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.plan import UserCode
@@ -72,13 +71,14 @@ class Aggregation:
 
 
 def aggregation(op: OperatorSpec, code: UserCode) -> Aggregation:
-    """The aggregation of a window (by its ``function``) or of a running reduce/sum/count."""
+    """The aggregation of a window (by its ``function``) or of a running reduce/sum/count:
+    the declarative ones (count, sum, min, max, mean) from windowaggregates.py, which the
+    vectorised path (columnar.py) follows too."""
     function = op.params["function"] if op.kind == plan.WINDOW else op.kind
-    if function == "count":
-        return Aggregation(one, operator.add)
-    if function == "sum":
+    if function in windowaggregates.DECLARATIVE:
         field = op.params.get("field")
-        return Aggregation(itself if field is None else field_key((field,)), operator.add)
+        return Aggregation(windowaggregates.contribution(function, field),
+                           windowaggregates.merge(function), windowaggregates.result(function))
     if function == "reduce":
         assert code.fn is not None
         return Aggregation(itself, code.fn)

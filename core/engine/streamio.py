@@ -2,9 +2,9 @@
 input from its producers, with the checkpoint barriers, watermarks and ends of input that
 travel in order with the records (docs/streaming.md, "The data plane").
 
-On the wire (core/streaming/network carries bytes): a data buffer is a JSON array of
-``[timestamp, record]`` elements, the record in the engine's tagged form
-(``records.encode_record``, so tuples and rows come back as they went); an event is a
+On the wire (core/streaming/network carries bytes): a data buffer is an Arrow IPC stream
+of one record batch, a timestamp column and the records as typed columns or as the
+engine's tagged JSON (arrowbuffers.py: every record comes back as it went); an event is a
 JSON object, ``{"barrier": n}``, ``{"cancel": n}`` (checkpoint n was declined upstream) or
 ``{"watermark": t}`` (``"inf"``: event time is over). Whatever a peer sends is checked
 when read: a buffer or event that is not one of these fails the task, naming its channel.
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterdeck.core.checkpointing.alignment import AlignmentAction, barrier_handler
-from clusterdeck.core.engine.records import decode_record, encode_record
+from clusterdeck.core.engine.arrowbuffers import BufferFormatError, decode_buffer, encode_buffers
 from clusterdeck.core.protocol.checkpoints import CheckpointingMode
 from clusterdeck.core.protocol.wiring import StreamChannel
 from clusterdeck.core.streaming.eventtime import InputWatermarks
@@ -41,7 +41,7 @@ from clusterdeck.core.streaming.network import (
 
 Element = tuple[float | None, Any]  # (event timestamp or None, record)
 BUFFER_BYTES = 32 * 1024
-"""A buffer is cut after this much JSON (Flink's 32 KiB memory segment; the channel takes
+"""A buffer is cut after this much column data (Flink's 32 KiB memory segment; the channel takes
 up to 1 MiB): what waits in a full exchange, and so how long a barrier waits behind it
 when a consumer is slow, is a few buffers of this size per channel."""
 EMIT_TIMEOUT = 600.0
@@ -78,15 +78,22 @@ class PartitionOutput:
         """Send ``elements``, each to its key's consumer; waits while a consumer is full
         (the backpressure that slows this task, and so its source)."""
         count = self.writer.subpartitions
-        parts: list[list[list[Any]]] = [[] for _ in range(count)]
-        for timestamp, record in elements:
-            if self.key_of is not None:
-                index = subpartition_of(self.key_of(record), count)
-            else:
-                index, self._next = self._next, (self._next + 1) % count
-            parts[index].append([timestamp, encode_record(record)])
+        parts: list[list[Element]] = [[] for _ in range(count)]
+        if self.key_of is None:
+            for element in elements:
+                parts[self._next].append(element)
+                self._next = (self._next + 1) % count
+        else:
+            key_of = self.key_of
+            chosen: dict[str, int] = {}  # a batch's keys repeat: one hash each
+            for element in elements:
+                key = key_of(element[1])
+                index = chosen.get(key)
+                if index is None:
+                    index = chosen[key] = subpartition_of(key, count)
+                parts[index].append(element)
         for index, part in enumerate(parts):
-            for payload in _buffers(part):
+            for payload in encode_buffers(part, BUFFER_BYTES):
                 self._timed(lambda i=index, b=payload: self.writer.emit(i, b, EMIT_TIMEOUT))
 
     def barrier(self, checkpoint_id: int) -> None:
@@ -116,20 +123,6 @@ class PartitionOutput:
             send()
         finally:
             self._waited = (waited + time.monotonic() - started, None)
-
-
-def _buffers(part: list[list[Any]]) -> list[bytes]:
-    """``part`` as JSON arrays of at most about BUFFER_BYTES each."""
-    buffers, start, size = [], 0, 0
-    encoded = [json.dumps(element) for element in part]
-    for index, text in enumerate(encoded):
-        if size and size + len(text) > BUFFER_BYTES:
-            buffers.append(f"[{','.join(encoded[start:index])}]".encode())
-            start, size = index, 0
-        size += len(text) + 1
-    if start < len(encoded):
-        buffers.append(f"[{','.join(encoded[start:])}]".encode())
-    return buffers
 
 
 @dataclass
@@ -222,16 +215,8 @@ class GateInput:
 
 def _elements(payload: bytes, where: str) -> list[Element]:
     try:
-        items = json.loads(payload)
-        if not isinstance(items, list):
-            raise ValueError("not an array")
-        elements = []
-        for timestamp, text in items:
-            if timestamp is not None and not isinstance(timestamp, int | float):
-                raise ValueError(f"timestamp {timestamp!r}")
-            elements.append((timestamp, decode_record(text)))
-        return elements
-    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        return decode_buffer(payload)
+    except BufferFormatError as error:
         raise ChannelError(f"{where} sent a buffer that is not records: {error}") from None
 
 

@@ -49,9 +49,9 @@ class KeyedStream:
         """Event-time windows of each key, streaming jobs only (timestamps assigned
         earlier with ``assign_timestamps``): ``[start, start + size)`` seconds, one after
         the other (tumbling), or starting every ``slide`` seconds (sliding, ``slide <
-        size``), from ``offset``. Aggregate them with ``count``, ``sum``, ``reduce`` or
-        ``aggregate``: each window emits ``(key, start, end, value)`` once the watermark
-        passes its end (docs/streaming.md)."""
+        size``), from ``offset``. Aggregate them with ``count``, ``sum``, ``min``, ``max``,
+        ``mean``, ``reduce`` or ``aggregate``: each window emits ``(key, start, end,
+        value)`` once the watermark passes its end (docs/streaming.md)."""
         if not is_seconds(size) or not size > 0:
             raise ValueError(f"window(): size is seconds, > 0; got {size!r}")
         step = size if slide is None else slide
@@ -151,9 +151,33 @@ class WindowedStream:
     def sum(self, field: str | int | None = None, *, name: str | None = None,
             parallelism: int | None = None) -> DataStream:
         """The sum of ``field`` (or of the records themselves) of each key and window."""
+        return self._of_field("sum", field, name, parallelism)
+
+    @checked_operator("min")
+    def min(self, field: str | int | None = None, *, name: str | None = None,
+            parallelism: int | None = None) -> DataStream:
+        """The smallest ``field`` (or record) of each key and window."""
+        return self._of_field("min", field, name, parallelism)
+
+    @checked_operator("max")
+    def max(self, field: str | int | None = None, *, name: str | None = None,
+            parallelism: int | None = None) -> DataStream:
+        """The largest ``field`` (or record) of each key and window."""
+        return self._of_field("max", field, name, parallelism)
+
+    @checked_operator("mean")
+    def mean(self, field: str | int | None = None, *, name: str | None = None,
+             parallelism: int | None = None) -> DataStream:
+        """The mean of ``field`` (or of the records themselves) of each key and window, a
+        float: its sum over its count (the checkpointed aggregate is the pair)."""
+        return self._of_field("mean", field, name, parallelism)
+
+    def _of_field(self, function: str, field: str | int | None, name: str | None,
+                  parallelism: int | None) -> DataStream:
         if field is not None and (isinstance(field, bool) or not isinstance(field, str | int)):
-            raise TypeError(f"sum(): field is a name or a position, got {field!r}")
-        return self._aggregate("sum", name or "window sum", parallelism, field=field)
+            raise TypeError(f"{function}(): field is a name or a position, got {field!r}")
+        return self._aggregate(function, name or f"window {function}", parallelism,
+                               field=field)
 
     @checked_operator("reduce")
     def reduce(self, fn: Callable[[Any, Any], Any], *, name: str | None = None,

@@ -52,7 +52,7 @@ STATELESS = frozenset({MAP, FLAT_MAP, FILTER})
 STREAMING_KEYED = frozenset({WINDOW, REDUCE, SUM, COUNT, PROCESS})  # windows, running
 # aggregates, value state
 STREAMING_ONLY = frozenset({ASSIGN_TIMESTAMPS, WINDOW})
-WINDOW_FUNCTIONS = ("count", "sum", "reduce", "aggregate")
+WINDOW_FUNCTIONS = ("count", "sum", "min", "max", "mean", "reduce", "aggregate")
 STREAMING_SINKS = frozenset({SINK_TEXT, SINK_PRINT, SINK_MQTT})
 KEYED = frozenset({REDUCE, SUM, COUNT, AGGREGATE, WINDOW, PROCESS})
 FILE_SINKS = frozenset({SINK_TEXT, SINK_CSV, SINK_PARQUET})

@@ -20,7 +20,7 @@ import struct
 from dataclasses import dataclass
 from enum import IntEnum
 
-PROTOCOL_VERSION = 2  # 2: the hello names its consumer
+PROTOCOL_VERSION = 3  # 2: the hello names its consumer; 3: data buffers are Arrow IPC
 HEADER = struct.Struct("!IB")  # length of kind + body, kind
 # version, subpartition, max buffer size, partition id length, consumer name length
 _HELLO = struct.Struct("!HIIHB")

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import math
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 
+import pyarrow as pa
 import pytest
 
 from clusterdeck.core.checkpointing.alignment import TakeSnapshot
@@ -24,8 +26,22 @@ from clusterdeck.core.engine.streamio import (
 from clusterdeck.core.protocol.checkpoints import CheckpointingMode
 from clusterdeck.core.protocol.wiring import StreamChannel
 from clusterdeck.core.streaming.network import ChannelError, ChannelServer, partition_capability
+from clusterdeck.core.streaming.network.frames import (
+    PRODUCER_KINDS,
+    ErrorFrame,
+    FrameDecoder,
+    Hello,
+    encode,
+)
 
 EXACTLY_ONCE = CheckpointingMode.EXACTLY_ONCE
+
+
+def ipc_stream(batch: pa.RecordBatch) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
 
 
 class Exchange:
@@ -86,6 +102,16 @@ def test_a_keyed_record_reaches_the_consumer_that_owns_its_key(exchange) -> None
         assert {subpartition_of(record[1], 2) for _, record in elements} == {index}
 
 
+def test_records_of_any_shape_cross_in_order(exchange) -> None:
+    out = exchange.output("p0", 1)
+    records = [(float(i), (i, f"k{i}", i / 3)) for i in range(5000)] + [
+        (None, {"nested": [1, (2, 3)]}), (1.5, "text"), (2.5, 2**80)]
+    gate = exchange.input(("p0", 0))
+    out.emit(records)
+    out.finish()
+    assert collect(gate, lambda total: total.ended, limit=10_000).elements == records
+
+
 def test_the_subpartition_of_a_key_is_the_same_in_every_process() -> None:
     assert [subpartition_of(f"key-{i}", 4) for i in range(6)] == [
         subpartition_of(f"key-{i}", 4) for i in range(6)]
@@ -132,6 +158,9 @@ def test_the_input_watermark_is_the_smallest_and_ends_at_infinity(exchange) -> N
     (b'{"records": 1}', "a buffer that is not records"),
     (b'[[1.0]]', "a buffer that is not records"),
     (b'[["soon", "1"]]', "a buffer that is not records"),
+    (b'[[1.0, "{\\"t\\":[1]}"]]', "a buffer that is not records"),  # the JSON of protocol 2
+    (ipc_stream(pa.record_batch([pa.array([1.0]), pa.array([1], pa.int32())],
+                                names=["timestamp", "_1"])), "a buffer that is not records"),
 ])
 def test_a_buffer_that_is_not_records_fails_the_input_naming_its_channel(
         exchange, payload, what) -> None:
@@ -141,6 +170,22 @@ def test_a_buffer_that_is_not_records_fails_the_input_naming_its_channel(
     named = f"input channel 0 \\(bad, subpartition 0\\) sent {what}"
     with pytest.raises(ChannelError, match=named):
         collect(gate, lambda total: False)
+
+
+def test_a_consumer_of_frame_protocol_2_is_refused_naming_both_versions(exchange) -> None:
+    """Protocol 2 sent JSON buffers: a peer of that version must fail at its hello, not
+    at its first buffer."""
+    exchange.output("p", 1)
+    hello = Hello("p", 0, partition_capability(exchange.server.key, "p"), 1 << 20, version=2)
+    with socket.create_connection((exchange.address.host, exchange.address.port), 10) as sock:
+        sock.settimeout(10)
+        sock.sendall(encode(hello))
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    (answer,) = FrameDecoder(4096, PRODUCER_KINDS).feed(received)
+    assert isinstance(answer, ErrorFrame)
+    assert "protocol version 2 asked, this TaskManager speaks 3" in answer.reason
 
 
 @pytest.mark.parametrize("event", [

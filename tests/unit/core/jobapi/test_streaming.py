@@ -136,6 +136,7 @@ def test_a_keyed_window_makes_a_source_vertex_and_a_keyed_vertex_joined_by_a_has
 
 @pytest.mark.parametrize("aggregate, function", [
     (lambda w: w.count(), "count"), (lambda w: w.sum(0), "sum"),
+    (lambda w: w.min(0), "min"), (lambda w: w.max("_1"), "max"), (lambda w: w.mean(), "mean"),
     (lambda w: w.reduce(max), "reduce"),
     (lambda w: w.aggregate(list, lambda a, r: [*a, r], lambda a, b: a + b, len), "aggregate"),
 ])
@@ -223,6 +224,7 @@ def test_event_time_is_refused_in_a_batch_job(declare):
     (lambda s: s.assign_timestamps(len, -1), ValueError, "max_out_of_orderness"),
     (lambda s: s.assign_timestamps(3), TypeError, "expected a function"),
     (lambda s: s.key_by(0).window(5).sum(True), TypeError, "field is a name or a position"),
+    (lambda s: s.key_by(0).window(5).mean([1]), TypeError, "mean\\(\\): field is a name"),
     (lambda s: s.key_by(0).window(5).aggregate(list, len, None), TypeError, "aggregate"),
     (lambda s: s.key_by(0).window(5).count(paralelism=2), TypeError,
      "did you mean 'parallelism'"),
