@@ -1,6 +1,6 @@
 """One streaming subtask: a task that runs until its input ends (or for ever), taking its
 records in batches from its replayable source or from the exchange with the vertex
-before it, running each batch through its operators (``StreamChain``: Spark per batch,
+before it, running each batch through its operators (``StreamChain``: its Spark task,
 keyed state and windows in the task) into its sink or the exchange to the next vertex,
 and taking part in checkpoints (docs/streaming.md).
 
@@ -60,13 +60,15 @@ from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.ids import attempt_part_of, subtask_id
 from clusterdeck.core.streaming.network import ChannelServer
 
-BATCH_RECORDS = 2000  # records through Spark at most per batch (one Spark job)
-IDLE_WAIT = 0.1       # seconds a task with nothing due waits for a message at most
-BATCH_INTERVAL = 0.1
-"""Seconds a task gathers records into one batch at most (Flink's buffer timeout, 100 ms
-by default): each batch is a Spark job of some tens of milliseconds, so batches of a
-few records each would keep a task busy with Spark's overhead at a few hundred records
-a second; a full batch goes at once."""
+BATCH_RECORDS = 10_000  # records through Spark at most per batch
+IDLE_WAIT = 0.1         # seconds a task with nothing due waits for a message at most
+BATCH_INTERVAL = 0.02
+"""Seconds a task gathers records into one batch at most (Flink's buffer timeout): a
+batch costs a round trip to the attempt's long-lived Spark task (a millisecond or less,
+continuous.py), not a Spark job of tens of milliseconds, so batches go five times sooner
+than Flink's default 100 ms, and a full one (at high rates) at once; a full batch of
+10,000 records takes some tens of milliseconds, so a barrier behind it waits no longer
+(docs/benchmarks.md, section 16)."""
 
 Report = Callable[[Any], None]
 
@@ -115,6 +117,7 @@ def run_stream_subtask(spark: Any, job: LoadedJob, deployment: p.SubmitTask,
     output = task.sink.output() if task.sink is not None else None
     return SubtaskResult(deployment.vertex_id, deployment.subtask, deployment.attempt_id,
                          task.counts.records_in, task.counts.records_out,
+                         counters=task.chain.counters,
                          sink_files={task.sink_id: list(output.files)} if output else {},
                          stdout=output.stdout_tail if output else "",
                          stdout_file=output.stdout_file if output else "",
@@ -226,6 +229,7 @@ class _StreamTask:
             self.input.close()
 
     def _release(self) -> None:
+        self.chain.close()  # its long-lived Spark task ends with the attempt
         self.writer.close()
         if self.sink is not None:
             self.sink.close()

@@ -1,7 +1,8 @@
 """A streaming vertex's operators as its task drives them: batches of (timestamp, record)
 elements in, input watermarks told, windows fired in order, running aggregates per batch,
 state through JSON into a fresh chain, and the key strings the exchange hashes. One
-local SparkSession serves the module (each batch is a Spark job, as in a task)."""
+local SparkSession serves the module; each chain runs its batches in a long-lived Spark
+task of its own, as in a task, ended after each test."""
 
 from __future__ import annotations
 
@@ -30,10 +31,24 @@ def job_of(declare) -> LoadedJob:
     return LoadedJob(Path("job.py"), (), graph, code)
 
 
+_open: list[StreamChain] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_chains():
+    """Each chain's long-lived Spark task holds one of local[2]'s cores: ended after
+    each test, failed or not."""
+    yield
+    while _open:
+        _open.pop().close()
+
+
 def chain(spark, job: LoadedJob, index: int = -1, **options) -> StreamChain:
     """The chain of the job's vertex ``index`` (the keyed one: the last)."""
     vertex = job.graph.vertices[index]
-    return StreamChain(spark, job, vertex, 0, vertex.parallelism, **options)
+    made = StreamChain(spark, job, vertex, 0, vertex.parallelism, **options)
+    _open.append(made)
+    return made
 
 
 def through_json(state):
@@ -146,10 +161,12 @@ def test_a_chain_restored_from_its_json_snapshot_goes_on_exactly_as_an_unbroken_
     unbroken = chain(spark, job)
     expected = run(unbroken, batches, watermarks) + unbroken.advance(math.inf)[0]
     assert unbroken.late_records == 3 and ("a", 0) in {record[0] for _, record in expected}
+    unbroken.close()   # local[2]: a core for each live chain's Spark task
 
     first = chain(spark, job)
     head = run(first, batches[:2], watermarks[:2])
     state = through_json(first.snapshot())
+    first.close()
     restored = chain(spark, job_of(declare))   # a new attempt loads the job again
     restored.restore(state)
     assert restored.late_records == 1
@@ -229,8 +246,10 @@ def test_process_state_is_restored_from_its_json_snapshot_and_bounded(spark):
     first.process([(1.0, ((1, 2), 1)), (2.0, ("b", 2))])
     restored = chain(spark, job_of(deduplicated))
     restored.restore(through_json(first.snapshot()))
+    first.close()
     assert restored.process([(3.0, ((1, 2), 3)), (4.0, ("b", 4)), (5.0, ("d", 5))]) == [
         (5.0, ["d", 5])]   # a tuple key comes back as a tuple through JSON
+    restored.close()
     small = chain(spark, job, max_state_entries=2)
     small.process([(1.0, ("a", 1)), (2.0, ("b", 2))])
     small.process([(3.0, ("a", "done"))])   # clearing frees a place
