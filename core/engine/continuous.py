@@ -7,9 +7,9 @@ batch (docs/streaming.md, "How a batch runs").
 of its own; its Python worker connects back over a Unix socket in a private folder,
 proves itself with a random token, and runs each batch's partition function as the task
 sends it (continuousworker.py). A batch costs a round trip on that socket (about a
-millisecond) instead of a Spark job (tens of milliseconds; docs/benchmarks.md, section
-16). The batch and its results never leave the machine, so a master that is not
-``local`` takes ``SparkJobs`` instead: today's Spark job per batch.
+millisecond) instead of a Spark job (tens of milliseconds; docs/benchmarks.md, "Streaming
+batches in Spark"). The batch and its results never leave the machine, so a master
+that is not ``local`` takes ``SparkJobs`` instead: today's Spark job per batch.
 
 Failures, never a hang: the user's exception comes back as its traceback and fails the
 task as a Spark PythonException does (``failure_of``); a worker that dies (kill -9, the
@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import hmac
 import secrets
-import select
 import shutil
 import socket
 import tempfile
@@ -251,7 +250,7 @@ class ContinuousWorker:
     # -- waiting, with a liveness check ---------------------------------------------------
 
     def _receive(self, connection: socket.socket, deadline: float | None, what: str) -> bytes:
-        while not select.select([connection], [], [], _TICK)[0]:
+        while not _readable(connection):
             self._check_alive(f"while the task waited for {what}")
             if deadline is not None and time.monotonic() > deadline:
                 raise self._lost(f"sent nothing within {_START_WAIT:.0f} s ({what})")
@@ -288,3 +287,18 @@ class ContinuousWorker:
         who = f"(pid {self.pid}) " if self.pid is not None else ""
         return WorkerLost(f"the Spark Python worker {who}running this subtask's operators "
                           f"{what}: it died or was killed{reason}")
+
+
+def _readable(connection: socket.socket) -> bool:
+    """Whether a frame (or the end of the connection) came within ``_TICK``: a peek,
+    which unlike ``select`` works whatever the socket's file descriptor number."""
+    connection.settimeout(_TICK)
+    try:
+        connection.recv(1, socket.MSG_PEEK)
+        return True
+    except TimeoutError:
+        return False
+    except OSError:  # a broken connection: the read that follows says how
+        return True
+    finally:
+        connection.settimeout(_FRAME_WAIT)

@@ -68,7 +68,7 @@ batch costs a round trip to the attempt's long-lived Spark task (a millisecond o
 continuous.py), not a Spark job of tens of milliseconds, so batches go five times sooner
 than Flink's default 100 ms, and a full one (at high rates) at once; a full batch of
 10,000 records takes some tens of milliseconds, so a barrier behind it waits no longer
-(docs/benchmarks.md, section 16)."""
+(docs/benchmarks.md, "Streaming batches in Spark")."""
 
 Report = Callable[[Any], None]
 

@@ -263,3 +263,21 @@ def test_a_process_function_that_returns_a_string_fails_naming_what_to_return(sp
         lambda env: env.rate_source(10).key_by(0).process(lambda r, s: "text").print()))
     with pytest.raises(Exception, match="return or yield the records to emit"):
         keyed.process([(1.0, ("a", 1))])
+
+
+def test_user_counters_count_each_attempts_batches_on_its_own(spark):
+    env = ExecutionEnvironment("s").set_parallelism(1)
+    env.enable_checkpointing(1)
+    seen = env.counter("seen")
+    env.rate_source(10).map(lambda record: seen.add(2) or record).print()
+    graph, code = build_graph(env)
+    job = LoadedJob(Path("job.py"), (), graph, code, env.counter_names)
+    first = chain(spark, job, 0)
+    assert first.counters == {"seen": 0}
+    first.process([(None, 1), (None, 2)])
+    first.process([(None, 3)])
+    assert first.counters == {"seen": 6}
+    first.close()
+    again = chain(spark, job, 0)   # the next attempt counts afresh
+    again.process([(None, 4)])
+    assert again.counters == {"seen": 2} and seen.value == 0
