@@ -2,7 +2,7 @@
 (Spark's continuous processing runs one long task per partition), not a Spark job per
 batch (docs/streaming.md, "How a batch runs").
 
-``ContinuousWorker`` starts, at the attempt's first batch, a Spark job of one partition
+``ContinuousWorker`` starts, as the attempt starts, a Spark job of one partition
 (``parallelize([spec], 1).mapPartitions(serve)``) in the attempt's job group, on a thread
 of its own; its Python worker connects back over a Unix socket in a private folder,
 proves itself with a random token, and runs each batch's partition function as the task
@@ -76,6 +76,8 @@ class BatchRunner(Protocol):
 
     counters: dict[str, int | float]
 
+    def start(self) -> None: ...
+
     def run(self, function: PartitionFunction, items: list[Any]) -> BatchOutcome: ...
 
     def close(self) -> None: ...
@@ -128,19 +130,24 @@ class SparkJobs:
                 OneBatch(function)).collect()
         return self._scope.counted(outcome[0])
 
+    def start(self) -> None:
+        pass
+
     def close(self) -> None:
         pass
 
 
 class ContinuousWorker:
     """One attempt's long-lived Spark task and the connection to its Python worker
-    (module docstring). Started by the first ``run`` on the slot thread, inside the
-    attempt's ``attempt_scope`` (its job group is inherited by the job's thread)."""
+    (module docstring). Started by ``start`` or the first ``run`` on the slot thread,
+    inside the attempt's ``attempt_scope`` (the job's thread inherits its job group)."""
 
     def __init__(self, context: Any, counter_names: Iterable[str] = ()) -> None:
         self.context = context
         self._scope = BatchCounters(counter_names)
         self._folder: Path | None = None
+        self._listener: socket.socket | None = None  # from ``start`` until it connected
+        self._token = b""
         self._connection: socket.socket | None = None
         self._job: Future[Any] | None = None
         self._attempt_id: str | None = None
@@ -155,7 +162,7 @@ class ContinuousWorker:
         """The batch's outcome from the worker; raises WorkerFailed with the user's
         traceback, WorkerLost when the worker is gone, SubtaskCancelled once the attempt
         is cancelled."""
-        connection = self._connection or self._start()
+        connection = self._connection or self._connect()
         with self._scope:
             payload = cloudpickle.dumps((function, items))
         try:
@@ -172,9 +179,10 @@ class ContinuousWorker:
     def close(self) -> None:
         """End the Spark job (the worker ends when its connection closes) and wait for
         it to end; cancel the attempt's job group if it did not in time. Idempotent."""
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            connection.close()
+        for held in (self._listener, self._connection):
+            if held is not None:
+                held.close()
+        self._listener = self._connection = None
         job, self._job = self._job, None
         if job is not None:
             try:
@@ -190,17 +198,28 @@ class ContinuousWorker:
 
     # -- starting -------------------------------------------------------------------------
 
-    def _start(self) -> socket.socket:
-        """Listen, start the Spark job, and take its worker's connection."""
+    def start(self) -> None:
+        """Listen and start the Spark job, without waiting for its worker (the first
+        ``run`` takes its connection): called as the attempt starts, its Python worker
+        starts while the task restores and connects. Idempotent."""
+        if self._listener is not None or self._connection is not None:
+            return
         self._attempt_id = self.context.getLocalProperty("spark.jobGroup.id")
         self._folder = Path(tempfile.mkdtemp(prefix="cd-stream-"))  # mode 0700: ours
         path = str(self._folder / "worker.sock")
-        token = secrets.token_bytes(32)
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
-            listener.bind(path)
-            listener.listen(1)
-            self._job = self._submit(WorkerSpec(path, token))
-            connection = self._accept(listener, token)
+        self._token = secrets.token_bytes(32)
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(path)
+        self._listener.listen(1)
+        self._job = self._submit(WorkerSpec(path, self._token))
+
+    def _connect(self) -> socket.socket:
+        """The worker's connection, once it proved itself and said hello."""
+        self.start()
+        assert self._listener is not None
+        with self._listener:
+            connection = self._accept(self._listener, self._token)
+        self._listener = None
         self._connection = connection
         hello = cloudpickle.loads(self._receive(connection, time.monotonic() + _START_WAIT,
                                                 "its hello"))

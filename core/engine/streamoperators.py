@@ -220,6 +220,15 @@ class StreamChain:
             return dict.fromkeys(self._counter_names, 0)
         return self._runner.counters
 
+    def start(self) -> None:
+        """The attempt starts (in its ``attempt_scope``): a chain that runs its batches
+        in Spark starts its Spark task now, so its Python worker is ready by the first
+        batch. Idempotent."""
+        if self._runner is None and (self._before or self._keyed is not None):
+            self._runner = batch_runner(self.spark, self._counter_names)
+        if self._runner is not None:
+            self._runner.start()
+
     def close(self) -> None:
         """The attempt ends: its Spark task ends too. Idempotent."""
         if self._runner is not None:

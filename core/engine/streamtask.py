@@ -100,6 +100,7 @@ def run_stream_subtask(spark: Any, job: LoadedJob, deployment: p.SubmitTask,
     with attempt_scope(spark.sparkContext, deployment.attempt_id, description) as (
             cancelled, _group):
         try:
+            task.chain.start()  # its Spark task starts while the task connects, restores
             task.connect(job, channels, cancelled)
             task.restore()
             while not task.finished:

@@ -113,3 +113,17 @@ def test_a_master_that_is_not_local_runs_a_spark_job_per_batch(spark):
     assert isinstance(batch_runner(spark), ContinuousWorker)
     jobs = SparkJobs(spark.sparkContext)
     assert jobs.run(doubled(), [(None, 1), (None, 2)]).results == [(None, 2), (None, 4)]
+
+
+def test_a_worker_started_ahead_connects_at_the_first_batch_and_closes_unconnected(spark):
+    early = ContinuousWorker(spark.sparkContext)
+    try:
+        early.start()
+        early.start()
+        assert early.run(doubled(), [(None, 2)]).results == [(None, 4)]
+    finally:
+        early.close()
+    unused = ContinuousWorker(spark.sparkContext)
+    unused.start()
+    unused.close()
+    wait_for(lambda: no_job_running(spark), timeout=15, what="the Spark jobs to end")
