@@ -152,7 +152,6 @@ class ContinuousWorker:
         self._job: Future[Any] | None = None
         self._attempt_id: str | None = None
         self.pid: int | None = None  # the worker's process, once it connected
-        self.batches = 0
 
     @property
     def counters(self) -> dict[str, int | float]:
@@ -170,7 +169,6 @@ class ContinuousWorker:
         except OSError as error:
             raise self._lost(f"could not be sent a batch ({error})") from error
         answer = cloudpickle.loads(self._receive(connection, None, "a batch's results"))
-        self.batches += 1
         if isinstance(answer, BatchFailed):
             raise WorkerFailed("a streaming function failed in Spark's Python worker:\n"
                                + answer.traceback)
