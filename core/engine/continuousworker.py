@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import socket
 import struct
+import time
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ class BatchOutcome:
     results: list[Any]
     largest: float = float("-inf")
     counters: dict[str, int | float] = field(default_factory=dict)
+    seconds: float = 0.0  # the function's own time in the worker, for the batch's pace
 
 
 @dataclass(frozen=True)
@@ -66,8 +68,10 @@ class BatchFailed:
 def run_batch(function: PartitionFunction, items: list[Any]) -> BatchOutcome:
     """One batch through ``function``, with what it saw besides its results."""
     BATCH.reset()
+    started = time.perf_counter()
     results = list(function(iter(items)))
-    return BatchOutcome(results, BATCH.largest, BATCH.counters)
+    return BatchOutcome(results, BATCH.largest, BATCH.counters,
+                        time.perf_counter() - started)
 
 
 class OneBatch:

@@ -57,6 +57,12 @@ from clusterdeck.core.streaming.eventtime import BoundedOutOfOrderness
 
 __all__ = ["Element", "StreamChain", "output_key"]
 
+BATCH_SECONDS = 0.1
+"""Seconds of its operators' work a batch holds at most, by the pace of the batches
+before (Flink's buffer timeout bounds a buffer's wait; this bounds how long a barrier
+waits behind the batch before it)."""
+FEWEST = 10  # records a batch may always hold, however slow its operators
+
 
 
 class StreamChain:
@@ -111,9 +117,20 @@ class StreamChain:
             else:
                 self._running = RunningState(self._keyed, code, max_state_entries)
         self._watermark: float | None = None  # the output watermark, last returned
-        self._runner: BatchRunner | None = None  # started by the first batch through Spark
+        self._runner: BatchRunner | None = None  # started by ``start`` or the first batch
+        self._pace = 0.0  # seconds of work a record took in the batches before (0: none)
+        self._work = 0.0  # seconds of work of the batch under way, as its runs report them
         self._counter_names = job.counter_names
         self.restore(None)
+
+    def batch_limit(self, most: int) -> int:
+        """How many records the next batch may hold, at most ``most``: as many as the
+        batches before ran in ``BATCH_SECONDS``, at least ``FEWEST``, so that a barrier or
+        a watermark behind a batch of a slow operator waits about that long, not for
+        thousands of its records."""
+        if self._pace <= 0:
+            return most
+        return max(FEWEST, min(most, int(BATCH_SECONDS / self._pace)))
 
     def process(self, elements: list[Element]) -> list[Element]:
         """One batch through the chain: its stateless operators in Spark, timestamps
@@ -123,6 +140,13 @@ class StreamChain:
         them. A chain with no operators passes the batch on without Spark."""
         if not elements:
             return []
+        self._work = 0.0
+        out = self._processed_batch(elements)
+        pace = self._work / len(elements)
+        self._pace = pace if self._pace <= 0 else (self._pace + pace) / 2
+        return out
+
+    def _processed_batch(self, elements: list[Element]) -> list[Element]:
         if not self._before and self._keyed is None:
             return list(elements)
         if self._windows is not None:
@@ -239,6 +263,7 @@ class StreamChain:
         if self._runner is None:
             self._runner = batch_runner(self.spark, self._counter_names)
         outcome = self._runner.run(function, items)
+        self._work += outcome.seconds
         if self._assigner is not None:
             self._assigner.on_record(outcome.largest)
         return outcome.results

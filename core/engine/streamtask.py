@@ -60,15 +60,16 @@ from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.ids import attempt_part_of, subtask_id
 from clusterdeck.core.streaming.network import ChannelServer
 
-BATCH_RECORDS = 10_000  # records through Spark at most per batch
-IDLE_WAIT = 0.1         # seconds a task with nothing due waits for a message at most
+BATCH_RECORDS = 2000  # records a batch holds at most (fewer for slow operators: StreamChain)
+IDLE_WAIT = 0.1       # seconds a task with nothing due waits for a message at most
 BATCH_INTERVAL = 0.02
 """Seconds a task gathers records into one batch at most (Flink's buffer timeout): a
-batch costs a round trip to the attempt's long-lived Spark task (a millisecond or less,
+batch costs a round trip to the attempt's long-lived Spark task (under a millisecond,
 continuous.py), not a Spark job of tens of milliseconds, so batches go five times sooner
-than Flink's default 100 ms, and a full one (at high rates) at once; a full batch of
-10,000 records takes some tens of milliseconds, so a barrier behind it waits no longer
-(docs/benchmarks.md, "Streaming batches in Spark")."""
+than Flink's default 100 ms, and a full one (at high rates) at once. 2,000 records
+already make that round trip a percent of the batch's work; larger batches would only
+hold more memory and keep barriers waiting longer (docs/benchmarks.md, "Streaming
+batches in Spark")."""
 
 Report = Callable[[Any], None]
 
@@ -262,10 +263,11 @@ class _StreamTask:
         if gathering > 0:
             return gathering  # messages meanwhile; the source's records wait to be a batch
         now = time.time()
-        batch = self.source.poll(now, BATCH_RECORDS)
+        limit = self.chain.batch_limit(BATCH_RECORDS)
+        batch = self.source.poll(now, limit)
         if not batch:
             return min(IDLE_WAIT, self.source.seconds_to_next(now))
-        full = len(batch) >= BATCH_RECORDS
+        full = len(batch) >= limit
         self.batch_started = 0.0 if full else time.monotonic()  # a full one: more at once
         self._through([(None, record) for record in batch])
         self._advance(None)
@@ -284,7 +286,8 @@ class _StreamTask:
         """Records from the exchange until the next event, then what that event says."""
         assert self.input is not None
         waited = time.monotonic()
-        polled = self.input.poll(IDLE_WAIT, BATCH_RECORDS, BATCH_INTERVAL)
+        polled = self.input.poll(IDLE_WAIT, self.chain.batch_limit(BATCH_RECORDS),
+                                 BATCH_INTERVAL)
         if not polled.elements and not polled.actions and polled.watermark is None:
             self.counts.idle += time.monotonic() - waited
         if polled.elements:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 
 import pytest
@@ -281,3 +282,17 @@ def test_user_counters_count_each_attempts_batches_on_its_own(spark):
     again = chain(spark, job, 0)   # the next attempt counts afresh
     again.process([(None, 4)])
     assert again.counters == {"seen": 2} and seen.value == 0
+
+
+def test_a_slow_operators_batches_hold_about_a_tenth_of_a_second_of_its_work(spark):
+    def slow(record):
+        time.sleep(0.004)
+        return record
+
+    chain_ = chain(spark, job_of(lambda env: env.rate_source(10).map(slow).print()), 0)
+    assert chain_.batch_limit(2000) == 2000   # nothing measured yet
+    chain_.process([(None, index) for index in range(50)])
+    assert 10 <= chain_.batch_limit(2000) <= 25   # 0.1 s at 4 ms a record, and more
+    fast = chain(spark, job_of(lambda env: env.rate_source(10).map(str).print()), 0)
+    fast.process([(None, index) for index in range(2000)])
+    assert fast.batch_limit(2000) > 500   # 2,000 on a quiet machine
