@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import os
 import secrets
 import shutil
 import socket
@@ -61,6 +62,8 @@ _TICK = 0.2          # seconds between two looks at the worker's liveness while 
 _START_WAIT = 120.0  # seconds for the long-lived Spark task's worker to connect
 _FRAME_WAIT = 60.0   # seconds for the rest of a frame once it began, or for a send
 _END_WAIT = 10.0     # seconds for the Spark job to end after the connection closed
+_SOCKET = "worker.sock"
+_SOCKET_PATH_MAX = 100  # bytes of a Unix socket's path: 108 on Linux, 104 on macOS
 
 
 class WorkerLost(RuntimeError):
@@ -203,8 +206,8 @@ class ContinuousWorker:
         if self._listener is not None or self._connection is not None:
             return
         self._attempt_id = self.context.getLocalProperty("spark.jobGroup.id")
-        self._folder = Path(tempfile.mkdtemp(prefix="cd-stream-"))  # mode 0700: ours
-        path = str(self._folder / "worker.sock")
+        self._folder = socket_folder()
+        path = str(self._folder / _SOCKET)
         self._token = secrets.token_bytes(32)
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(path)
@@ -319,3 +322,15 @@ def _readable(connection: socket.socket) -> bool:
         return True
     finally:
         connection.settimeout(_FRAME_WAIT)
+
+
+def socket_folder() -> Path:
+    """A folder of this user's alone (mode 0700) for the worker's socket: in the temp
+    folder, or in /tmp when the temp folder's path is too long for a Unix socket's
+    (about 100 bytes: TMPDIR deep inside another folder, as a TaskManager in its own
+    mount namespace has it)."""
+    folder = Path(tempfile.mkdtemp(prefix="cd-stream-"))
+    if len(os.fsencode(folder / _SOCKET)) <= _SOCKET_PATH_MAX or not Path("/tmp").is_dir():
+        return folder
+    folder.rmdir()
+    return Path(tempfile.mkdtemp(prefix="cd-stream-", dir="/tmp"))

@@ -6,6 +6,7 @@ reported, and the worker ending when its task closes the connection."""
 from __future__ import annotations
 
 import socket
+import tempfile
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 from pyspark import cloudpickle
 
-from clusterdeck.core.engine.continuous import BatchCounters
+from clusterdeck.core.engine.continuous import BatchCounters, socket_folder
 from clusterdeck.core.engine.continuousworker import (
     BatchFailed,
     Hello,
@@ -148,3 +149,16 @@ def test_a_connection_that_ends_inside_a_frame_is_an_error_not_an_end():
         left.close()
         with pytest.raises(ConnectionError, match="3 bytes into a frame of 16"):
             receive_frame(right)
+
+
+def test_the_sockets_folder_is_private_and_short_even_under_a_deep_temp_folder(
+        tmp_path: Path, monkeypatch):
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    folder = socket_folder()
+    try:
+        assert len(str(folder / "worker.sock")) <= 100
+        assert folder.stat().st_mode & 0o777 == 0o700
+    finally:
+        folder.rmdir()
