@@ -251,7 +251,6 @@ class Accumulated:
         return self.add(self.create(), record)
 
 
-
 class WindowPartials:
     """A window's pre-aggregation of a batch: every record's contributions to the windows
     it falls into, folded per key and window (``flatMap`` then ``PreAggregated``)."""

@@ -64,7 +64,6 @@ waits behind the batch before it)."""
 FEWEST = 10  # records a batch may always hold, however slow its operators
 
 
-
 class StreamChain:
     """The operators of one streaming vertex between its input (a source or the exchange)
     and its output (a sink or the exchange), on the slot thread.
