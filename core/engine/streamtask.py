@@ -66,8 +66,8 @@ BATCH_INTERVAL = 0.02
 """Seconds a task gathers records into one batch at most (Flink's buffer timeout): a
 batch costs a round trip to the attempt's long-lived Spark task (under a millisecond,
 continuous.py), not a Spark job of tens of milliseconds, so batches go five times sooner
-than Flink's default 100 ms, and a full one (at high rates) at once. 2,000 records
-already make that round trip a percent of the batch's work; larger batches would only
+than Flink's default 100 ms, and a full one (at high rates) at once. At 2,000 records
+that round trip is 4% of the batch's work; larger batches would only
 hold more memory and keep barriers waiting longer (docs/benchmarks.md, "Streaming
 batches in Spark")."""
 
