@@ -2,6 +2,13 @@
 operators over elements ``(timestamp, record)``, and each record's contribution to a
 keyed window or running aggregate, pre-aggregated per key over the batch.
 
+A batch runs one *partition function* (``Iterator[item] -> Iterable[result]``, the shape
+of a Spark ``mapPartitions`` function): ``Chained``, the stateless operators in order and
+then, for a keyed operator, its pre-aggregation (``WindowPartials``, ``RunningPartials``)
+or its keying. What a batch sees besides its results (the largest timestamp assigned,
+the user's counters) goes to ``BATCH``, which the runner (continuousworker.py) resets
+before the batch and returns with its results.
+
 Each is a small class holding the user's function, so cloudpickle ships it by value and
 the worker imports only this module, the record model and the window assigners. Keys
 are made hashable here (``state_key``) the same way the exchange renders them, so a key
@@ -10,16 +17,50 @@ computed as a list and the same key as a tuple meet in one subtask and one state
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable, Iterator
-from typing import Any
-
-from pyspark.accumulators import AccumulatorParam
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Protocol
 
 from clusterdeck.core.streaming.eventtime import WindowAssigner
 
 Element = tuple[float | None, Any]  # (event timestamp in seconds, or None; record)
+PartitionFunction = Callable[[Iterator[Any]], Iterable[Any]]
 LATE = ()  # the key under which a batch counts its late records
+
+
+class BatchSeen:
+    """What the batch running in this Python process saw besides its results: the
+    largest timestamp its assigner gave and what the user's counters added. A Spark
+    Python worker runs one task at a time, and a task one batch at a time, so one per
+    process (``BATCH``) is the batch's own."""
+
+    def __init__(self) -> None:
+        self.largest = -math.inf
+        self.counters: dict[str, int | float] = {}
+
+    def reset(self) -> None:
+        self.largest = -math.inf
+        self.counters = {}
+
+    def count(self, name: str, amount: int | float) -> None:
+        self.counters[name] = self.counters.get(name, 0) + amount
+
+
+BATCH = BatchSeen()
+
+
+class BatchCounter:
+    """Stands in for a Spark accumulator under a user Counter shipped with a batch
+    (continuous.py binds it): ``add`` counts into the batch's ``BATCH``, and the counts
+    come back with the batch's results, so a long-lived Spark task reports them per
+    batch rather than at its end."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def add(self, amount: int | float) -> None:
+        BATCH.count(self.name, amount)
 
 
 class Late:
@@ -49,15 +90,10 @@ def later(a: float | None, b: float | None) -> float | None:
     return a if b is None or a >= b else b
 
 
-class LargestTimestamp(AccumulatorParam):  # type: ignore[type-arg]
-    """A Spark accumulator of the largest timestamp an assigner saw: the bound of its
-    watermark. Taking a maximum twice changes nothing, so a retried task is harmless."""
+class Stage(Protocol):
+    """One stateless operator over a batch's elements, lazily."""
 
-    def zero(self, value: float) -> float:
-        return -math.inf
-
-    def addInPlace(self, value1: float, value2: float) -> float:  # Spark calls it by this name
-        return max(value1, value2)
+    def over(self, elements: Iterator[Element]) -> Iterator[Element]: ...
 
 
 class MapElement:
@@ -66,6 +102,9 @@ class MapElement:
 
     def __call__(self, element: Element) -> Element:
         return element[0], self.fn(element[1])
+
+    def over(self, elements: Iterator[Element]) -> Iterator[Element]:
+        return map(self, elements)
 
 
 class FlatMapElement:
@@ -76,6 +115,9 @@ class FlatMapElement:
         timestamp = element[0]
         return ((timestamp, record) for record in self.fn(element[1]))
 
+    def over(self, elements: Iterator[Element]) -> Iterator[Element]:
+        return itertools.chain.from_iterable(map(self, elements))
+
 
 class FilterElement:
     def __init__(self, fn: Callable[[Any], Any]) -> None:
@@ -84,14 +126,16 @@ class FilterElement:
     def __call__(self, element: Element) -> bool:
         return bool(self.fn(element[1]))
 
+    def over(self, elements: Iterator[Element]) -> Iterator[Element]:
+        return filter(self, elements)
+
 
 class Timestamped:
-    """``assign_timestamps``: the record's event time from the user's function, and the
-    largest one into the accumulator the vertex's watermark follows."""
+    """``assign_timestamps``: the record's event time from the user's function, the
+    largest one into the batch's ``BATCH`` (the bound of the vertex's watermark)."""
 
-    def __init__(self, fn: Callable[[Any], Any], largest: Any) -> None:
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
         self.fn = fn
-        self.largest = largest
 
     def __call__(self, element: Element) -> Element:
         record = element[1]
@@ -100,8 +144,38 @@ class Timestamped:
                 or not math.isfinite(timestamp):
             raise TypeError(f"assign_timestamps(): the timestamp of {record!r} is "
                             f"{timestamp!r}, not a finite number of seconds")
-        self.largest.add(float(timestamp))
+        if timestamp > BATCH.largest:
+            BATCH.largest = float(timestamp)
         return float(timestamp), record
+
+    def over(self, elements: Iterator[Element]) -> Iterator[Element]:
+        return map(self, elements)
+
+
+class Chained:
+    """A batch's partition function: its elements through the stateless ``stages`` in
+    order, then through ``tail`` (a keyed operator's pre-aggregation or keying, itself a
+    partition function; ``columnar.py``'s vectorised pre-aggregation fits there too) if
+    there is one; the results as a list."""
+
+    def __init__(self, stages: Sequence[Stage], tail: PartitionFunction | None = None) -> None:
+        self.stages = list(stages)
+        self.tail = tail
+
+    def __call__(self, elements: Iterator[Element]) -> list[Any]:
+        for stage in self.stages:
+            elements = stage.over(elements)
+        return list(self.tail(elements) if self.tail is not None else elements)
+
+
+class Each:
+    """A function of one item as a partition function (``map``)."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, items: Iterator[Any]) -> Iterator[Any]:
+        return map(self.fn, items)
 
 
 class WindowContributions:
@@ -176,6 +250,30 @@ class Accumulated:
     def __call__(self, record: Any) -> Any:
         return self.add(self.create(), record)
 
+
+class WindowPartials:
+    """A window's pre-aggregation of a batch: every record's contributions to the windows
+    it falls into, folded per key and window (``flatMap`` then ``PreAggregated``)."""
+
+    def __init__(self, contributions: WindowContributions,
+                 merge: Callable[[Any, Any], Any]) -> None:
+        self.contributions = contributions
+        self.fold = PreAggregated(merge)
+
+    def __call__(self, elements: Iterator[Element]) -> Iterator[tuple[Any, Any]]:
+        return self.fold(itertools.chain.from_iterable(map(self.contributions, elements)))
+
+
+class RunningPartials:
+    """A running aggregate's pre-aggregation of a batch, folded per key."""
+
+    def __init__(self, contributions: RunningContributions,
+                 merge: Callable[[Any, Any], Any]) -> None:
+        self.contributions = contributions
+        self.fold = PreAggregated(merge)
+
+    def __call__(self, elements: Iterator[Element]) -> Iterator[tuple[Any, Any]]:
+        return self.fold(map(self.contributions, elements))
 
 
 class PreAggregated:

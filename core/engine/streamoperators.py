@@ -8,21 +8,23 @@ windows").
 A vertex's operators are ``[map/flat_map/filter/assign_timestamps]*`` and at most one
 keyed operator (a window, a running reduce/sum/count, or a process function with value
 state, valuestate.py) followed by ``[map/flat_map/filter]*``, the shape the job API
-accepts. Each batch is one Spark job (``parallelize`` then the user's functions, as a
-batch task): the stateless operators, and a keyed operator's pre-aggregation of the batch
-per key and window with ``reduceByKey``; its result is merged into the keyed state
-(keyedstate.py) here, in the task's memory. A process function takes a second job (its
-keys' values ship with it). What a keyed operator emits goes through the operators after
-it in one more small Spark job. Everything here runs on the task's slot thread.
+accepts. Each batch runs in Spark as one partition function (streamfunctions.py): the
+stateless operators, and a keyed operator's pre-aggregation of the batch per key and
+window; its result is merged into the keyed state (keyedstate.py) here, in the task's
+memory. The batch runner (continuous.py) sends it to the attempt's long-lived Spark task,
+not a Spark job per batch. A process function takes a second batch (its keys' values
+ship with it); what a keyed operator emits goes through the operators after it in one
+more. Everything here runs on the task's slot thread.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from clusterdeck.core.engine.combine import key_function
+from clusterdeck.core.engine.continuous import BatchRunner, batch_runner
 from clusterdeck.core.engine.keyedstate import (
     MAX_STATE_ENTRIES,
     ProcessState,
@@ -31,15 +33,19 @@ from clusterdeck.core.engine.keyedstate import (
 )
 from clusterdeck.core.engine.records import NULL_KEY_PART, key_string
 from clusterdeck.core.engine.streamfunctions import (
+    Chained,
+    Each,
     Element,
     FilterElement,
     FlatMapElement,
-    LargestTimestamp,
     MapElement,
-    PreAggregated,
+    PartitionFunction,
     RunningContributions,
+    RunningPartials,
+    Stage,
     Timestamped,
     WindowContributions,
+    WindowPartials,
     state_key,
 )
 from clusterdeck.core.engine.valuestate import KeyedElement, KeyedProcess
@@ -52,7 +58,11 @@ from clusterdeck.core.streaming.statebackend import KeyedStore
 
 __all__ = ["Element", "StreamChain", "output_key"]
 
-Stage = tuple[OperatorSpec, UserCode]
+BATCH_SECONDS = 0.1
+"""Seconds of its operators' work a batch holds at most, by the pace of the batches
+before (Flink's buffer timeout bounds a buffer's wait; this bounds how long a barrier
+waits behind the batch before it)."""
+FEWEST = 10  # records a batch may always hold, however slow its operators
 
 
 class StreamChain:
@@ -64,7 +74,8 @@ class StreamChain:
     millisecond), whatever comes in; any other carries the input watermark the task
     gives it. Its windows fire by that watermark; ``math.inf`` (the end of the input)
     fires them all. ``max_state_entries`` bounds its keyed state (keyedstate.py);
-    ``store``: the task's embedded state backend that keeps it (None: its memory)."""
+    ``store``: the task's embedded state backend that keeps it (None: its memory).
+    ``close`` ends its batch runner's Spark task."""
 
     def __init__(self, spark: Any, job: LoadedJob, vertex: JobVertex, subtask: int,
                  parallelism: int, *, max_state_entries: int = MAX_STATE_ENTRIES,
@@ -82,12 +93,12 @@ class StreamChain:
         if len(keyed) > 1:
             raise ValueError(f"{vertex.name} holds more than one keyed operator")
         cut = keyed[0] if keyed else len(operators)
-        self._before: list[Stage] = [(op, job.code[op.id]) for op in operators[:cut]]
-        self._after: list[Stage] = [(op, job.code[op.id]) for op in operators[cut + 1:]]
-        if any(op.kind not in plan.STATELESS for op, _ in self._after):
+        if any(op.kind not in plan.STATELESS for op in operators[cut + 1:]):
             raise ValueError(f"{vertex.name}: only map/flat_map/filter may follow its "
                              "keyed operator")
-        stamps = [op for op, _ in self._before if op.kind == plan.ASSIGN_TIMESTAMPS]
+        self._before = [_stage(op, job.code[op.id]) for op in operators[:cut]]
+        self._after = [_stage(op, job.code[op.id]) for op in operators[cut + 1:]]
+        stamps = [op for op in operators[:cut] if op.kind == plan.ASSIGN_TIMESTAMPS]
         self._max_delay = stamps[-1].params["max_out_of_orderness"] if stamps else None
         self._assigner: BoundedOutOfOrderness | None = None
         self._keyed = operators[cut] if keyed else None
@@ -108,57 +119,67 @@ class StreamChain:
             else:
                 self._running = RunningState(self._keyed, code, max_state_entries, store)
         self._watermark: float | None = None  # the output watermark, last returned
+        self._runner: BatchRunner | None = None  # started by ``start`` or the first batch
+        self._pace = 0.0  # seconds of work a record took in the batches before (0: none)
+        self._work = 0.0  # seconds of work of the batch under way, as its runs report them
+        self._counter_names = job.counter_names
         self.restore(None)
 
+    def batch_limit(self, most: int) -> int:
+        """How many records the next batch may hold, at most ``most``: as many as the
+        batches before ran in ``BATCH_SECONDS``, at least ``FEWEST``, so that a barrier or
+        a watermark behind a batch of a slow operator waits about that long, not for
+        thousands of its records."""
+        if self._pace <= 0:
+            return most
+        return max(FEWEST, min(most, int(BATCH_SECONDS / self._pace)))
+
     def process(self, elements: list[Element]) -> list[Element]:
-        """One batch through the chain: its stateless operators through Spark, timestamps
+        """One batch through the chain: its stateless operators in Spark, timestamps
         assigned, keyed state updated (Spark pre-aggregates the batch per key and window,
         and the result is merged into the state here), running aggregates emitted (one
         element per key the batch updated). Windows do not fire here: ``advance`` fires
-        them. A chain with no operators passes the batch on without a Spark job."""
+        them. A chain with no operators passes the batch on without Spark."""
         if not elements:
             return []
+        self._work = 0.0
+        out = self._processed_batch(elements)
+        pace = self._work / len(elements)
+        self._pace = pace if self._pace <= 0 else (self._pace + pace) / 2
+        return out
+
+    def _processed_batch(self, elements: list[Element]) -> list[Element]:
         if not self._before and self._keyed is None:
             return list(elements)
-        context = self.spark.sparkContext
-        largest = context.accumulator(-math.inf, LargestTimestamp()) \
-            if self._assigner is not None else None
-        rdd = _staged(context.parallelize(elements, 1), self._before, largest)
         if self._windows is not None:
             windows = self._windows
-            assert self._key is not None and self._keyed is not None
+            assert self._key is not None
             contributions = WindowContributions(self._key, windows.assigner,
                                                 windows.aggregation.contribution,
                                                 windows.fired_to)
-            partials = rdd.flatMap(contributions).mapPartitions(
-                PreAggregated(windows.aggregation.merge)).collect()
-            self._saw(largest)
-            windows.merge(partials)
+            windows.merge(self._run(Chained(self._before, WindowPartials(
+                contributions, windows.aggregation.merge)), elements))
             return []
         if self._running is not None:
             running = self._running
             assert self._key is not None
             contributions = RunningContributions(self._key, running.aggregation.contribution)
-            partials = rdd.map(contributions).mapPartitions(
-                PreAggregated(running.aggregation.merge)).collect()
-            self._saw(largest)
+            partials = self._run(Chained(self._before, RunningPartials(
+                contributions, running.aggregation.merge)), elements)
             return self._after_keyed(running.merge(partials))
         if self._values is not None:
-            return self._after_keyed(self._processed(rdd, largest))
-        out = rdd.collect()
-        self._saw(largest)
-        return out
+            return self._after_keyed(self._processed(elements))
+        return self._run(Chained(self._before), elements)
 
-    def _processed(self, rdd: Any, largest: Any) -> list[Element]:
-        """A ``process`` function's batch: a first Spark job keys the elements, a second
-        runs each key's elements through the function with that key's value, since the
+    def _processed(self, elements: list[Element]) -> list[Element]:
+        """A ``process`` function's batch: a first run keys the elements, a second runs
+        each key's elements through the function with that key's value, since the
         values to ship are known only once the keys are."""
-        assert self._values is not None and self._key is not None
-        keyed = rdd.map(KeyedElement(self._key)).collect()
-        self._saw(largest)
+        assert self._values is not None and self._key is not None \
+            and self._process is not None
+        keyed = self._run(Chained(self._before, Each(KeyedElement(self._key))), elements)
         groups = self._values.groups(keyed)
-        results = self.spark.sparkContext.parallelize(groups, 1).map(self._process).collect()
-        return self._values.merge(results)
+        return self._values.merge(self._run(Each(self._process), groups))
 
     def advance(self, watermark: float | None) -> tuple[list[Element], float | None]:
         """After each batch, and whenever the task's input watermark (the smallest over
@@ -218,17 +239,42 @@ class StreamChain:
         """Records dropped because every window they fall into had fired."""
         return self._windows.late_records if self._windows is not None else 0
 
-    def _saw(self, largest: Any) -> None:
-        """The batch's largest timestamp to the assigner, once its Spark job ran."""
-        if largest is not None and self._assigner is not None:
-            self._assigner.on_record(largest.value)
+    @property
+    def counters(self) -> dict[str, int | float]:
+        """The user's counters, summed over this attempt's batches."""
+        if self._runner is None:
+            return dict.fromkeys(self._counter_names, 0)
+        return self._runner.counters
+
+    def start(self) -> None:
+        """The attempt starts (in its ``attempt_scope``): a chain that runs its batches
+        in Spark starts its Spark task now, so its Python worker is ready by the first
+        batch. Idempotent."""
+        if self._runner is None and (self._before or self._keyed is not None):
+            self._runner = batch_runner(self.spark, self._counter_names)
+        if self._runner is not None:
+            self._runner.start()
+
+    def close(self) -> None:
+        """The attempt ends: its Spark task ends too. Idempotent."""
+        if self._runner is not None:
+            self._runner.close()
+
+    def _run(self, function: PartitionFunction, items: list[Any]) -> list[Any]:
+        """One batch through Spark; its largest timestamp to the assigner."""
+        if self._runner is None:
+            self._runner = batch_runner(self.spark, self._counter_names)
+        outcome = self._runner.run(function, items)
+        self._work += outcome.seconds
+        if self._assigner is not None:
+            self._assigner.on_record(outcome.largest)
+        return outcome.results
 
     def _after_keyed(self, elements: list[Element]) -> list[Element]:
         """What the keyed operator emitted through the operators after it (in order)."""
         if not elements or not self._after:
             return elements
-        rdd = self.spark.sparkContext.parallelize(elements, 1)
-        return _staged(rdd, self._after, None).collect()
+        return self._run(Chained(self._after), elements)
 
 
 def output_key(job: LoadedJob, graph: JobGraph, vertex_id: str) -> Callable[[Any], str] | None:
@@ -250,19 +296,16 @@ def output_key(job: LoadedJob, graph: JobGraph, vertex_id: str) -> Callable[[Any
     return keyed
 
 
-def _staged(rdd: Any, stages: Sequence[Stage], largest: Any) -> Any:
-    """The user's stateless operators (and the timestamp assigner) over an RDD of
-    elements, each keeping its input's timestamp."""
-    for op, code in stages:
-        fn = code.fn
-        if op.kind == plan.MAP:
-            rdd = rdd.map(MapElement(fn))
-        elif op.kind == plan.FLAT_MAP:
-            rdd = rdd.flatMap(FlatMapElement(fn))
-        elif op.kind == plan.FILTER:
-            rdd = rdd.filter(FilterElement(fn))
-        elif op.kind == plan.ASSIGN_TIMESTAMPS:
-            rdd = rdd.map(Timestamped(fn, largest))
-        else:
-            raise ValueError(f"{op.kind} is not a stateless streaming operator")
-    return rdd
+def _stage(op: OperatorSpec, code: UserCode) -> Stage:
+    """A stateless operator (or the timestamp assigner) over a batch's elements, each
+    keeping its input's timestamp."""
+    fn = code.fn
+    if op.kind == plan.MAP:
+        return MapElement(fn)
+    if op.kind == plan.FLAT_MAP:
+        return FlatMapElement(fn)
+    if op.kind == plan.FILTER:
+        return FilterElement(fn)
+    if op.kind == plan.ASSIGN_TIMESTAMPS:
+        return Timestamped(fn)
+    raise ValueError(f"{op.kind} is not a stateless streaming operator")

@@ -1,6 +1,6 @@
 """One streaming subtask: a task that runs until its input ends (or for ever), taking its
 records in batches from its replayable source or from the exchange with the vertex
-before it, running each batch through its operators (``StreamChain``: Spark per batch,
+before it, running each batch through its operators (``StreamChain``: its Spark task,
 keyed state and windows in the task) into its sink or the exchange to the next vertex,
 and taking part in checkpoints (docs/streaming.md). Its keyed state is in its memory, or
 in an embedded RocksDB of its own with the ``rocksdb`` state backend, whose change log
@@ -67,13 +67,16 @@ from clusterdeck.core.protocol.ids import attempt_part_of, subtask_id
 from clusterdeck.core.streaming.network import ChannelServer
 from clusterdeck.core.streaming.statebackend import KeyedStore, StateBackend, StateBackendOptions
 
-BATCH_RECORDS = 2000  # records through Spark at most per batch (one Spark job)
+BATCH_RECORDS = 2000  # records a batch holds at most (fewer for slow operators: StreamChain)
 IDLE_WAIT = 0.1       # seconds a task with nothing due waits for a message at most
-BATCH_INTERVAL = 0.1
-"""Seconds a task gathers records into one batch at most (Flink's buffer timeout, 100 ms
-by default): each batch is a Spark job of some tens of milliseconds, so batches of a
-few records each would keep a task busy with Spark's overhead at a few hundred records
-a second; a full batch goes at once."""
+BATCH_INTERVAL = 0.02
+"""Seconds a task gathers records into one batch at most (Flink's buffer timeout): a
+batch costs a round trip to the attempt's long-lived Spark task (under a millisecond,
+continuous.py), not a Spark job of tens of milliseconds, so batches go five times sooner
+than Flink's default 100 ms, and a full one (at high rates) at once. At 2,000 records
+that round trip is 4% of the batch's work; larger batches would only
+hold more memory and keep barriers waiting longer (docs/benchmarks.md, "Streaming
+batches in Spark")."""
 
 Report = Callable[[Any], None]
 
@@ -107,6 +110,7 @@ def run_stream_subtask(spark: Any, job: LoadedJob, deployment: p.SubmitTask,
     with attempt_scope(spark.sparkContext, deployment.attempt_id, description) as (
             cancelled, _group):
         try:
+            task.chain.start()  # its Spark task starts while the task connects, restores
             task.connect(job, channels, cancelled)
             task.restore()
             while not task.finished:
@@ -124,6 +128,7 @@ def run_stream_subtask(spark: Any, job: LoadedJob, deployment: p.SubmitTask,
     output = task.sink.output() if task.sink is not None else None
     return SubtaskResult(deployment.vertex_id, deployment.subtask, deployment.attempt_id,
                          task.counts.records_in, task.counts.records_out,
+                         counters=task.chain.counters,
                          sink_files={task.sink_id: list(output.files)} if output else {},
                          stdout=output.stdout_tail if output else "",
                          stdout_file=output.stdout_file if output else "",
@@ -246,6 +251,7 @@ class _StreamTask:
             self.input.close()
 
     def _release(self) -> None:
+        self.chain.close()  # its long-lived Spark task ends with the attempt
         self.writer.close()
         if self.store is not None:
             self.store.close()
@@ -279,10 +285,11 @@ class _StreamTask:
         if gathering > 0:
             return gathering  # messages meanwhile; the source's records wait to be a batch
         now = time.time()
-        batch = self.source.poll(now, BATCH_RECORDS)
+        limit = self.chain.batch_limit(BATCH_RECORDS)
+        batch = self.source.poll(now, limit)
         if not batch:
             return min(IDLE_WAIT, self.source.seconds_to_next(now))
-        full = len(batch) >= BATCH_RECORDS
+        full = len(batch) >= limit
         self.batch_started = 0.0 if full else time.monotonic()  # a full one: more at once
         self._through([(None, record) for record in batch])
         self._advance(None)
@@ -301,7 +308,8 @@ class _StreamTask:
         """Records from the exchange until the next event, then what that event says."""
         assert self.input is not None
         waited = time.monotonic()
-        polled = self.input.poll(IDLE_WAIT, BATCH_RECORDS, BATCH_INTERVAL)
+        polled = self.input.poll(IDLE_WAIT, self.chain.batch_limit(BATCH_RECORDS),
+                                 BATCH_INTERVAL)
         if not polled.elements and not polled.actions and polled.watermark is None:
             self.counts.idle += time.monotonic() - waited
         if polled.elements:

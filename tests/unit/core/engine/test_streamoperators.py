@@ -1,12 +1,14 @@
 """A streaming vertex's operators as its task drives them: batches of (timestamp, record)
 elements in, input watermarks told, windows fired in order, running aggregates per batch,
 state through JSON into a fresh chain, and the key strings the exchange hashes. One
-local SparkSession serves the module (each batch is a Spark job, as in a task)."""
+local SparkSession serves the module; each chain runs its batches in a long-lived Spark
+task of its own, as in a task, ended after each test."""
 
 from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 
 import pytest
@@ -30,10 +32,24 @@ def job_of(declare) -> LoadedJob:
     return LoadedJob(Path("job.py"), (), graph, code)
 
 
+_open: list[StreamChain] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_chains():
+    """Each chain's long-lived Spark task holds one of local[2]'s cores: ended after
+    each test, failed or not."""
+    yield
+    while _open:
+        _open.pop().close()
+
+
 def chain(spark, job: LoadedJob, index: int = -1, **options) -> StreamChain:
     """The chain of the job's vertex ``index`` (the keyed one: the last)."""
     vertex = job.graph.vertices[index]
-    return StreamChain(spark, job, vertex, 0, vertex.parallelism, **options)
+    made = StreamChain(spark, job, vertex, 0, vertex.parallelism, **options)
+    _open.append(made)
+    return made
 
 
 def through_json(state):
@@ -146,10 +162,12 @@ def test_a_chain_restored_from_its_json_snapshot_goes_on_exactly_as_an_unbroken_
     unbroken = chain(spark, job)
     expected = run(unbroken, batches, watermarks) + unbroken.advance(math.inf)[0]
     assert unbroken.late_records == 3 and ("a", 0) in {record[0] for _, record in expected}
+    unbroken.close()   # local[2]: a core for each live chain's Spark task
 
     first = chain(spark, job)
     head = run(first, batches[:2], watermarks[:2])
     state = through_json(first.snapshot())
+    first.close()
     restored = chain(spark, job_of(declare))   # a new attempt loads the job again
     restored.restore(state)
     assert restored.late_records == 1
@@ -229,8 +247,10 @@ def test_process_state_is_restored_from_its_json_snapshot_and_bounded(spark):
     first.process([(1.0, ((1, 2), 1)), (2.0, ("b", 2))])
     restored = chain(spark, job_of(deduplicated))
     restored.restore(through_json(first.snapshot()))
+    first.close()
     assert restored.process([(3.0, ((1, 2), 3)), (4.0, ("b", 4)), (5.0, ("d", 5))]) == [
         (5.0, ["d", 5])]   # a tuple key comes back as a tuple through JSON
+    restored.close()
     small = chain(spark, job, max_state_entries=2)
     small.process([(1.0, ("a", 1)), (2.0, ("b", 2))])
     small.process([(3.0, ("a", "done"))])   # clearing frees a place
@@ -244,3 +264,35 @@ def test_a_process_function_that_returns_a_string_fails_naming_what_to_return(sp
         lambda env: env.rate_source(10).key_by(0).process(lambda r, s: "text").print()))
     with pytest.raises(Exception, match="return or yield the records to emit"):
         keyed.process([(1.0, ("a", 1))])
+
+
+def test_user_counters_count_each_attempts_batches_on_its_own(spark):
+    env = ExecutionEnvironment("s").set_parallelism(1)
+    env.enable_checkpointing(1)
+    seen = env.counter("seen")
+    env.rate_source(10).map(lambda record: seen.add(2) or record).print()
+    graph, code = build_graph(env)
+    job = LoadedJob(Path("job.py"), (), graph, code, env.counter_names)
+    first = chain(spark, job, 0)
+    assert first.counters == {"seen": 0}
+    first.process([(None, 1), (None, 2)])
+    first.process([(None, 3)])
+    assert first.counters == {"seen": 6}
+    first.close()
+    again = chain(spark, job, 0)   # the next attempt counts afresh
+    again.process([(None, 4)])
+    assert again.counters == {"seen": 2} and seen.value == 0
+
+
+def test_a_slow_operators_batches_hold_about_a_tenth_of_a_second_of_its_work(spark):
+    def slow(record):
+        time.sleep(0.004)
+        return record
+
+    chain_ = chain(spark, job_of(lambda env: env.rate_source(10).map(slow).print()), 0)
+    assert chain_.batch_limit(2000) == 2000   # nothing measured yet
+    chain_.process([(None, index) for index in range(50)])
+    assert 10 <= chain_.batch_limit(2000) <= 25   # 0.1 s at 4 ms a record, and more
+    fast = chain(spark, job_of(lambda env: env.rate_source(10).map(str).print()), 0)
+    fast.process([(None, index) for index in range(2000)])
+    assert fast.batch_limit(2000) > 500   # 2,000 on a quiet machine
