@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from clusterdeck.core.engine.columnar import window_partials
 from clusterdeck.core.engine.combine import key_function
 from clusterdeck.core.engine.continuous import BatchRunner, batch_runner
 from clusterdeck.core.engine.keyedstate import (
@@ -154,11 +155,7 @@ class StreamChain:
         if self._windows is not None:
             windows = self._windows
             assert self._key is not None
-            contributions = WindowContributions(self._key, windows.assigner,
-                                                windows.aggregation.contribution,
-                                                windows.fired_to)
-            windows.merge(self._run(Chained(self._before, WindowPartials(
-                contributions, windows.aggregation.merge)), elements))
+            windows.merge(self._run(Chained(self._before, self._window_partials()), elements))
             return []
         if self._running is not None:
             running = self._running
@@ -170,6 +167,20 @@ class StreamChain:
         if self._values is not None:
             return self._after_keyed(self._processed(elements))
         return self._run(Chained(self._before), elements)
+
+    def _window_partials(self) -> PartitionFunction:
+        """The window's pre-aggregation of a batch: vectorised over the whole batch for a
+        declarative aggregate keyed by fields (columnar.py), else a Python call per
+        record; both give the same partials."""
+        windows = self._windows
+        assert windows is not None and self._key is not None and self._keyed is not None
+        columnar = window_partials(self._keyed, windows.assigner, windows.fired_to)
+        if columnar is not None:
+            return columnar
+        contributions = WindowContributions(self._key, windows.assigner,
+                                            windows.aggregation.contribution,
+                                            windows.fired_to)
+        return WindowPartials(contributions, windows.aggregation.merge)
 
     def _processed(self, elements: list[Element]) -> list[Element]:
         """A ``process`` function's batch: a first run keys the elements, a second runs

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from clusterdeck.core.engine.columnar import ColumnarWindowPartials
 from clusterdeck.core.engine.keyedstate import StateLimitExceeded
 from clusterdeck.core.engine.records import KEY_SEPARATOR
 from clusterdeck.core.engine.streamoperators import StreamChain, output_key
@@ -296,3 +297,16 @@ def test_a_slow_operators_batches_hold_about_a_tenth_of_a_second_of_its_work(spa
     fast = chain(spark, job_of(lambda env: env.rate_source(10).map(str).print()), 0)
     fast.process([(None, index) for index in range(2000)])
     assert fast.batch_limit(2000) > 500   # 2,000 on a quiet machine
+
+
+def test_a_window_keyed_by_a_field_folds_its_batches_vectorised_and_as_a_lambda_key_does(spark):
+    by_field = chain(spark, windowed(10))
+    by_function = chain(spark, job_of(
+        lambda env: env.rate_source(10).assign_timestamps(lambda record: record[0])
+        .key_by(lambda record: record[1]).window(10).count().print()))
+    assert isinstance(by_field._window_partials(), ColumnarWindowPartials)
+    assert not isinstance(by_function._window_partials(), ColumnarWindowPartials)
+    batch = elements((1, "b"), (2, "a"), (9, "a"), (12, "a"), (3, 7))
+    for keyed in (by_field, by_function):
+        keyed.process(batch)
+    assert by_field.advance(math.inf) == by_function.advance(math.inf)
