@@ -31,7 +31,7 @@ Phases (each system alone on the machine: the cluster's phases first, then Spark
 
     python -m benchmarks.streaming_windows [--duration S] [--rate R] [--peak-rate R]
         [--rounds N] [--keys K] [--state-keys K...] [--state-rate R] [--skip-spark]
-        [--skip-cluster] [--keep]
+        [--skip-cluster] [-D KEY=VALUE]... [--keep]
 """
 
 from __future__ import annotations
@@ -420,14 +420,17 @@ def kill_a_taskmanager(bench: Any, phase: Phase, watch: JobWatch,
 
 
 @contextmanager
-def cluster_for(parallelism: int, keep_logs: Path) -> Iterator[Any]:
+def cluster_for(parallelism: int, keep_logs: Path,
+                settings: Sequence[str] = ()) -> Iterator[Any]:
     """bench_cluster with 2 TaskManagers x ``parallelism`` slots (every subtask of a
-    streaming job holds a slot: P sources and P windows); its logs are copied to
-    ``keep_logs`` on the way out."""
+    streaming job holds a slot: P sources and P windows) and ``settings`` (``KEY=VALUE``,
+    as ``-D``); its logs are copied to ``keep_logs`` on the way out."""
     from benchmarks.submit_latency import bench_cluster
     from clusterdeck.core.config import paths
+    from clusterdeck.core.config.settings import parse_override
     with bench_cluster("streaming", **{"taskmanager.count": 2,
-                                       "taskmanager.slots": parallelism}) as bench:
+                                       "taskmanager.slots": parallelism,
+                                       **dict(map(parse_override, settings))}) as bench:
         try:
             yield bench
         finally:
@@ -722,6 +725,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--skip-cluster", action="store_true")
     parser.add_argument("--skip-spark", action="store_true")
+    parser.add_argument("-D", dest="setting", action="append", default=[],
+                        metavar="KEY=VALUE", help="a setting of the cluster (state.backend="
+                        "rocksdb, ...), as clusterdeck up -D")
     parser.add_argument("--phases", nargs="*", default=["latency", "peak", "state"])
     parser.add_argument("--work", default="/tmp/clusterdeck-bench-streaming",
                         help="output, checkpoints and kept logs (emptied first)")
@@ -792,7 +798,7 @@ def _phases(system: str, args: argparse.Namespace) -> dict[str, list[Phase]]:
 
 def run_cluster(args: argparse.Namespace, work: Path, results: dict[str, list[Phase]]) -> None:
     print("clusterdeck: starting a cluster", file=sys.stderr)
-    with cluster_for(args.parallelism, work / "cluster-logs") as bench:
+    with cluster_for(args.parallelism, work / "cluster-logs", args.setting) as bench:
         bench.warm_up()
         bench.records_in = RecordsIn(bench.client)
         for name, phases in _phases("clusterdeck", args).items():
