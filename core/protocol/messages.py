@@ -144,7 +144,7 @@ from clusterdeck.core.protocol.wiring import (
 # 14: streaming jobs and checkpoints; 15: savepoints, stop, NotifyCheckpointAborted
 # 17: SubmitTask.split_share, a file source subtask's fair share of its input
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-PROTOCOL_VERSION = 17
+PROTOCOL_VERSION = 18
 
 __all__ = [
     "METRICS_ATTEMPTS",
