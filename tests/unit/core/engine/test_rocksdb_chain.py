@@ -1,7 +1,9 @@
 """A streaming vertex's keyed state in the rocksdb backend, as its task drives it: the
 same output as the heap's, a chain restored from its incremental files (the store's
 change log uploaded at each snapshot) going on exactly as an unbroken one, and a heap
-snapshot restoring into the store. One local SparkSession serves the module."""
+snapshot restoring into the store. One local SparkSession serves the module; each chain's
+long-lived Spark task holds one of its two cores, so a test has at most two chains open
+at a time."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from clusterdeck.core.checkpointing import CheckpointStorage
 from clusterdeck.core.checkpointing.changelog import IncrementalSnapshots, chain_entries
 from clusterdeck.core.streaming.statebackend import KeyedStore
 from tests.unit.core.engine.test_streamoperators import (
+    _close_chains,  # noqa: F401 (the autouse fixture: every chain ended after its test)
     chain,
     deduplicated,
     elements,
@@ -64,6 +67,7 @@ def test_windows_in_rocksdb_restored_from_a_chain_of_deltas_go_on_exactly(
     job = job_of(sliding_average)
     heap = chain(spark, job)
     expected = run(heap, BATCHES, WATERMARKS) + heap.advance(math.inf)[0]
+    heap.close()
 
     storage = CheckpointStorage(tmp_path / "checkpoints")
     snapshots = IncrementalSnapshots(storage, "job", "v#0")
@@ -77,6 +81,7 @@ def test_windows_in_rocksdb_restored_from_a_chain_of_deltas_go_on_exactly(
         files = snapshots.write(checkpoint_id, store.changes())
     assert "open" not in state["windows"] and state["windows"]["stored"] > 0
     assert len(files) == 3
+    first.close()
 
     restored_store = stores()   # as a task restores: its chain, the files, the rest
     restored = chain(spark, job_of(sliding_average), store=restored_store)
@@ -97,6 +102,8 @@ def test_process_values_in_rocksdb_answer_as_the_heaps_and_a_heap_snapshot_resto
     assert [heap.process(batch) for batch in batches] == \
         [stored.process(batch) for batch in batches]
     assert stored.snapshot()["values"] == {"stored": 3}
+    heap.close()
+    stored.close()
 
     from_heap = chain(spark, job, store=stores())
     first = chain(spark, job)
