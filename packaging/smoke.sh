@@ -135,7 +135,7 @@ fi
 QT_QPA_PLATFORM=offscreen "$exe" gui --start -D taskmanager.count=1 -D broker.kind=amqtt \
     -D spark.start=lazy > "$work/gui-start.log" 2>&1 &
 gui_pid=$!
-wait_registered local 1 120 || fail "gui --start: no TaskManager registered within 120 s"
+wait_registered default 1 120 || fail "gui --start: no TaskManager registered within 120 s"
 kill -0 "$gui_pid" 2>/dev/null || fail "gui --start exited early"
 kill -TERM "$gui_pid"
 for _ in $(seq 1 60); do kill -0 "$gui_pid" 2>/dev/null || break; sleep 0.5; done
