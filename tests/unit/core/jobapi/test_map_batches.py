@@ -4,11 +4,15 @@ when declared (docs/job-api.md)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from clusterdeck.core.engine.batchfunctions import BatchFunction
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.builder import build_graph
 from clusterdeck.core.jobapi.environment import ExecutionEnvironment
+from clusterdeck.core.jobapi.loader import load_job
 from clusterdeck.core.protocol.jobgraph import JobKind, ShipStrategy
 
 
@@ -64,3 +68,16 @@ def test_a_streaming_job_runs_batch_functions_before_and_after_its_keyed_operato
 def test_nonsense_arguments_are_refused_when_declared(call, error, complaint):
     with pytest.raises(error, match=complaint):
         call(ExecutionEnvironment().from_range(3))
+
+
+def test_the_example_keys_its_records_by_columns_and_writes_its_windows_by_batch(tmp_path):
+    example = Path(__file__).resolve().parents[4] / "examples" / "streaming_batches.py"
+    job = load_job(example, (str(tmp_path / "out"),))
+    source, keyed = job.graph.vertices
+    assert [op.kind for op in source.operators] == [
+        "source.rate", "map_batches", "assign_timestamps"]
+    assert [op.kind for op in keyed.operators] == ["window", "map_batches", "sink.text"]
+    key, lines = (BatchFunction(job.code[op.id].fn, op.params["format"])
+                  for op in (source.operators[1], keyed.operators[1]))
+    assert key([(3, "key-3"), (17, "key-7")]) == [(3, "key-3"), (17, "key-7")]
+    assert lines([("key-1", 2.0, 3.0, 10)]) == ["key-1,2,3,10"]
