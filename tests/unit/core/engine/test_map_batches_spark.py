@@ -6,6 +6,7 @@ batch functions give what its map gives, in Spark partitions and in local execut
 from __future__ import annotations
 
 import math
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -153,6 +154,8 @@ def test_an_arrow_batch_of_records_that_are_not_columns_fails_naming_them(spark)
 
 
 BATCH_JOB = """
+    import os
+
     import pyarrow as pa
 
     def squares(table):
@@ -160,11 +163,11 @@ BATCH_JOB = """
         return pa.table({"rest": numbers % 7, "square": numbers * numbers})
 
     def build(env):
-        env.set_parallelism(2)
-        numbers = env.from_range(0, 5000)
-        numbers.map(lambda n: (n % 7, n * n)).collect()
-        numbers.map_batches(lambda ns: [(n % 7, n * n) for n in ns]).collect()
-        numbers.map_batches(squares, format="arrow").collect()
+        env.set_parallelism(2)  # a source of its own each: chained, so it may run locally
+        env.from_range(0, 5000).map(lambda n: (n % 7, n * n)).collect()
+        env.from_range(0, 5000).map_batches(lambda ns: [(n % 7, n * n) for n in ns]).collect()
+        env.from_range(0, 5000).map_batches(squares, format="arrow").collect()
+        env.from_range(0, 3, parallelism=1).map_batches(lambda ns: [os.getpid()]).collect()
 """
 
 
@@ -177,5 +180,7 @@ def test_a_batch_jobs_batch_functions_give_what_its_map_gives(spark, tmp_path,
                        local_max_records=local_max_records)
     by_map = sorted(map(tuple, result.rows("op-3")))
     assert by_map == sorted((n % 7, n * n) for n in range(5000))
-    assert sorted(map(tuple, result.rows("op-5"))) == by_map
-    assert sorted(map(tuple, result.rows("op-7"))) == by_map
+    assert sorted(map(tuple, result.rows("op-6"))) == by_map
+    assert sorted(map(tuple, result.rows("op-9"))) == by_map
+    ran_here = result.rows("op-12") == [os.getpid()]
+    assert ran_here is (local_max_records > 0)
