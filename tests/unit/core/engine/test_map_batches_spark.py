@@ -109,11 +109,12 @@ def fired_windows(spark, job: LoadedJob) -> list:
     rate = [(None, (index, f"key-{index % 10}")) for index in range(RECORDS)]
     keyed_input = [element for start in range(0, RECORDS, 300)
                    for element in source.process(rate[start:start + 300])]
-    source.close()  # its core, for the keyed vertex's task
+    source.close()  # local[2] has a core for one more task: the keyed vertex's
     keyed = chain(spark, job, 1)
     for start in range(0, len(keyed_input), 300):
         assert keyed.process(keyed_input[start:start + 300]) == []
     fired, watermark = keyed.advance(math.inf)
+    keyed.close()
     assert watermark == math.inf
     return fired
 
@@ -167,7 +168,8 @@ BATCH_JOB = """
         env.from_range(0, 5000).map(lambda n: (n % 7, n * n)).collect()
         env.from_range(0, 5000).map_batches(lambda ns: [(n % 7, n * n) for n in ns]).collect()
         env.from_range(0, 5000).map_batches(squares, format="arrow").collect()
-        env.from_range(0, 3, parallelism=1).map_batches(lambda ns: [os.getpid()]).collect()
+        env.from_range(0, 3, parallelism=1).map_batches(lambda ns: [os.getpid()],
+                                                        parallelism=1).collect()
 """
 
 
