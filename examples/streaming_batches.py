@@ -40,6 +40,6 @@ def build(env):
         .assign_timestamps(lambda record: record[0] / EVENTS_PER_SECOND,
                            max_out_of_orderness=0.2)
         .key_by(1)
-        .window(1.0).count(parallelism=3, name="count per second")
+        .window(1.0).count(name="count per second")
         .map_batches(lines, name="lines per batch")
         .write_text(out))
