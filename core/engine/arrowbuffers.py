@@ -68,7 +68,7 @@ def encode_buffers(elements: Sequence[Element], limit: int) -> list[bytes]:
         return []
     timestamps = list(map(itemgetter(0), elements))  # not zip(*elements): a call of
     records = list(map(itemgetter(1), elements))  # thousands of arguments is slower
-    columns = _native_columns(records)
+    columns = native_columns(records)
     if columns is None:
         texts = [encode_record(record).encode("utf-8", "surrogatepass") for record in records]
         columns = [(RECORD_COLUMN, pa.array(texts, pa.binary()))]
@@ -106,7 +106,7 @@ def decode_buffer(payload: bytes) -> list[Element]:
         raise BufferFormatError(f"{type(error).__name__}: {error}") from None
 
 
-def _native_columns(records: Sequence[Any]) -> list[tuple[str, pa.Array]] | None:
+def native_columns(records: Sequence[Any]) -> list[tuple[str, pa.Array]] | None:
     """The records as typed columns, or None when they are not all alike (see the module
     docstring). Checks run over whole columns (``set(map(type, ...))``), not per record
     in Python."""

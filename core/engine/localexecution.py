@@ -5,8 +5,8 @@ A Spark job costs the same whatever it reads: a one-row subtask paid about 0.1 s
 scheduling, closure cleaning and a Python worker's round trip for a microsecond of
 work (docs/benchmarks.md, section 14), 7x slower than Spark's own tasks. As Spark once
 ran small ``take()`` jobs in the driver (``spark.localExecution.enabled``), a source
-subtask whose chain is maps, flat maps and filters into a text or collect sink runs
-here when its input is small:
+subtask whose chain is maps, flat maps, filters and batch functions into a text or
+collect sink runs here when its input is small:
 
 - a range or a collection whose parts (they come with the deployment) hold at most
   ``max_records`` records: the whole subtask;
@@ -20,7 +20,8 @@ Anything else takes the Spark path unchanged.
 The user's functions and the collection's items are pickled and unpickled first, inside
 the attempt's CounterScope, as they are on their way to a Spark worker: the attempt gets
 its own copies, and its counters are bound to its own accumulators. Records stream
-through the chain one at a time (a flat map's output is never held whole); the attempt's
+through the chain one at a time (a flat map's output is never held whole; a batch
+function's input and output are: all of the subtask's records, one batch); the attempt's
 cancellation is checked as they go. Runs on the slot thread.
 """
 
@@ -34,6 +35,7 @@ from typing import Any
 
 from pyspark import cloudpickle
 
+from clusterdeck.core.engine.batchfunctions import BatchFunction
 from clusterdeck.core.engine.records import to_jsonable
 from clusterdeck.core.engine.sinks import FileSinkWriter
 from clusterdeck.core.engine.sources import generated_count
@@ -53,7 +55,7 @@ from clusterdeck.core.protocol.jobgraph import (
 
 DEFAULT_MAX_RECORDS = 1000  # 0 turns local execution off
 _GENERATED = frozenset({plan.SOURCE_RANGE, plan.SOURCE_COLLECTION})
-_CHAINABLE = frozenset({plan.MAP, plan.FLAT_MAP, plan.FILTER})
+_CHAINABLE = frozenset({plan.MAP, plan.FLAT_MAP, plan.FILTER, plan.MAP_BATCHES})
 _SINKS = frozenset({plan.SINK_TEXT, plan.SINK_COLLECT})
 _CHECK_EVERY = 256  # records between two looks at the cancellation flag
 _LINE_END = re.compile(rb"\r\n|\n|\r")
@@ -160,6 +162,8 @@ def _apply(op: OperatorSpec, fn: Any, records: Iterator[Any]) -> Iterator[Any]:
         return map(fn, records)
     if op.kind == plan.FLAT_MAP:
         return itertools.chain.from_iterable(map(fn, records))
+    if op.kind == plan.MAP_BATCHES:  # the subtask's records are its one batch
+        return iter(BatchFunction(fn, op.params["format"])(records))
     return filter(fn, records)
 
 

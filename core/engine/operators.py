@@ -1,6 +1,7 @@
 """The operators between sources and sinks, as Spark work on one subtask's data.
 
-``apply`` runs one operator of a chain: Python operators (map, flat_map, filter, reduce)
+``apply`` runs one operator of a chain: Python operators (map, flat_map, filter,
+map_batches, reduce)
 on Records through Spark's Python workers, relational ones (join, sql, aggregate) on
 Tables through Spark SQL. A keyed operator or a join sees, in its subtask, every record
 of the keys hashed to it, so it groups or joins locally. Runs on the slot thread; user
@@ -15,6 +16,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from clusterdeck.core.engine.batchfunctions import BatchFunction
 from clusterdeck.core.engine.combine import KeyedFold, key_function, keyed_fold
 from clusterdeck.core.engine.records import (
     SCALAR,
@@ -42,7 +44,8 @@ Operator = Callable[[Work, OperatorSpec, UserCode, Sequence[Stream]], Stream]
 # Operators that run Python functions on records (a filter keeps a table's columns, but
 # pays for decoding rows into records and back): a source feeding one of them may as well
 # produce records (sources.read_source).
-_ON_RECORDS = frozenset({plan.MAP, plan.FLAT_MAP, plan.FILTER, plan.REDUCE, plan.PROCESS})
+_ON_RECORDS = frozenset({plan.MAP, plan.FLAT_MAP, plan.FILTER, plan.MAP_BATCHES, plan.REDUCE,
+                         plan.PROCESS})
 
 
 def takes_records(op: OperatorSpec | None) -> bool:
@@ -63,6 +66,14 @@ def _map(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Stream])
 
 def _flat_map(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Stream]) -> Stream:
     return Records(as_records(inputs[0]).flatMap(code.fn), op.params.get("schema"))
+
+
+def _map_batches(work: Work, op: OperatorSpec, code: UserCode,
+                 inputs: Sequence[Stream]) -> Stream:
+    """The user's function over each Spark partition's records at once (batchfunctions.py)."""
+    assert code.fn is not None
+    function = BatchFunction(code.fn, op.params["format"])
+    return Records(as_records(inputs[0]).mapPartitions(function), op.params.get("schema"))
 
 
 def _filter(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Stream]) -> Stream:
@@ -208,6 +219,7 @@ _OPERATORS: dict[str, Operator] = {
     plan.MAP: _map,
     plan.FLAT_MAP: _flat_map,
     plan.FILTER: _filter,
+    plan.MAP_BATCHES: _map_batches,
     plan.REDUCE: _reduce,
     plan.COUNT: _count,
     plan.PROCESS: _process,

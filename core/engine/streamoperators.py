@@ -5,9 +5,10 @@ tells it each move of its input watermark with ``advance``; ``output_key`` is wh
 exchange hashes when the vertex's output is keyed (docs/streaming.md, "Keyed streams and
 windows").
 
-A vertex's operators are ``[map/flat_map/filter/assign_timestamps]*`` and at most one
-keyed operator (a window, a running reduce/sum/count, or a process function with value
-state, valuestate.py) followed by ``[map/flat_map/filter]*``, the shape the job API
+A vertex's operators are ``[map/flat_map/filter/map_batches/assign_timestamps]*`` and at
+most one keyed operator (a window, a running reduce/sum/count, or a process function with
+value state, valuestate.py) followed by ``[map/flat_map/filter/map_batches]*``, the shape
+the job API
 accepts. Each batch runs in Spark as one partition function (streamfunctions.py): the
 stateless operators, and a keyed operator's pre-aggregation of the batch per key and
 window; its result is merged into the keyed state (keyedstate.py) here, in the task's
@@ -23,6 +24,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from clusterdeck.core.engine.batchfunctions import BatchElements
 from clusterdeck.core.engine.columnar import window_partials
 from clusterdeck.core.engine.combine import key_function
 from clusterdeck.core.engine.continuous import BatchRunner, batch_runner
@@ -95,8 +97,8 @@ class StreamChain:
             raise ValueError(f"{vertex.name} holds more than one keyed operator")
         cut = keyed[0] if keyed else len(operators)
         if any(op.kind not in plan.STATELESS for op in operators[cut + 1:]):
-            raise ValueError(f"{vertex.name}: only map/flat_map/filter may follow its "
-                             "keyed operator")
+            raise ValueError(f"{vertex.name}: only map/flat_map/filter/map_batches may "
+                             "follow its keyed operator")
         self._before = [_stage(op, job.code[op.id]) for op in operators[:cut]]
         self._after = [_stage(op, job.code[op.id]) for op in operators[cut + 1:]]
         stamps = [op for op in operators[:cut] if op.kind == plan.ASSIGN_TIMESTAMPS]
@@ -309,7 +311,8 @@ def output_key(job: LoadedJob, graph: JobGraph, vertex_id: str) -> Callable[[Any
 
 def _stage(op: OperatorSpec, code: UserCode) -> Stage:
     """A stateless operator (or the timestamp assigner) over a batch's elements, each
-    keeping its input's timestamp."""
+    keeping its input's timestamp (a batch function's: the batch's largest,
+    batchfunctions.py)."""
     fn = code.fn
     if op.kind == plan.MAP:
         return MapElement(fn)
@@ -317,6 +320,8 @@ def _stage(op: OperatorSpec, code: UserCode) -> Stage:
         return FlatMapElement(fn)
     if op.kind == plan.FILTER:
         return FilterElement(fn)
+    if op.kind == plan.MAP_BATCHES:
+        return BatchElements(fn, op.params["format"])
     if op.kind == plan.ASSIGN_TIMESTAMPS:
         return Timestamped(fn)
     raise ValueError(f"{op.kind} is not a stateless streaming operator")

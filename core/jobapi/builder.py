@@ -109,17 +109,19 @@ def build_graph(env: ExecutionEnvironment) -> tuple[JobGraph, dict[str, UserCode
 
 
 _STREAMING_SHAPE = (
-    "rate_source()|folder_source()|mqtt_source() -> [map/flat_map/filter/assign_timestamps]* "
+    "rate_source()|folder_source()|mqtt_source() -> "
+    "[map/flat_map/filter/map_batches/assign_timestamps]* "
     "-> [key_by() -> window(...).count()|sum()|reduce()|aggregate() or reduce()|sum()|count()"
-    "|process() -> [map/flat_map/filter]*]* -> write_text()|print()|write_mqtt()")
+    "|process() -> [map/flat_map/filter/map_batches]*]* -> write_text()|print()|write_mqtt()")
 
 
 def _check_streaming(nodes: list[Transformation], edges: tuple[JobEdge, ...],
                      env: ExecutionEnvironment) -> None:
     """What a streaming job may hold today (docs/streaming.md): one pipeline from a
-    source through map/flat_map/filter/assign_timestamps, then any number of key_by
-    stages, each a keyed window, running aggregate or process function with
-    map/flat_map/filter after it, into a sink: a line of vertices joined by HASH edges."""
+    source through map/flat_map/filter/map_batches/assign_timestamps, then any number of
+    key_by stages, each a keyed window, running aggregate or process function with
+    map/flat_map/filter/map_batches after it, into a sink: a line of vertices joined by
+    HASH edges."""
     for t in nodes:
         allowed = (plan.STREAMING_SOURCES if t.is_source else plan.STREAMING_SINKS
                    if t.is_sink else plan.STREAMING_OPERATORS | plan.STREAMING_KEYED)

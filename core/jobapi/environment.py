@@ -274,6 +274,26 @@ class DataStream:
                        UserCode(fn=user_function("filter", fn)))
         return DataStream(self._env, t)
 
+    @checked_operator("map_batches")
+    def map_batches(self, fn: Callable[[Any], Any], *, format: str = "records",
+                    name: str | None = None, parallelism: int | None = None,
+                    schema: Any = None) -> DataStream:
+        """A whole batch of records at a time (Spark's ``mapPartitions``/``mapInArrow``):
+        a streaming job's micro-batch, a batch job's partition. ``format="records"``:
+        ``fn(records: list)`` returns an iterable of records; ``format="arrow"``:
+        ``fn(table: pyarrow.Table)`` gets the batch's columns (``_1.._n`` for tuples,
+        ``value`` for scalars) and returns a Table or RecordBatch whose rows become tuples
+        (scalars with one column). ``fn`` is not called for an empty batch. In a streaming
+        job every record out carries the largest timestamp of the batch in
+        (docs/job-api.md)."""
+        if format not in plan.BATCH_FORMATS:
+            raise ValueError(f"map_batches(): format is one of "
+                             f"{', '.join(map(repr, plan.BATCH_FORMATS))}; got {format!r}")
+        t = self._then(plan.MAP_BATCHES, name or "map_batches", parallelism,
+                       {"format": format, "schema": schema_text("map_batches", schema)},
+                       UserCode(fn=user_function("map_batches", fn)))
+        return DataStream(self._env, t)
+
     @checked_operator("assign_timestamps")
     def assign_timestamps(self, fn: Callable[[Any], float], max_out_of_orderness: float = 0.0,
                           *, name: str | None = None,

@@ -28,6 +28,7 @@ SOURCE_MQTT = "source.mqtt"  # an MQTT topic's messages: not replayable, acked p
 MAP = "map"
 FLAT_MAP = "flat_map"
 FILTER = "filter"
+MAP_BATCHES = "map_batches"  # a user function over a whole batch of records (mapPartitions)
 ASSIGN_TIMESTAMPS = "assign_timestamps"  # event time and a watermark (streaming jobs)
 REDUCE = "reduce"
 SUM = "sum"
@@ -47,8 +48,8 @@ PYSPARK_SCRIPT = "pyspark.script"
 
 FILE_SOURCES = frozenset({SOURCE_TEXT, SOURCE_CSV, SOURCE_PARQUET})
 STREAMING_SOURCES = frozenset({SOURCE_RATE, SOURCE_FOLDER, SOURCE_MQTT})
-STREAMING_OPERATORS = frozenset({MAP, FLAT_MAP, FILTER, ASSIGN_TIMESTAMPS})
-STATELESS = frozenset({MAP, FLAT_MAP, FILTER})
+STREAMING_OPERATORS = frozenset({MAP, FLAT_MAP, FILTER, MAP_BATCHES, ASSIGN_TIMESTAMPS})
+STATELESS = frozenset({MAP, FLAT_MAP, FILTER, MAP_BATCHES})
 STREAMING_KEYED = frozenset({WINDOW, REDUCE, SUM, COUNT, PROCESS})  # windows, running
 # aggregates, value state
 STREAMING_ONLY = frozenset({ASSIGN_TIMESTAMPS, WINDOW})
@@ -56,6 +57,8 @@ WINDOW_FUNCTIONS = ("count", "sum", "min", "max", "mean", "reduce", "aggregate")
 STREAMING_SINKS = frozenset({SINK_TEXT, SINK_PRINT, SINK_MQTT})
 KEYED = frozenset({REDUCE, SUM, COUNT, AGGREGATE, WINDOW, PROCESS})
 FILE_SINKS = frozenset({SINK_TEXT, SINK_CSV, SINK_PARQUET})
+BATCH_FORMATS = ("records", "arrow")  # what a map_batches function is given: a list of
+# records, or a pyarrow Table of their columns
 
 # How a Transformation's input is partitioned (None: FORWARD or REBALANCE, by parallelism).
 HASH = "hash"
@@ -110,9 +113,9 @@ class AggregateFunctions:
 class UserCode:
     """What an operator needs that cannot travel in the JobGraph.
 
-    ``fn``: the map/flat_map/filter/reduce/process/assign_timestamps function; ``keys``: a key
-    function per input (None where the key is given by fields); ``items``: a collection
-    source's items; ``aggregate``: a window's aggregate functions.
+    ``fn``: the map/flat_map/filter/map_batches/reduce/process/assign_timestamps function;
+    ``keys``: a key function per input (None where the key is given by fields);
+    ``items``: a collection source's items; ``aggregate``: a window's aggregate functions.
     """
 
     fn: Callable[..., Any] | None = None
