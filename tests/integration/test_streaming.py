@@ -21,6 +21,7 @@ from tests.waiting import wait_for
 pytestmark = [pytest.mark.integration, pytest.mark.cluster(SPARK_UP_AND_RESTARTS)]
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "streaming_rate.py"
 WINDOWS = EXAMPLE.with_name("streaming_window.py")
+BATCHES = EXAMPLE.with_name("streaming_batches.py")
 STATE = EXAMPLE.with_name("streaming_state.py")
 TOTALS = EXAMPLE.with_name("streaming_totals.py")
 
@@ -297,3 +298,15 @@ def test_a_slow_consumer_slows_the_source_and_no_process_grows(
     # checkpoints go on (their barriers wait behind a few buffers only), and the source's
     # position in them moves at the consumer's pace, not at the rate offered
     assert 0 < read / elapsed < 5000 * 0.4, f"{read} records in {elapsed:.1f} s"
+
+
+def test_batch_functions_before_and_after_a_window_commit_exactly_its_counts(
+        client, tmp_path) -> None:
+    """map_batches, records and Arrow (examples/streaming_batches.py): the keyed window
+    counts committed exactly, as the per-record job's."""
+    out = tmp_path / "out"
+    job_id = client.submit(BATCHES, (str(out), "2000", "1000"))
+    result = wait_result(client, job_id, 120)
+    assert result.status == JobStatus.FINISHED, result.root_cause
+    assert committed(out) == windows_expected(2000)
+    assert staged(out) == []
