@@ -28,7 +28,6 @@ import os
 import secrets
 import shutil
 import struct
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from pathlib import Path
 from clusterdeck.core.checkpointing.storage import (
     CheckpointStorage,
     CheckpointStorageError,
+    atomic_file,
     shared_path,
 )
 from clusterdeck.core.protocol.checkpoints import SharedStateFile
@@ -53,26 +53,17 @@ _READ = 1024 * 1024
 def write_entries(path: Path, entries: Iterable[tuple[bytes, bytes | None]]
                   ) -> tuple[int, str]:
     """``entries`` (in key order) whole on disk at ``path``; its size and SHA-256."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     digest, size = hashlib.sha256(), 0
-    try:
-        with os.fdopen(handle, "wb", buffering=_READ) as out:
-            def put(data: bytes) -> None:
-                nonlocal size
-                out.write(data)
-                digest.update(data)
-                size += len(data)
-            put(MAGIC)
-            for key, value in entries:
-                put(_LENGTH.pack(len(key)) + key + (
-                    _LENGTH.pack(-1) if value is None else _LENGTH.pack(len(value)) + value))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with atomic_file(path, buffering=_READ) as out:
+        def put(data: bytes) -> None:
+            nonlocal size
+            out.write(data)
+            digest.update(data)
+            size += len(data)
+        put(MAGIC)
+        for key, value in entries:
+            put(_LENGTH.pack(len(key)) + key + (
+                _LENGTH.pack(-1) if value is None else _LENGTH.pack(len(value)) + value))
     return size, digest.hexdigest()
 
 
@@ -96,17 +87,8 @@ def copy_checked(source: Path, target: Path, file: SharedStateFile) -> None:
     """A shared file copied whole to ``target`` (a savepoint's, or a job's adopting one),
     once it is checked to be what ``file`` says."""
     check(source, file)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(handle, "wb") as out, open(source, "rb") as copied:
-            shutil.copyfileobj(copied, out, _READ)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with atomic_file(target) as out, open(source, "rb") as copied:
+        shutil.copyfileobj(copied, out, _READ)
 
 
 def read_entries(path: Path) -> Iterator[tuple[bytes, bytes | None]]:

@@ -33,8 +33,9 @@ import re
 import secrets
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import quote
 
 from clusterdeck.core.checkpointing.checkpoints import CompletedCheckpoint
@@ -226,12 +227,21 @@ def read_checked(path: Path, handle: StateHandle) -> bytes:
 
 
 def write_whole(path: Path, data: bytes) -> None:
-    """A temporary file in the same folder, flushed to the disk, then renamed over ``path``."""
+    """``data`` whole at ``path`` (``atomic_file``)."""
+    with atomic_file(path) as out:
+        out.write(data)
+
+
+@contextlib.contextmanager
+def atomic_file(path: Path, buffering: int = -1) -> Iterator[BinaryIO]:
+    """A temporary file in the same folder to write, flushed to the disk and renamed over
+    ``path`` when the block ends; deleted instead when it raises. A reader sees a whole
+    file or none."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
+        with os.fdopen(handle, "wb", buffering=buffering) as out:
+            yield out
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, path)

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import base64
 import logging
-import os
-import tempfile
 from pathlib import Path
 
 from clusterdeck.core.checkpointing import CheckpointStorage, CheckpointStorageError
+from clusterdeck.core.checkpointing.storage import atomic_file
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.checkpoints import SharedStateFile, StateHandle
 from clusterdeck.core.protocol.gateways import JobMasterGateway
@@ -48,30 +47,21 @@ def _fetch(deployment: p.SubmitTask, path: Path, handle: StateHandle | SharedSta
     rocksdb backend may be larger than memory)."""
     if path.is_file():
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     got, asked = 0, False
-    try:
-        with os.fdopen(descriptor, "wb") as out:
-            while got < handle.size or not asked:
-                asked = True
-                chunk = jobmaster.request_state_chunk(p.RequestStateChunk(
-                    deployment.job_id, deployment.attempt_id, deployment.restore_checkpoint,
-                    got, shared)).result()
-                data = base64.b64decode(chunk.data, validate=True)
-                if chunk.offset != got or chunk.total != handle.size \
-                        or len(data) > handle.size - got or (not data and got < handle.size):
-                    raise CheckpointStorageError(
-                        f"snapshot {handle.path} came from the JobManager as {chunk.total} "
-                        f"bytes from {chunk.offset} ({len(data)} in this chunk), not "
-                        f"{handle.size} from {got}")
-                out.write(data)
-                got += len(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as out:
+        while got < handle.size or not asked:
+            asked = True
+            chunk = jobmaster.request_state_chunk(p.RequestStateChunk(
+                deployment.job_id, deployment.attempt_id, deployment.restore_checkpoint,
+                got, shared)).result()
+            data = base64.b64decode(chunk.data, validate=True)
+            if chunk.offset != got or chunk.total != handle.size \
+                    or len(data) > handle.size - got or (not data and got < handle.size):
+                raise CheckpointStorageError(
+                    f"snapshot {handle.path} came from the JobManager as {chunk.total} "
+                    f"bytes from {chunk.offset} ({len(data)} in this chunk), not "
+                    f"{handle.size} from {got}")
+            out.write(data)
+            got += len(data)
     log.info("%s: snapshot %s fetched from the JobManager (%d bytes)", deployment.attempt_id,
              handle.path, got)
