@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import psutil
+
 from clusterdeck.broker.credentials import ensure_private_dir
 
 if TYPE_CHECKING:
@@ -89,14 +91,36 @@ def server_names(bind: str) -> list[str]:
 
     Local processes connect to 127.0.0.1 (or ::1, or ``localhost``); a TaskManager on
     another machine uses the host's name or the bind address. With a wildcard bind the
-    machine's own addresses, as its name resolves, stand in for the bind address.
+    machine's own addresses stand in for the bind address: those its name resolves to, and
+    those of its interfaces, since on a LAN without DNS names a client knows the machine only
+    by an interface address.
     """
     names = ["localhost", "127.0.0.1", "::1", socket.gethostname(), socket.getfqdn()]
     if not is_wildcard(bind):
         names.append(bind)
     else:
-        names += _addresses_of(socket.gethostname())
+        names += _addresses_of(socket.gethostname()) + interface_addresses()
     return _unique(names)
+
+
+def interface_addresses() -> list[str]:
+    """The IPv4 and IPv6 addresses of this machine's interfaces, link-local ones left out.
+
+    A link-local address is only meaningful with its interface (``fe80::1%eth0``), which a
+    certificate cannot name.
+    """
+    found: list[str] = []
+    for addresses in psutil.net_if_addrs().values():
+        for address in addresses:
+            if address.family not in (socket.AF_INET, socket.AF_INET6):
+                continue
+            try:
+                ip = ipaddress.ip_address(address.address.split("%")[0])
+            except ValueError:
+                continue
+            if not ip.is_link_local:
+                found.append(str(ip))
+    return found
 
 
 def _addresses_of(host: str) -> list[str]:

@@ -5,7 +5,9 @@ import socket
 import ssl
 import stat
 import threading
+import types
 
+import psutil
 import pytest
 from cryptography import x509
 
@@ -140,6 +142,21 @@ def test_covers_compares_addresses_by_value_and_names_without_case():
 def test_server_names_cover_loopback_the_host_and_a_specific_bind():
     names = tls.server_names("192.0.2.7")
     assert {"localhost", "127.0.0.1", "::1", "192.0.2.7"} <= set(names)
+
+
+def test_a_wildcard_bind_names_every_interface_address_a_lan_client_may_use(monkeypatch):
+    # On a LAN without DNS names a client knows the machine by an interface address only.
+    def snic(family, address):
+        return types.SimpleNamespace(family=family, address=address)
+    monkeypatch.setattr(tls.psutil, "net_if_addrs", lambda: {
+        "lo": [snic(socket.AF_INET, "127.0.0.1")],
+        "eth0": [snic(socket.AF_INET, "192.0.2.40"), snic(socket.AF_INET6, "2001:db8::40"),
+                 snic(socket.AF_INET6, "fe80::1%eth0"), snic(psutil.AF_LINK, "02:42:ac:11:00:02")],
+    })
+    names = tls.server_names("0.0.0.0")
+    assert {"192.0.2.40", "2001:db8::40"} <= set(names)
+    assert not [name for name in names if name.startswith("fe80") or ":42:" in name]
+    assert "192.0.2.40" not in tls.server_names("192.0.2.7")
 
 
 @pytest.mark.parametrize(("bind", "loopback"), [
