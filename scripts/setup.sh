@@ -2,7 +2,8 @@
 # Installs what clusterdeck needs into ./.venv, and, through apt-get where that is possible
 # (Debian or Ubuntu, as root), the system packages it uses:
 #   - Eclipse Mosquitto (without it the embedded amqtt broker is used);
-#   - the X11/xcb libraries Qt's window needs (`clusterdeck gui`; tests run offscreen);
+#   - the X11/xcb libraries Qt's window needs (`clusterdeck gui`; tests run offscreen),
+#     and Xvfb for a window on a machine without a display;
 #   - desktop-file-utils, to check the desktop entry (packaging/);
 #   - iproute2 and nftables, for the integration tests' bridged machines.
 # Nothing here is fatal but the virtualenv: a package apt-get cannot install is named, and
@@ -18,6 +19,8 @@ APT_PACKAGES=(
     libxcb-render-util0 libxcb-shape0 libxcb-xinerama0 libxcb-xkb1 libxcb-util1
     libxkbcommon0 libxkbcommon-x11-0 libx11-xcb1 libegl1 libgl1 libfontconfig1
     libdbus-1-3 libglib2.0-0
+    # a virtual display, for `xvfb-run clusterdeck gui` on a machine without one
+    xvfb
     # the session bus desktop notifications travel on (the tests start their own)
     dbus-daemon
     # machines on a bridge for the network tests (tests/integration/netns.py): ip, nft
