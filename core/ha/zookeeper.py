@@ -39,13 +39,14 @@ class ZooKeeperElection:
     mode = "zookeeper"
 
     def __init__(self, cluster_id: str, quorum: str, session_timeout: float,
-                 storage_dir: Path) -> None:
+                 storage_dir: Path, identity: str | None = None) -> None:
         if not quorum:
             raise ValueError("ha.mode = zookeeper needs ha.zookeeper.quorum (host:port,...)")
         self._path = f"{ROOT}/{cluster_id}"
         self._storage_dir = storage_dir
         self._client = KazooClient(hosts=quorum, timeout=session_timeout)
-        self._lock = self._client.Lock(f"{self._path}/election", own_identity())
+        self._identity = identity or own_identity()
+        self._lock = self._client.Lock(f"{self._path}/election", self._identity)
         self._leadership: Leadership | None = None
 
     def run_for_leadership(self, lost: threading.Event) -> Leadership:
@@ -55,7 +56,7 @@ class ZooKeeperElection:
         epoch = self._bump_epoch()
         leadership = Leadership(epoch, lost)
         self._leadership = leadership
-        pointer = json.dumps({"identity": own_identity(), "epoch": epoch,
+        pointer = json.dumps({"identity": self._identity, "epoch": epoch,
                               "storage_dir": str(self._storage_dir)}).encode()
         self._client.ensure_path(f"{self._path}/leader")
         self._client.set(f"{self._path}/leader", pointer)
@@ -94,12 +95,12 @@ class ZooKeeperElection:
         except KazooException as error:
             log.warning("cannot list the standby JobManagers: %s", error)
             return ()
-        me = own_identity()
-        return tuple(c[:300] for c in contenders if c != me)[:MAX_STANDBYS]
+        return tuple(c[:300] for c in contenders if c != self._identity)[:MAX_STANDBYS]
 
     def close(self) -> None:
         """Release the lock and close the session, so a standby leads at once instead of
         after the session timeout."""
+        self._leadership = None  # closing is no loss to report
         try:
             self._client.stop()
             self._client.close()
