@@ -288,6 +288,7 @@ def print_overview(overview: p.ClusterOverview) -> None:
 def cmd_up(config: Config, args: argparse.Namespace) -> int:
     from clusterdeck.broker.server import BrokerStartError
     from clusterdeck.core.client.localcluster import LocalCluster
+    from clusterdeck.core.ha.zkserver import ZooKeeperMissingError
     from clusterdeck.core.node.service import wait_for_termination
     from clusterdeck.core.supervisor import ProcessInfo
 
@@ -315,7 +316,7 @@ def cmd_up(config: Config, args: argparse.Namespace) -> int:
         print("cluster running; Ctrl-C stops it", file=sys.stderr)
         wait_for_termination()
         return EXIT_OK
-    except TimeoutError as error:
+    except (TimeoutError, ZooKeeperMissingError) as error:
         print(f"clusterdeck: {error}", file=sys.stderr)
         return EXIT_FAILED
     finally:

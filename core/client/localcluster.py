@@ -52,6 +52,10 @@ class LocalCluster:
     def __init__(self, config: Config) -> None:
         self.cluster_id: str = config["cluster.id"]
         self.cluster_dir = paths.cluster_dir(self.cluster_id)
+        if config["ha.mode"] == "none" and config["jobmanager.count"] > 1:
+            raise ConfigError("more than one JobManager needs ha.mode local or zookeeper "
+                              "(--ha): without an election they would run the same jobs "
+                              "twice")
         # First of all: a second start of a running cluster fails here (ClusterLockedError)
         # and leaves its port, broker.json, credentials and run config alone.
         self.lock = clusterlock.acquire(self.cluster_dir, self.cluster_id, "supervisor")
@@ -62,10 +66,6 @@ class LocalCluster:
                     {"broker.port": choose_port(config, self.cluster_dir)})
                 # Made here, before the broker runs, so the first client trusts its CA.
                 prepare_tls(config, ensure_private_dir(self.cluster_dir))
-            if config["ha.mode"] == "none" and config["jobmanager.count"] > 1:
-                raise ConfigError("more than one JobManager needs ha.mode local or "
-                                  "zookeeper (--ha): without an election they would run "
-                                  "the same jobs twice")
             self.zookeeper_port = 0
             if config["ha.mode"] == "zookeeper" and not config["ha.zookeeper.quorum"]:
                 self.zookeeper_port = zkserver.free_port()

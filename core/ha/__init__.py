@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clusterdeck.core.config.settings import Config
+from clusterdeck.core.config.settings import Config, ConfigError
 from clusterdeck.core.ha.election import LeaderElection, Leadership
 from clusterdeck.core.ha.local import LocalElection
 from clusterdeck.core.ha.none import NoElection
@@ -32,6 +32,9 @@ def election_for(config: Config, cluster_dir: Path) -> LeaderElection:
     if mode == "local":
         return LocalElection(storage)
     if mode == "zookeeper":
+        if not config["ha.zookeeper.quorum"]:
+            raise ConfigError("ha.mode = zookeeper needs ha.zookeeper.quorum (host:port,...) "
+                              "unless clusterdeck up runs a ZooKeeper server of its own")
         return ZooKeeperElection(config["cluster.id"], config["ha.zookeeper.quorum"],
                                  config["ha.zookeeper.session-timeout"], storage)
     return NoElection()

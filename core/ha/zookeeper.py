@@ -40,8 +40,6 @@ class ZooKeeperElection:
 
     def __init__(self, cluster_id: str, quorum: str, session_timeout: float,
                  storage_dir: Path, identity: str | None = None) -> None:
-        if not quorum:
-            raise ValueError("ha.mode = zookeeper needs ha.zookeeper.quorum (host:port,...)")
         self._path = f"{ROOT}/{cluster_id}"
         self._storage_dir = storage_dir
         self._client = KazooClient(hosts=quorum, timeout=session_timeout)
