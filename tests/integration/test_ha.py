@@ -3,14 +3,16 @@
 ``local``: the standby waits on the leader lock; ``zookeeper``: on the election of the
 cluster's own ZooKeeper server. The leader is killed with SIGKILL while a batch job runs:
 a standby must lead within the bound, the job finish with the exact result, and the
-JobClient that submitted it get that result without trying again. The takeover times
+``clusterdeck submit`` that submitted it exit 0 without anyone trying again. The takeover times
 are printed (run with -s to read them).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,12 +24,8 @@ from clusterdeck.core.node import exitcodes
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.rpc import RpcError
-from tests.integration.clusters import (
-    QUICK_RESTARTS,
-    RunningCluster,
-    running_cluster,
-    wait_result,
-)
+from tests.integration.clusters import QUICK_RESTARTS, RunningCluster, running_cluster
+from tests.integration.test_up import clusterdeck
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -85,9 +83,38 @@ def test_a_standby_takes_over_from_a_killed_leader_and_the_job_finishes_exactly(
     marks = tmp_path / "marks.txt"
     job_file = tmp_path / "slow_sums.py"
     job_file.write_text(SLOW_SUMS.format(marks=str(marks)))
-    job_id = client.submit(job_file)
-    wait_for(lambda: marks.exists() and len(marks.read_text().split()) >= 4, 180,
-             "the job's first records mapped")
+    output = tmp_path / "submit.out"
+    with output.open("wb") as sink:
+        submit = subprocess.Popen(clusterdeck("submit", "--cluster", local_cluster.cluster_id,
+                                              str(job_file)), stdout=sink, stderr=sink)
+    try:
+        wait_for(lambda: marks.exists() and len(marks.read_text().split()) >= 4, 180,
+                 "the job's first records mapped")
+        took_over = kill_the_leader(client, old, mode)
+        # The submitting command follows the new leader on its own and exits 0.
+        assert submit.wait(240) == 0, output.read_text()
+    finally:
+        if submit.poll() is None:
+            submit.kill()
+            submit.wait(10)
+    new, serving = took_over
+    assert new.pid in jobmanagers - {old.pid}
+    assert serving.standbys == () or all(str(new.pid) not in s for s in serving.standbys)
+    submitted = re.search(r"job (\S+) submitted", output.read_text())
+    assert submitted, output.read_text()
+    result = client.result(submitted.group(1))
+    assert result.status == JobStatus.FINISHED, result.root_cause
+    assert dict(collected_rows(result)) == EXPECTED_SUMS
+    # The killed JobManager, started again by its supervisor, stands by.
+    wait_for(lambda: (o := overview(client)) and len(o.standbys) == 1, 60,
+             "the restarted JobManager standing by")
+    watcher.wait_registered(["taskmanager-1", "taskmanager-2"], timeout=60)
+
+
+def kill_the_leader(client: JobClient, old: p.LeaderInfo,
+                    mode: str) -> tuple[p.LeaderInfo, p.ClusterOverview]:
+    """SIGKILL the leader; the new leader's record and its first overview, the takeover
+    times printed and bounded."""
     killed_at = time.monotonic()
     os.kill(old.pid, signal.SIGKILL)
     new = wait_for(lambda: (lead := leader(client)).epoch > old.epoch and lead, 30,
@@ -98,17 +125,8 @@ def test_a_standby_takes_over_from_a_killed_leader_and_the_job_finishes_exactly(
     serving_after = time.monotonic() - killed_at
     print(f"\nha.mode={mode}: leader record of epoch {new.epoch} after {takeover:.3f} s, "
           f"status answered after {serving_after:.3f} s")
-    assert new.pid in jobmanagers - {old.pid}
     assert takeover < TAKEOVER_BOUND[mode], f"takeover took {takeover:.3f} s"
-    assert serving.standbys == () or all(str(new.pid) not in s for s in serving.standbys)
-
-    result = wait_result(client, job_id, 240)
-    assert result.status == JobStatus.FINISHED, result.root_cause
-    assert dict(collected_rows(result)) == EXPECTED_SUMS
-    # The killed JobManager, started again by its supervisor, stands by.
-    wait_for(lambda: (o := overview(client)) and len(o.standbys) == 1, 60,
-             "the restarted JobManager standing by")
-    watcher.wait_registered(["taskmanager-1", "taskmanager-2"], timeout=60)
+    return new, serving
 
 
 def test_a_leader_stopped_past_its_session_is_fenced_and_stands_by(
