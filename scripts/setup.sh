@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
     mosquitto
+    zookeeper  # the local ZooKeeper of `clusterdeck up --ha zookeeper` (docs/ha.md)
     desktop-file-utils
     # Qt 6's xcb platform plugin: https://doc.qt.io/qt-6/linux-requirements.html
     libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0

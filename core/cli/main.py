@@ -75,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--slots", type=int, help="slots per TaskManager")
     up.add_argument("--broker", choices=["auto", "mosquitto", "amqtt", "external"],
                     help="broker kind")
+    up.add_argument("--jobmanagers", type=int, help="JobManagers to start: one leads, the "
+                    "others stand by (needs --ha)")
+    up.add_argument("--ha", choices=["none", "local", "zookeeper"], help="leader election "
+                    "(ha.mode; docs/ha.md)")
     up.add_argument("--check", action="store_true", help="start, wait until every "
                     "TaskManager registered, print the status, stop")
 
@@ -87,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "from cluster.id)")
     jobmanager = commands.add_parser("jobmanager", parents=[common], help="run a JobManager")
     jobmanager.add_argument("--broker", dest="broker_url", help="mqtt://user:pw@host:port")
+    jobmanager.add_argument("--ha", choices=["none", "local", "zookeeper"], help="leader "
+                            "election (ha.mode): with local or zookeeper, stand by until "
+                            "this JobManager leads")
     taskmanager = commands.add_parser("taskmanager", parents=[common], help="run a TaskManager")
     taskmanager.add_argument("--id", dest="resource_id", help="TaskManager id: its login, "
                              "taskmanager-<n> (default: one not yet handed out; with "
@@ -117,7 +124,8 @@ def effective_config(args: argparse.Namespace) -> Config:
     overrides = dict(parse_override(item) for item in getattr(args, "overrides", []))
     if getattr(args, "cluster", None):
         overrides["cluster.id"] = args.cluster
-    extra = {"taskmanagers": "taskmanager.count", "slots": "taskmanager.slots"}
+    extra = {"taskmanagers": "taskmanager.count", "slots": "taskmanager.slots",
+             "jobmanagers": "jobmanager.count", "ha": "ha.mode"}
     for attribute, key in extra.items():
         if getattr(args, attribute, None) is not None:
             overrides[key] = getattr(args, attribute)
@@ -260,8 +268,12 @@ def overview_json(overview: p.ClusterOverview) -> dict:
 
 
 def print_overview(overview: p.ClusterOverview) -> None:
-    print(f"cluster {overview.cluster_id}: JobManager pid {overview.jobmanager_pid}, "
+    print(f"cluster {overview.cluster_id}: JobManager pid {overview.jobmanager_pid}"
+          f"{f' on {overview.leader_host}' if overview.leader_host else ''} leads "
+          f"(epoch {overview.leader_epoch}), "
           f"{overview.slots_free}/{overview.slots_total} slots free")
+    for standby in overview.standbys:
+        print(f"standby JobManager: {standby}")
     header = f"{'TASKMANAGER':<20} {'STATE':<11} {'HOST':<16} {'PID':>7} {'SLOTS':>5} " \
              f"{'FREE':>4} {'HEARTBEAT':>9}"
     print(header)
@@ -276,6 +288,7 @@ def print_overview(overview: p.ClusterOverview) -> None:
 def cmd_up(config: Config, args: argparse.Namespace) -> int:
     from clusterdeck.broker.server import BrokerStartError
     from clusterdeck.core.client.localcluster import LocalCluster
+    from clusterdeck.core.ha.zkserver import ZooKeeperMissingError
     from clusterdeck.core.node.service import wait_for_termination
     from clusterdeck.core.supervisor import ProcessInfo
 
@@ -303,7 +316,7 @@ def cmd_up(config: Config, args: argparse.Namespace) -> int:
         print("cluster running; Ctrl-C stops it", file=sys.stderr)
         wait_for_termination()
         return EXIT_OK
-    except TimeoutError as error:
+    except (TimeoutError, ZooKeeperMissingError) as error:
         print(f"clusterdeck: {error}", file=sys.stderr)
         return EXIT_FAILED
     finally:

@@ -25,6 +25,7 @@ from clusterdeck.core.node.service import broker_address, connect_service
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.checkpoints import SavepointRestore
+from clusterdeck.core.protocol.fencing import EpochFence
 from clusterdeck.core.protocol.gateways import DispatcherGateway
 from clusterdeck.core.protocol.ids import new_job_id
 from clusterdeck.core.rpc import (
@@ -74,6 +75,7 @@ class ClusterClient:
             broker_address(config, role, broker_url), connect_timeout=connect_timeout,
             with_presence=False, identity=identity)
         self._leader: p.LeaderInfo | None = None
+        self._fence = EpochFence("client")
         self._leader_known = threading.Event()
         self._broker_url = broker_url
         self._observer: MqttRpcService | None = None
@@ -104,7 +106,11 @@ class ClusterClient:
         self._observer.tap(callback)
 
     def _on_leader(self, _topic: str, message: Any) -> None:
-        if isinstance(message, p.LeaderInfo):
+        """Paho's thread: the newest leader; a stale one's record (a lower epoch than one
+        seen, docs/ha.md) is refused, so asks never go to a deposed JobManager."""
+        if isinstance(message, p.LeaderInfo) and not self._fence.admit(
+                message.fencing_token,
+                f"the leader record of JobManager pid {message.pid} on {message.host}"):
             self._leader = message
             self._leader_known.set()
 

@@ -1,5 +1,6 @@
-"""A local cluster: the broker, its flight recorder, one JobManager and N TaskManagers
-under one Supervisor.
+"""A local cluster: the broker, its flight recorder, its JobManagers (one leads, the
+others stand by: docs/ha.md), N TaskManagers, and with ``ha.mode = zookeeper`` and no
+quorum a ZooKeeper server of its own, under one Supervisor.
 
 Used by ``clusterdeck up`` and ``run`` and by the desktop app. Every child is started with
 this interpreter and the effective configuration written to the cluster's run directory, so
@@ -33,7 +34,8 @@ from clusterdeck.broker.server import (
 )
 from clusterdeck.core.client.jobclient import ClusterClient
 from clusterdeck.core.config import paths
-from clusterdeck.core.config.settings import Config
+from clusterdeck.core.config.settings import Config, ConfigError
+from clusterdeck.core.ha import zkserver
 from clusterdeck.core.node import clusterlock
 from clusterdeck.core.node.frozen import cli_argv
 from clusterdeck.core.node.service import run_dir
@@ -50,6 +52,10 @@ class LocalCluster:
     def __init__(self, config: Config) -> None:
         self.cluster_id: str = config["cluster.id"]
         self.cluster_dir = paths.cluster_dir(self.cluster_id)
+        if config["ha.mode"] == "none" and config["jobmanager.count"] > 1:
+            raise ConfigError("more than one JobManager needs ha.mode local or zookeeper "
+                              "(--ha): without an election they would run the same jobs "
+                              "twice")
         # First of all: a second start of a running cluster fails here (ClusterLockedError)
         # and leaves its port, broker.json, credentials and run config alone.
         self.lock = clusterlock.acquire(self.cluster_dir, self.cluster_id, "supervisor")
@@ -60,6 +66,11 @@ class LocalCluster:
                     {"broker.port": choose_port(config, self.cluster_dir)})
                 # Made here, before the broker runs, so the first client trusts its CA.
                 prepare_tls(config, ensure_private_dir(self.cluster_dir))
+            self.zookeeper_port = 0
+            if config["ha.mode"] == "zookeeper" and not config["ha.zookeeper.quorum"]:
+                self.zookeeper_port = zkserver.free_port()
+                config = config.with_overrides(
+                    {"ha.zookeeper.quorum": f"127.0.0.1:{self.zookeeper_port}"})
             self.config = config
             self.supervisor = Supervisor(config, paths.cluster_log_dir(self.cluster_id))
             self.config_path = self._write_config()
@@ -79,9 +90,10 @@ class LocalCluster:
         env = {"PYTHONUNBUFFERED": "1"}
         if paths.HOME_ENV in os.environ:
             env[paths.HOME_ENV] = os.environ[paths.HOME_ENV]
-        if role == "jobmanager":
+        if role == "jobmanager" and self.config["ha.mode"] == "none":
             # The JobManager takes the cluster's lock too; ours, handed on, lets it (and
-            # every restart of it) run while we hold it.
+            # every restart of it) run while we hold it. With high availability the
+            # JobManagers compete in their election instead (core/ha).
             env.update(self.lock.handover_env())
         return ProcessSpec(name, role, self._argv(*command), env=env)
 
@@ -103,10 +115,27 @@ class LocalCluster:
             # Before the JobManager, so that the recording has the cluster from its start.
             self.supervisor.add(self._spec("recorder", "recorder", "recorder"))
             self.supervisor.start_process("recorder")
-        self.supervisor.add(self._spec("jobmanager", "jobmanager", "jobmanager"))
-        self.supervisor.start_process("jobmanager")
+        if self.zookeeper_port:
+            self._start_zookeeper(ready_timeout)
+        for name in self.jobmanager_names():
+            self.supervisor.add(self._spec(name, "jobmanager", "jobmanager"))
+            self.supervisor.start_process(name)
         for index in range(1, self.config["taskmanager.count"] + 1):
             self.add_taskmanager(index)
+
+    def jobmanager_names(self) -> list[str]:
+        """``jobmanager``, then ``jobmanager-2`` … for the standbys started with it."""
+        count = self.config["jobmanager.count"]
+        return ["jobmanager", *(f"jobmanager-{n}" for n in range(2, count + 1))]
+
+    def _start_zookeeper(self, ready_timeout: float) -> None:
+        """The cluster's own ZooKeeper (core/ha/zkserver.py), its files in the cluster's
+        folder; up before the JobManagers, which give up when they cannot reach it."""
+        directory = ensure_private_dir(self.cluster_dir / "zookeeper")
+        argv = zkserver.server_argv(zkserver.write_config(directory, self.zookeeper_port))
+        self.supervisor.add(ProcessSpec("zookeeper", "zookeeper", argv, cwd=str(directory)))
+        self.supervisor.start_process("zookeeper")
+        zkserver.wait_serving(self.zookeeper_port, ready_timeout)
 
     def add_taskmanager(self, index: int) -> str:
         """Start TaskManager ``index``, whose login is the pool's ``taskmanager-<index>``

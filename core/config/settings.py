@@ -186,6 +186,20 @@ OPTIONS: tuple[Option, ...] = (
            "messages in Mosquitto, set high on purpose: past it, messages are dropped."),
     Option("broker.max-inflight-messages", positive_int, 100, "QoS 1 messages in flight per "
            "client."),
+    Option("jobmanager.count", positive_int, 1, "JobManagers `clusterdeck up` starts: one "
+           "leads, the others stand by (more than one needs ha.mode local or zookeeper)."),
+    Option("ha.mode", one_of("none", "local", "zookeeper"), "none", "How a JobManager "
+           "becomes the leader (docs/ha.md): none, one JobManager under the cluster's lock; "
+           "local, standbys on this machine wait on a lock in ha.storage-dir; zookeeper, "
+           "leader election through ZooKeeper (ha.zookeeper.quorum)."),
+    Option("ha.zookeeper.quorum", text, "", "host:port[,host:port...] of the ZooKeeper "
+           "ensemble; empty: `clusterdeck up` runs a ZooKeeper server of its own."),
+    Option("ha.zookeeper.session-timeout", duration, 2.0, "ZooKeeper session timeout: a "
+           "leader killed outright is replaced this long after its death; the server bounds "
+           "it to 2-20 of its tickTime (the local server's is 0.5 s)."),
+    Option("ha.storage-dir", text, "", "Folder every JobManager of the cluster reads: the "
+           "job store, the leader lock and epoch of ha.mode local; empty: the cluster's "
+           "data folder."),
     Option("supervisor.max-restarts", positive_int, 5, "Restarts of one process allowed "
            "within supervisor.restart-window before it is marked failed."),
     Option("supervisor.restart-window", duration, 60.0, "Window for supervisor.max-restarts."),

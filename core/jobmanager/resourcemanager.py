@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +29,7 @@ from clusterdeck.core.jobmanager.slotpool import PendingRequest, SlotPool
 from clusterdeck.core.jobmanager.taskmanagers import Registration, TaskManagerRegistry
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
+from clusterdeck.core.protocol.fencing import epoch_of
 from clusterdeck.core.protocol.gateways import JobMasterGateway, TaskExecutorGateway
 from clusterdeck.core.rpc import FencedRpcEndpoint, handler
 
@@ -53,6 +55,7 @@ class ResourceManager(FencedRpcEndpoint):
         self.slots = SlotPool()
         self.heartbeats: HeartbeatMonitor[p.SlotReport] = HeartbeatMonitor.from_config(config)
         self._loss_listeners: list[LossListener] = []
+        self.standbys: tuple[str, ...] = ()  # the JobManagers waiting to take over
 
     def on_start(self) -> None:
         """Main thread: watch presence, then start the heartbeat rounds."""
@@ -216,7 +219,15 @@ class ResourceManager(FencedRpcEndpoint):
             cluster_id=self.cluster_id, taskmanagers=infos,
             slots_total=sum(i.slots_total for i in live),
             slots_free=sum(i.slots_free for i in live), jobmanager_pid=os.getpid(),
-            taken_at=time.time(), fencing_token=self.fencing_token), self.framesize)
+            taken_at=time.time(), fencing_token=self.fencing_token,
+            leader_epoch=epoch_of(self.fencing_token), leader_host=socket.gethostname(),
+            standbys=self.standbys), self.framesize)
+
+    def standbys_changed(self, standbys: tuple[str, ...]) -> None:
+        """Main thread (posted by the JobManager's standby watch): the overview lists them."""
+        if standbys != self.standbys:
+            self.standbys = standbys
+            self._publish_snapshot()
 
     def _info(self, registration: Registration) -> p.TaskManagerInfo:
         age = self.heartbeats.heartbeat_age(registration.resource_id, time.monotonic())

@@ -12,4 +12,5 @@ NO_DISPLAY = 8       # `gui`: no display, or Qt's platform plugin lacks a librar
 LOCKED = 9           # the cluster already runs: another supervisor or JobManager holds its lock
 SPARK_LOST = 10      # a TaskManager's Spark JVM died and Spark could not start again
 DISCONNECTED = 11    # the broker connection stayed broken past broker.reconnect-timeout
+LEADERSHIP_LOST = 12  # a JobManager lost its leadership (docs/ha.md) and exits to stand by
 CLOSED_PIPE = 141    # stdout was closed early (`| head`): quiet, as a shell's SIGPIPE exit

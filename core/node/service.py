@@ -82,13 +82,15 @@ def connect_service(config: Config, role: str, service_id: str, address: BrokerA
 
 def wait_for_termination(service: MqttRpcService | None = None,
                          reconnect_timeout: float = 0.0, *,
-                         keep_reconnecting: bool = False) -> bool:
+                         keep_reconnecting: bool = False,
+                         stop: threading.Event | None = None) -> bool:
     """Block the main thread until SIGTERM or SIGINT, or until ``service``'s broker
     connection has stayed broken for ``reconnect_timeout`` seconds (0: never); True then.
     A process that serves no one would otherwise look alive to its supervisor. With
     ``keep_reconnecting`` (nothing would start the process again) it waits on through
-    any outage its network thread reconnects from (core/node/brokeroutage.py)."""
-    stop = threading.Event()
+    any outage its network thread reconnects from (core/node/brokeroutage.py). ``stop``:
+    an event another thread may set to end the wait at once (a lost leadership)."""
+    stop = stop or threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     outage = BrokerOutage(reconnect_timeout if service is not None else 0.0,

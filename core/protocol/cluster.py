@@ -50,6 +50,9 @@ class ClusterOverview:
     taken_at: float
     fencing_token: str = ""
     taskmanagers_left_out: int = 0  # not listed: the overview would not fit rpc.framesize
+    leader_epoch: int = 0  # the leading JobManager's epoch (docs/ha.md); protocol 19
+    leader_host: str = ""
+    standbys: tuple[str, ...] = ()  # JobManagers waiting to take over: "pid N on host H"
 
 
 @message

@@ -143,8 +143,10 @@ from clusterdeck.core.protocol.wiring import (
 # 13: a SubmitTasks carries what its deployments share (the job's graph, artifact, ...) once
 # 14: streaming jobs and checkpoints; 15: savepoints, stop, NotifyCheckpointAborted
 # 17: SubmitTask.split_share, a file source subtask's fair share of its input
+# 19: fencing tokens carry the leader's epoch (LeaderInfo.epoch), the cluster overview
+# its leader and standbys (docs/ha.md)
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-PROTOCOL_VERSION = 18
+PROTOCOL_VERSION = 19
 
 __all__ = [
     "METRICS_ATTEMPTS",

@@ -1,7 +1,8 @@
 """Presence and leadership: the retained messages that say who is up and where the leader is.
 
 Every process publishes its ``Presence`` (the ``offline`` one is its last will); the
-JobManager retains ``LeaderInfo`` so a TaskManager or client finds its endpoints and token.
+JobManager retains ``LeaderInfo`` so a TaskManager or client finds its endpoints and token;
+a record of a lower epoch than one already seen is refused (core/protocol/fencing.py).
 """
 
 from __future__ import annotations
@@ -43,3 +44,5 @@ class LeaderInfo:
     pid: int
     host: str
     started_at: float
+    epoch: int = 0  # the epoch its fencing token carries (core/protocol/fencing.py)
+    ha_mode: str = "none"

@@ -25,6 +25,7 @@ import psutil
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.heartbeat import HeartbeatMonitor
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.fencing import EpochFence
 from clusterdeck.core.protocol.gateways import ResourceManagerGateway
 from clusterdeck.core.taskmanager.dataplane import DataPlane
 from clusterdeck.core.taskmanager.endpoint import Endpoint
@@ -57,6 +58,7 @@ class Registration:
         self._registered = registered
         self._on_refused = on_refused
         self.leader: p.LeaderInfo | None = None
+        self.fence = EpochFence("TaskManager")  # the leader epochs seen (docs/ha.md)
         self.answer: p.AcknowledgeRegistration | p.AlreadyRegistered | None = None
         self._heartbeats: HeartbeatMonitor[None] = HeartbeatMonitor.from_config(config)
         self._backoff: float = config["registration.initial-backoff"]
@@ -72,6 +74,9 @@ class Registration:
         if not isinstance(leader, p.LeaderInfo):
             return
         if self.leader and leader.fencing_token == self.leader.fencing_token:
+            return
+        if self.fence.admit(leader.fencing_token,
+                            f"the leader record of JobManager pid {leader.pid} on {leader.host}"):
             return
         log.info("new leader: JobManager pid %d on %s", leader.pid, leader.host)
         if self.leader is not None:

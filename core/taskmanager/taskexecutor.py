@@ -154,6 +154,10 @@ class TaskExecutor(RpcEndpoint):
         return p.TaskOperationResults(tuple(self._submit(task) for task in batch.deployments()))
 
     def _submit(self, task: p.SubmitTask) -> p.TaskOperationResult:
+        refused = self.registration.fence.admit(task.fencing_token,
+                                                f"the deployment of {task.attempt_id}")
+        if refused:
+            return p.TaskOperationResult(task.attempt_id, False, refused)
         if not self.is_registered:
             return p.TaskOperationResult(task.attempt_id, False, "not registered")
         if task.attempt_id in self.tasks:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.fencing import fencing_token
 from clusterdeck.core.rpc import AskTimeoutError
 from clusterdeck.core.taskmanager.registration import Registration
 from tests.unit.core.taskmanager.helpers import FakeEndpoint
@@ -97,3 +99,15 @@ def test_a_disconnect_fails_the_tasks_and_registers_again() -> None:
 
     assert seen.failed == ["this TaskManager was declared lost"]
     assert len(asks(endpoint, "register_task_manager")) == 2
+
+
+def test_a_leader_record_of_an_older_epoch_is_refused_and_the_newer_leader_kept() -> None:
+    registered, endpoint, seen = registration()
+    newer = replace(LEADER, fencing_token=fencing_token(3), epoch=3, pid=3)
+    registered.on_leader(newer)
+    asks(endpoint, "register_task_manager")[0][2].set_result(ACK)
+    endpoint.drain()
+    registered.on_leader(replace(LEADER, fencing_token=fencing_token(2), epoch=2, pid=2))
+    assert registered.leader is newer and registered.is_registered and seen.failed == []
+    assert len(asks(endpoint, "register_task_manager")) == 1
+    assert "refused" in str(registered.fence.admit(fencing_token(1), "a deployment"))

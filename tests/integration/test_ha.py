@@ -1,0 +1,154 @@
+"""Standby JobManagers (docs/ha.md), on a real cluster with two JobManagers per mode.
+
+``local``: the standby waits on the leader lock; ``zookeeper``: on the election of the
+cluster's own ZooKeeper server. The leader is killed with SIGKILL while a batch job runs:
+a standby must lead within the bound, the job finish with the exact result, and the
+``clusterdeck submit`` that submitted it exit 0 without anyone trying again. The takeover times
+are printed (run with -s to read them).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clusterdeck.core.client.jobclient import JobClient, collected_rows
+from clusterdeck.core.node import exitcodes
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.core.rpc import RpcError
+from tests.integration.clusters import QUICK_RESTARTS, RunningCluster, running_cluster
+from tests.integration.test_up import clusterdeck
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+# The issue's bounds on takeover, SIGKILL of the leader to the new leader's record seen by
+# a client, with slack for a shared test machine: local has no timeout to wait out,
+# zookeeper waits out ha.zookeeper.session-timeout (2 s).
+TAKEOVER_BOUND = {"local": 3.0, "zookeeper": 6.0}
+SLOW_SUMS = ("import time\n"
+             "def build(env):\n"
+             "    def slow(x):\n"
+             "        with open({marks!r}, 'a') as marks:\n"
+             "            marks.write(f'{{x}}\\n')\n"
+             "        time.sleep(0.25)\n"
+             "        return (x % 4, x)\n"
+             "    (env.from_range(0, 40, parallelism=2).map(slow)\n"
+             "        .key_by(0).reduce(lambda a, b: (a[0], a[1] + b[1])).collect())\n")
+EXPECTED_SUMS = {key: sum(x for x in range(40) if x % 4 == key) for key in range(4)}
+
+
+@pytest.fixture(scope="module", params=["local", "zookeeper"])
+def cluster(request: pytest.FixtureRequest) -> Iterator[RunningCluster]:
+    """Two JobManagers (one leading, one standing by) and two TaskManagers; with
+    zookeeper also the cluster's own ZooKeeper server. Every process, ZooKeeper's too, is
+    stopped when the module's tests of that mode end, whether they passed or not."""
+    with running_cluster("auto", **QUICK_RESTARTS, **{
+            "ha.mode": request.param, "jobmanager.count": 2,
+            "restart-strategy.fixed-delay.attempts": 5}) as running:
+        yield running
+
+
+def leader(client: JobClient) -> p.LeaderInfo:
+    return client.leader(30)
+
+
+def overview(client: JobClient) -> p.ClusterOverview | None:
+    try:
+        return client.cluster_overview(timeout=2.0)
+    except RpcError:
+        return None
+
+
+def test_a_standby_takes_over_from_a_killed_leader_and_the_job_finishes_exactly(
+        cluster: RunningCluster, client: JobClient, tmp_path: Path) -> None:
+    local_cluster, watcher = cluster
+    mode = local_cluster.config["ha.mode"]
+    first = wait_for(lambda: (o := overview(client)) and len(o.standbys) == 1 and o, 60,
+                     "a leader with one standby")
+    old = leader(client)
+    assert old.ha_mode == mode and old.epoch >= 1 and first.leader_epoch == old.epoch
+    jobmanagers = {local_cluster.supervisor.info(name).pid
+                   for name in local_cluster.jobmanager_names()}
+    assert old.pid in jobmanagers
+
+    marks = tmp_path / "marks.txt"
+    job_file = tmp_path / "slow_sums.py"
+    job_file.write_text(SLOW_SUMS.format(marks=str(marks)))
+    output = tmp_path / "submit.out"
+    with output.open("wb") as sink:
+        submit = subprocess.Popen(clusterdeck("submit", "--cluster", local_cluster.cluster_id,
+                                              str(job_file)), stdout=sink, stderr=sink)
+    try:
+        wait_for(lambda: marks.exists() and len(marks.read_text().split()) >= 4, 180,
+                 "the job's first records mapped")
+        took_over = kill_the_leader(client, old, mode)
+        # The submitting command follows the new leader on its own and exits 0.
+        assert submit.wait(240) == 0, output.read_text()
+    finally:
+        if submit.poll() is None:
+            submit.kill()
+            submit.wait(10)
+    new, serving = took_over
+    assert new.pid in jobmanagers - {old.pid}
+    assert serving.standbys == () or all(str(new.pid) not in s for s in serving.standbys)
+    submitted = re.search(r"job (\S+) submitted", output.read_text())
+    assert submitted, output.read_text()
+    result = client.result(submitted.group(1))
+    assert result.status == JobStatus.FINISHED, result.root_cause
+    assert dict(collected_rows(result)) == EXPECTED_SUMS
+    # The killed JobManager, started again by its supervisor, stands by.
+    wait_for(lambda: (o := overview(client)) and len(o.standbys) == 1, 60,
+             "the restarted JobManager standing by")
+    watcher.wait_registered(["taskmanager-1", "taskmanager-2"], timeout=60)
+
+
+def kill_the_leader(client: JobClient, old: p.LeaderInfo,
+                    mode: str) -> tuple[p.LeaderInfo, p.ClusterOverview]:
+    """SIGKILL the leader; the new leader's record and its first overview, the takeover
+    times printed and bounded."""
+    killed_at = time.monotonic()
+    os.kill(old.pid, signal.SIGKILL)
+    new = wait_for(lambda: (lead := leader(client)).epoch > old.epoch and lead, 30,
+                   "a new leader")
+    takeover = time.monotonic() - killed_at
+    serving = wait_for(lambda: (o := overview(client)) and o.leader_epoch == new.epoch and o,
+                       30, "the new leader answering status")
+    serving_after = time.monotonic() - killed_at
+    print(f"\nha.mode={mode}: leader record of epoch {new.epoch} after {takeover:.3f} s, "
+          f"status answered after {serving_after:.3f} s")
+    assert takeover < TAKEOVER_BOUND[mode], f"takeover took {takeover:.3f} s"
+    return new, serving
+
+
+def test_a_leader_stopped_past_its_session_is_fenced_and_stands_by(
+        cluster: RunningCluster, client: JobClient) -> None:
+    local_cluster, _watcher = cluster
+    if local_cluster.config["ha.mode"] != "zookeeper":
+        pytest.skip("a stopped process keeps its flock: ha.mode local fails over on death only")
+    old = leader(client)
+    name = next(n for n in local_cluster.jobmanager_names()
+                if local_cluster.supervisor.info(n).pid == old.pid)
+    os.kill(old.pid, signal.SIGSTOP)
+    try:
+        new = wait_for(lambda: (lead := leader(client)).epoch > old.epoch and lead, 30,
+                       "a new leader while the old one is stopped")
+    finally:
+        os.kill(old.pid, signal.SIGCONT)
+    # Resumed, the old leader finds its session gone (or the newer record) and exits to
+    # stand by; the retained record stays the new leader's.
+    wait_for(lambda: local_cluster.supervisor.info(name).pid != old.pid, 60,
+             "the stale leader exited")
+    assert local_cluster.supervisor.info(name).last_exit_code == exitcodes.LEADERSHIP_LOST
+    with JobClient(local_cluster.config, connect_timeout=30) as late:
+        assert leader(late).epoch == new.epoch
+    wait_for(lambda: (o := overview(client)) and o.leader_epoch == new.epoch
+             and len(o.standbys) == 1, 60, "the stale leader standing by")
