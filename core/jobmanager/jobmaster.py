@@ -24,6 +24,7 @@ from typing import Any
 from clusterdeck.core.checkpointing.stats import stats_of
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.executiongraph import instructions as ins
+from clusterdeck.core.executiongraph.execution import Execution
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.executiongraph.recovery import FinishedSubtask
 from clusterdeck.core.executiongraph.scheduler import Scheduler
@@ -63,6 +64,7 @@ from clusterdeck.core.protocol.gateways import ResourceManagerGateway, TaskExecu
 from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.core.protocol.workdir import partitions_dir
 from clusterdeck.core.rpc import FencedRpcEndpoint, SenderMismatchError, handler
 
 log = logging.getLogger(__name__)
@@ -342,7 +344,18 @@ class JobMaster(FencedRpcEndpoint):
     def _taskmanager_lost(self, resource_id: str, cause: str) -> None:
         self.slots.taskmanager_lost(resource_id)
         if self._running():
-            self._execute(self.scheduler.taskmanager_lost(resource_id, cause, time.time()))
+            batch = self.record.graph.kind is not JobKind.STREAMING  # files, not channels
+            self._execute(self.scheduler.taskmanager_lost(
+                resource_id, cause, time.time(),
+                partitions_kept=self._partitions_here if batch else None))
+
+    def _partitions_here(self, finished: Execution) -> bool:
+        """Whether a finished attempt's result partitions outlive its lost TaskManager:
+        only when they are on this machine's disk (a TaskManager sharing the work dir).
+        Elsewhere its data service was the only way to them; its producer runs again now,
+        rather than after its consumers fail to fetch them (a few stat calls, main
+        thread)."""
+        return partitions_dir(self.work_dir, finished.attempt_id).is_dir()
 
     def _executor(self, taskmanager_id: str) -> TaskExecutorGateway:
         return self.rpc_service.gateway(TaskExecutorGateway,
