@@ -64,7 +64,7 @@ from clusterdeck.core.protocol.gateways import ResourceManagerGateway, TaskExecu
 from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
-from clusterdeck.core.protocol.workdir import partitions_dir
+from clusterdeck.core.protocol.workdir import whole_partitions
 from clusterdeck.core.rpc import FencedRpcEndpoint, SenderMismatchError, handler
 
 log = logging.getLogger(__name__)
@@ -351,11 +351,13 @@ class JobMaster(FencedRpcEndpoint):
 
     def _partitions_here(self, finished: Execution) -> bool:
         """Whether a finished attempt's result partitions outlive its lost TaskManager:
-        only when they are on this machine's disk (a TaskManager sharing the work dir).
-        Elsewhere its data service was the only way to them; its producer runs again now,
-        rather than after its consumers fail to fetch them (a few stat calls, main
-        thread)."""
-        return partitions_dir(self.work_dir, finished.attempt_id).is_dir()
+        only when all of them are whole on this machine's disk (it shared the work dir;
+        a consumer here may have fetched a few of them). Elsewhere its data service was
+        the only way to them, so its producer runs again now, rather than after its
+        consumers fail to fetch them. A listing of its folder, on the main thread."""
+        written = sum(edge.partitions for edge in self.graph.output_partitions(
+            finished.vertex_id))
+        return whole_partitions(self.work_dir, finished.attempt_id) >= written
 
     def _executor(self, taskmanager_id: str) -> TaskExecutorGateway:
         return self.rpc_service.gateway(TaskExecutorGateway,
