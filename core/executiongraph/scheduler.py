@@ -87,9 +87,10 @@ class _PendingRestart:
 class Scheduler:
     """Drives one job's ExecutionGraph from start to FINISHED, FAILED or CANCELED.
 
-    ``partitions_outlive_taskmanagers`` says where result partitions live: True (today)
-    for the shared work directory, False for a TaskManager's local disk, in which case a
-    lost TaskManager takes the partitions of its finished subtasks with it. ``failover``
+    ``partitions_outlive_taskmanagers`` says where result partitions live: True for the
+    shared work directory, False for a TaskManager's local disk, in which case a lost
+    TaskManager takes the partitions of its finished subtasks with it; the JobMaster
+    says it per finished attempt instead (``taskmanager_lost``). ``failover``
     is "region" or "full" (see the module docstring).
     """
 
