@@ -46,10 +46,11 @@ def fetcher(deployment: p.SubmitTask, kept: str, canceled: threading.Event) -> F
 
     def fetch_missing(partitions: Sequence[InputPartition]) -> dict[InputPartition, str]:
         pool = ThreadPoolExecutor(PARALLEL_FETCHES, thread_name_prefix="fetch")
+        unanswered: set[str] = set()  # added to by the fetch threads (one add is atomic)
         try:
             futures = [pool.submit(_fetch, endpoints.get(
                 partition.producer.taskmanager_id or ""), deployment.work_dir, kept,
-                partition, canceled) for partition in partitions]
+                partition, canceled, unanswered) for partition in partitions]
             pending = set(futures)
             while pending:
                 if canceled.is_set():
@@ -62,18 +63,27 @@ def fetcher(deployment: p.SubmitTask, kept: str, canceled: threading.Event) -> F
     return fetch_missing
 
 
-def _fetch(endpoint: DataEndpoint | None, root: str, kept: str,
-           partition: InputPartition, canceled: threading.Event) -> str:
+def _fetch(endpoint: DataEndpoint | None, root: str, kept: str, partition: InputPartition,
+           canceled: threading.Event, unanswered: set[str]) -> str:
     """"" once the partition is here, else why not. ``partition.path`` is under ``kept``,
-    the producer's TaskManager knows it under ``root``."""
+    the producer's TaskManager knows it under ``root``. A TaskManager that did not
+    answer one fetch (``unanswered``) is not asked for the next ones: on a silent peer
+    the partitions in the pool's queue would each wait out the stall timeout again."""
     if endpoint is None:
         return (f"nowhere to fetch it from: its TaskManager "
                 f"{partition.producer.taskmanager_id} is this one or announced no data service")
+    if endpoint.taskmanager_id in unanswered:
+        return (f"not fetched: its TaskManager {endpoint.taskmanager_id} did not answer "
+                f"a fetch of another partition")
     try:
         mirror_partition(endpoint, root,
                          os.path.join(root, os.path.relpath(partition.path, kept)), kept,
                          stop=canceled)
-    except (FetchError, OSError, ValueError) as error:
+    except FetchError as error:
+        if not error.missing:
+            unanswered.add(endpoint.taskmanager_id)
+        return f"fetching it failed: {error}"
+    except (OSError, ValueError) as error:
         return f"fetching it failed: {error}"
     return ""
 

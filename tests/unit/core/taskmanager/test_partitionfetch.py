@@ -58,11 +58,11 @@ def _deployment(endpoint: DataEndpoint, work_dir: Path) -> Any:
                            data_endpoints=(endpoint,))
 
 
-def _partition(work_dir: Path) -> InputPartition:
-    return InputPartition(str(work_dir / "partitions" / "job-1_source-0-a0" / "reduce.0"
-                              / "__part=0"), "reduce", 0,
-                          ResultPartitionRef("job-1/source#0/a0", "source", 0, 0,
-                                             "taskmanager-2"))
+def _partition(work_dir: Path, producer: int = 0) -> InputPartition:
+    return InputPartition(str(work_dir / "partitions" / f"job-1_source-{producer}-a0"
+                              / "reduce.0" / "__part=0"), "reduce", 0,
+                          ResultPartitionRef(f"job-1/source#{producer}/a0", "source",
+                                             producer, 0, "taskmanager-2"))
 
 
 def test_cancelling_the_attempt_ends_its_fetch_at_once_while_the_peer_is_silent(
@@ -86,3 +86,20 @@ def test_a_partition_that_cannot_be_fetched_says_why_and_nothing_waits_for_it(
     why = fetch_missing([partition])
     assert list(why) == [partition]
     assert "fetching it failed" in why[partition]
+
+
+def test_after_one_fetch_a_silent_peer_did_not_answer_its_other_partitions_wait_no_more(
+        silent_peer: DataEndpoint, tmp_path: Path, monkeypatch) -> None:
+    """Ten partitions of one silent peer, four fetched at a time: the first wave waits out
+    the stall timeout once, the rest are not asked for (not three more waves)."""
+    real_fetch_file = partitionfetch.fetch_file
+    monkeypatch.setattr(partitionfetch, "fetch_file", lambda *args, **kwargs: real_fetch_file(
+        *args, **{**kwargs, "timeout": 0.5, "tries": 1}))
+    fetch_missing = partitionfetch.fetcher(_deployment(silent_peer, tmp_path), str(tmp_path),
+                                           threading.Event())
+    partitions = [_partition(tmp_path, producer) for producer in range(10)]
+    started = time.monotonic()
+    why = fetch_missing(partitions)
+    assert time.monotonic() - started < 0.5 * 2  # one wave, not three
+    assert set(why) == set(partitions)
+    assert sum("did not answer a fetch of another partition" in w for w in why.values()) >= 6
