@@ -8,6 +8,12 @@ slots reading partitions of one producer need its edge's schema) never write int
 other; a transfer that breaks is resumed with a range request (``tries`` times) from
 where it stopped. Every failure is a FetchError that says which
 TaskManager, which file and why: the caller turns it into the attempt's cause.
+
+A peer cut off silently (frames dropped, no RST) answers nothing: each connect and each
+read waits at most ``timeout`` (a stall, not a transfer's length), so a fetch from it
+gives up within ``tries * timeout`` (30 s by default) and the consumer fails with
+PartitionNotFound. ``stop``, set from another thread (the attempt is cancelled), ends a
+fetch at its next chunk or try, and within one ``timeout`` when a read is blocked.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import http.client
 import os
 import ssl
 import tempfile
+import threading
 from urllib.parse import urlencode, urlsplit
 
 from clusterdeck.core.dataservice.selfsigned import fingerprint_of
@@ -23,7 +30,9 @@ from clusterdeck.core.dataservice.server import FILE_ROUTE
 from clusterdeck.core.protocol.wiring import DataEndpoint
 
 CHUNK = 1024 * 1024
-DEFAULT_TIMEOUT = 30.0
+# Seconds a connect or a read may stall: a peer silent this long is taken for cut off
+# (a busy one sends its next chunk well within it).
+DEFAULT_TIMEOUT = 10.0
 DEFAULT_TRIES = 3
 
 
@@ -37,9 +46,11 @@ class FetchError(Exception):
 
 
 def fetch_file(endpoint: DataEndpoint, root: str, path: str, dest: str | None = None, *,
-               timeout: float = DEFAULT_TIMEOUT, tries: int = DEFAULT_TRIES) -> int:
+               timeout: float = DEFAULT_TIMEOUT, tries: int = DEFAULT_TRIES,
+               stop: threading.Event | None = None) -> int:
     """Copy ``path`` (under the job work dir ``root``) from ``endpoint`` to ``dest`` here
-    (default: the same path); returns its size in bytes."""
+    (default: the same path); returns its size in bytes. Raises FetchError, also when
+    ``stop`` is set meanwhile."""
     relative = os.path.relpath(path, root)
     dest = dest or path
     os.makedirs(os.path.dirname(dest), exist_ok=True)
@@ -50,7 +61,7 @@ def fetch_file(endpoint: DataEndpoint, root: str, path: str, dest: str | None = 
     try:
         for _ in range(max(1, tries)):
             try:
-                got, total = _transfer(endpoint, root, relative, partial, got, timeout)
+                got, total = _transfer(endpoint, root, relative, partial, got, timeout, stop)
             except (OSError, http.client.HTTPException) as error:
                 problem = f"{type(error).__name__}: {error}"
                 got = os.path.getsize(partial)
@@ -65,8 +76,9 @@ def fetch_file(endpoint: DataEndpoint, root: str, path: str, dest: str | None = 
 
 
 def _transfer(endpoint: DataEndpoint, root: str, relative: str, partial: str, got: int,
-              timeout: float) -> tuple[int, int]:
+              timeout: float, stop: threading.Event | None) -> tuple[int, int]:
     """One request: the file from byte ``got`` on, appended to ``partial``."""
+    _check_stop(endpoint, relative, stop)
     connection = _connect(endpoint, timeout)
     try:
         headers = {"Authorization": f"Bearer {endpoint.capability}"}
@@ -84,11 +96,17 @@ def _transfer(endpoint: DataEndpoint, root: str, relative: str, partial: str, go
             while chunk := response.read(CHUNK):
                 out.write(chunk)
                 got += len(chunk)
+                _check_stop(endpoint, relative, stop)
         if length >= 0 and got - _start(response) != length:
             raise http.client.IncompleteRead(b"", length)
         return got, got
     finally:
         connection.close()
+
+
+def _check_stop(endpoint: DataEndpoint, relative: str, stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise FetchError(f"{_where(endpoint, relative)}: stopped, its attempt was cancelled")
 
 
 def _start(response: http.client.HTTPResponse) -> int:

@@ -58,11 +58,11 @@ from clusterdeck.core.engine.tally import Tally
 from clusterdeck.core.jobapi.errors import SubtaskFailed
 from clusterdeck.core.protocol.jobgraph import JobEdge, ShipStrategy
 from clusterdeck.core.protocol.wiring import ResultPartitionRef
+from clusterdeck.core.protocol.workdir import COMPLETE_FILE
 
 PARTITION_COLUMN = "__part"
 KEY_COLUMN = "__key"
 SCHEMA_FILE = "_schema.json"
-COMPLETE_FILE = "_complete.json"
 NAMED_IN_MESSAGE = 3  # missing partitions a PartitionNotFound message names one by one
 
 

@@ -7,13 +7,17 @@ them, on the JobMaster's main thread.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from clusterdeck.core.executiongraph.execution import Execution, ExecutionVertex
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.executiongraph.splitassigner import InputSplitAssigner
 from clusterdeck.core.protocol.failures import TASKMANAGER_LOST, FailureRecord, TaskFailure
 from clusterdeck.core.protocol.states import ExecutionState
+
+# The cause a producer's attempt records when it runs again because the partitions it
+# wrote went with its TaskManager.
+PARTITIONS_LOST_WITH = "result partitions lost with TaskManager"
 
 
 def record_failure(graph: ExecutionGraph, execution: Execution, failure: TaskFailure,
@@ -61,20 +65,21 @@ def without_usable_result(graph: ExecutionGraph) -> list[ExecutionVertex]:
                  or graph.partitions_needed(subtask))]
 
 
-def lose_partitions(graph: ExecutionGraph, taskmanager_id: str, message: str,
-                    now: float) -> list[str]:
-    """Mark the partitions of finished subtasks on a lost TaskManager as gone; those a
-    consumer still needs count as failed, so they are computed again (their ids)."""
+def lose_partitions(graph: ExecutionGraph, taskmanager_id: str, cause: str, now: float,
+                    kept: Callable[[Execution], bool]) -> list[str]:
+    """Mark the partitions of finished subtasks on a lost TaskManager as gone, unless
+    ``kept`` says they outlive it; those a consumer still needs count as failed, with the
+    loss as the cause on the attempt, so they are computed again (their ids)."""
     needed: list[str] = []
     for subtask in graph.subtasks():
         execution = subtask.current
         if (execution.state is not ExecutionState.FINISHED
-                or execution.taskmanager_id != taskmanager_id):
+                or execution.taskmanager_id != taskmanager_id or kept(execution)):
             continue
         execution.partitions_lost = True
         if graph.partitions_needed(subtask):
-            record_failure(graph, execution, TaskFailure(
-                TASKMANAGER_LOST, f"{message} (its result partitions are gone)"), now)
+            execution.failure = record_failure(graph, execution, TaskFailure(
+                TASKMANAGER_LOST, f"{PARTITIONS_LOST_WITH} {taskmanager_id}: {cause}"), now)
             needed.append(subtask.id)
     return needed
 

@@ -28,7 +28,7 @@ name it) and a consumer still needs them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -87,9 +87,10 @@ class _PendingRestart:
 class Scheduler:
     """Drives one job's ExecutionGraph from start to FINISHED, FAILED or CANCELED.
 
-    ``partitions_outlive_taskmanagers`` says where result partitions live: True (today)
-    for the shared work directory, False for a TaskManager's local disk, in which case a
-    lost TaskManager takes the partitions of its finished subtasks with it. ``failover``
+    ``partitions_outlive_taskmanagers`` says where result partitions live: True for the
+    shared work directory, False for a TaskManager's local disk, in which case a lost
+    TaskManager takes the partitions of its finished subtasks with it; the JobMaster
+    says it per finished attempt instead (``taskmanager_lost``). ``failover``
     is "region" or "full" (see the module docstring).
     """
 
@@ -299,10 +300,15 @@ class Scheduler:
             execution.input_splits.append(split)
         return [AssignSplit(attempt_id, split)]
 
-    def taskmanager_lost(self, taskmanager_id: str, cause: str,
-                         now: float) -> list[Instruction]:
+    def taskmanager_lost(self, taskmanager_id: str, cause: str, now: float, *,
+                         partitions_kept: Callable[[Execution], bool] | None = None
+                         ) -> list[Instruction]:
         """A TaskManager died or stopped answering: its tasks fail (one failure event for
-        the restart strategy) and, with local partitions, its finished output is gone."""
+        the restart strategy) and the finished output that went with it is made again at
+        once. ``partitions_kept`` says, per finished attempt it ran, whether that one's
+        result partitions outlive it (default: ``partitions_outlive_taskmanagers``); the
+        producers of those that do not run again in the same failover region as the
+        consumers still needing them (Flink's region failover of lost partitions)."""
         out: list[Instruction] = []
         failed: list[str] = []
         message = f"lost TaskManager {taskmanager_id}: {cause}"
@@ -314,8 +320,8 @@ class Scheduler:
                 failed.append(execution.subtask_id)
         if out and self.status is JobStatus.RUNNING:
             out += self._run_due_restarts(now)
-        if not self.partitions_outlive_taskmanagers:
-            failed += lose_partitions(self.graph, taskmanager_id, message, now)
+        kept = partitions_kept or (lambda _finished: self.partitions_outlive_taskmanagers)
+        failed += lose_partitions(self.graph, taskmanager_id, cause, now, kept)
         if self.status is JobStatus.RESTARTING:
             # A full restart under way absorbs the loss: it reruns what was lost.
             return out + self._run_due_restarts(now)

@@ -24,6 +24,7 @@ from typing import Any
 from clusterdeck.core.checkpointing.stats import stats_of
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.executiongraph import instructions as ins
+from clusterdeck.core.executiongraph.execution import Execution
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.executiongraph.recovery import FinishedSubtask
 from clusterdeck.core.executiongraph.scheduler import Scheduler
@@ -63,6 +64,7 @@ from clusterdeck.core.protocol.gateways import ResourceManagerGateway, TaskExecu
 from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.core.protocol.workdir import whole_partitions
 from clusterdeck.core.rpc import FencedRpcEndpoint, SenderMismatchError, handler
 
 log = logging.getLogger(__name__)
@@ -342,7 +344,20 @@ class JobMaster(FencedRpcEndpoint):
     def _taskmanager_lost(self, resource_id: str, cause: str) -> None:
         self.slots.taskmanager_lost(resource_id)
         if self._running():
-            self._execute(self.scheduler.taskmanager_lost(resource_id, cause, time.time()))
+            batch = self.record.graph.kind is not JobKind.STREAMING  # files, not channels
+            self._execute(self.scheduler.taskmanager_lost(
+                resource_id, cause, time.time(),
+                partitions_kept=self._partitions_here if batch else None))
+
+    def _partitions_here(self, finished: Execution) -> bool:
+        """Whether a finished attempt's result partitions outlive its lost TaskManager:
+        only when all of them are whole on this machine's disk (it shared the work dir;
+        a consumer here may have fetched a few of them). Elsewhere its data service was
+        the only way to them, so its producer runs again now, rather than after its
+        consumers fail to fetch them. A listing of its folder, on the main thread."""
+        written = sum(edge.partitions for edge in self.graph.output_partitions(
+            finished.vertex_id))
+        return whole_partitions(self.work_dir, finished.attempt_id) >= written
 
     def _executor(self, taskmanager_id: str) -> TaskExecutorGateway:
         return self.rpc_service.gateway(TaskExecutorGateway,

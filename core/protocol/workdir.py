@@ -24,6 +24,9 @@ OUTPUT = "output"  # what each attempt printed: <attempt>.stdout and <attempt>.s
 CHECKPOINTS = "checkpoints"  # a streaming job's checkpoints (CheckpointStorage's root)
 KEYED_STATE = "keyed-state"  # the rocksdb state backend's database of each attempt (local)
 FILES_MANIFEST = "result-files.json"  # every output and collected file of a large result
+# A result partition's completion marker, in its folder, written when the rest is whole
+# (core/engine/exchange.py): partitions/<attempt>/<edge>/<partition>/_complete.json.
+COMPLETE_FILE = "_complete.json"
 
 TASK_FOLDERS = (PARTITIONS, COLLECT, OUTPUT, CHECKPOINTS)
 """What tasks write, so what a TaskManager's data service may serve."""
@@ -39,6 +42,12 @@ def job_work_dir(work_root: Path, job_id: str) -> Path:
 def partitions_dir(work_dir: str | os.PathLike[str], attempt_id: str) -> Path:
     """The folder that holds the result partitions attempt ``attempt_id`` produced."""
     return Path(work_dir) / PARTITIONS / attempt_file_stem(attempt_id)
+
+
+def whole_partitions(work_dir: str | os.PathLike[str], attempt_id: str) -> int:
+    """How many of the result partitions of attempt ``attempt_id`` are whole on this
+    machine's disk (their completion marker is here)."""
+    return sum(1 for _ in partitions_dir(work_dir, attempt_id).glob(f"*/*/{COMPLETE_FILE}"))
 
 
 def collected_rows_file(work_dir: str | os.PathLike[str], attempt_id: str) -> Path:

@@ -5,6 +5,12 @@ machine) is fetched from the producer TaskManager's data service (core/dataservi
 the same path here, so it is then read like any local one. The completion marker comes
 last: a copy broken half way is never taken for the partition, and the next attempt
 fetches again. Partitions are fetched a few at a time, on the slot thread's own pool.
+
+The slot thread waits for them in steps of ``CANCEL_CHECK``: once its attempt is
+cancelled (by its JobMaster, or by its TaskManager cut off from the JobManager) it ends
+at once with TaskCanceled, and the fetches still under way stop at their next chunk, or
+within the data service's stall timeout when a read is blocked on a silent peer
+(core/dataservice/client.py).
 """
 
 from __future__ import annotations
@@ -12,8 +18,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 from clusterdeck.core.dataservice.client import FetchError, fetch_file
 from clusterdeck.core.engine.exchange import (
@@ -24,66 +31,92 @@ from clusterdeck.core.engine.exchange import (
 )
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.wiring import DataEndpoint
+from clusterdeck.core.taskmanager.tasks import TaskCanceled
 
 PARALLEL_FETCHES = 4
 MAX_FILES = 100_000  # data files one partition's marker may list
+CANCEL_CHECK = 0.2  # seconds between two looks at the attempt's cancel while fetching
 
 
-def fetcher(deployment: p.SubmitTask, kept: str) -> FetchMissing:
+def fetcher(deployment: p.SubmitTask, kept: str, canceled: threading.Event) -> FetchMissing:
     """What fetches this deployment's missing partitions into ``kept`` (the job's work dir
-    here, core/taskmanager/jobfolders.py); answers why, for each that it could not."""
+    here, core/taskmanager/jobfolders.py); answers why, for each that it could not, and
+    raises TaskCanceled as soon as ``canceled`` (the attempt's) is set."""
     endpoints = {e.taskmanager_id: e for e in deployment.data_endpoints}
 
     def fetch_missing(partitions: Sequence[InputPartition]) -> dict[InputPartition, str]:
-        with ThreadPoolExecutor(PARALLEL_FETCHES, thread_name_prefix="fetch") as pool:
-            outcomes = pool.map(lambda partition: _fetch(
-                endpoints.get(partition.producer.taskmanager_id or ""), deployment.work_dir,
-                kept, partition), partitions)
-            pairs = zip(partitions, outcomes, strict=True)
+        pool = ThreadPoolExecutor(PARALLEL_FETCHES, thread_name_prefix="fetch")
+        unanswered: set[str] = set()  # added to by the fetch threads (one add is atomic)
+        try:
+            futures = [pool.submit(_fetch, endpoints.get(
+                partition.producer.taskmanager_id or ""), deployment.work_dir, kept,
+                partition, canceled, unanswered) for partition in partitions]
+            pending = set(futures)
+            while pending:
+                if canceled.is_set():
+                    raise TaskCanceled(deployment.attempt_id)
+                _, pending = wait(pending, CANCEL_CHECK)
+            pairs = zip(partitions, (future.result() for future in futures), strict=True)
             return {partition: why for partition, why in pairs if why}
+        finally:  # never waits: a cancelled attempt's fetches end on their own
+            pool.shutdown(wait=False, cancel_futures=True)
     return fetch_missing
 
 
-def _fetch(endpoint: DataEndpoint | None, root: str, kept: str,
-           partition: InputPartition) -> str:
+def _fetch(endpoint: DataEndpoint | None, root: str, kept: str, partition: InputPartition,
+           canceled: threading.Event, unanswered: set[str]) -> str:
     """"" once the partition is here, else why not. ``partition.path`` is under ``kept``,
-    the producer's TaskManager knows it under ``root``."""
+    the producer's TaskManager knows it under ``root``. A TaskManager that did not
+    answer one fetch (``unanswered``) is not asked for the next ones: on a silent peer
+    the partitions in the pool's queue would each wait out the stall timeout again."""
     if endpoint is None:
         return (f"nowhere to fetch it from: its TaskManager "
                 f"{partition.producer.taskmanager_id} is this one or announced no data service")
+    if endpoint.taskmanager_id in unanswered:
+        return (f"not fetched: its TaskManager {endpoint.taskmanager_id} did not answer "
+                f"a fetch of another partition")
     try:
         mirror_partition(endpoint, root,
-                         os.path.join(root, os.path.relpath(partition.path, kept)), kept)
-    except (FetchError, OSError, ValueError) as error:
+                         os.path.join(root, os.path.relpath(partition.path, kept)), kept,
+                         stop=canceled)
+    except FetchError as error:
+        if not error.missing:
+            unanswered.add(endpoint.taskmanager_id)
+        return f"fetching it failed: {error}"
+    except (OSError, ValueError) as error:
         return f"fetching it failed: {error}"
     return ""
 
 
 def mirror_partition(endpoint: DataEndpoint, root: str, path: str,
-                     local_root: str | None = None) -> None:
+                     local_root: str | None = None, *,
+                     stop: threading.Event | None = None) -> None:
     """Copy the complete result partition at ``path`` (marker last) from ``endpoint``,
     to the same path here (under ``local_root`` in place of ``root`` when given). Two
     slots may mirror one partition at once (a broadcast edge): every file lands whole by
-    a rename, so the second copy only replaces the first with the same bytes."""
+    a rename, so the second copy only replaces the first with the same bytes. ``stop``
+    set: FetchError at the next chunk (see ``fetch_file``)."""
     here = os.path.join(local_root, os.path.relpath(path, root)) if local_root else path
     os.makedirs(here, exist_ok=True)
     handle, incoming = tempfile.mkstemp(".fetched", f".{COMPLETE_FILE}.", here)
     os.close(handle)
     try:
-        fetch_file(endpoint, root, os.path.join(path, COMPLETE_FILE), incoming)
+        fetch_file(endpoint, root, os.path.join(path, COMPLETE_FILE), incoming, stop=stop)
         with open(incoming, encoding="utf-8") as marker:  # the marker goes in place last
             names = _data_file_names(json.load(marker))
         for name in names:
             if not os.path.isfile(os.path.join(here, name)):
-                fetch_file(endpoint, root, os.path.join(path, name), os.path.join(here, name))
-        _mirror_schema(endpoint, root, path, here)
+                fetch_file(endpoint, root, os.path.join(path, name), os.path.join(here, name),
+                           stop=stop)
+        _mirror_schema(endpoint, root, path, here, stop)
         os.replace(incoming, os.path.join(here, COMPLETE_FILE))
     finally:
         if os.path.exists(incoming):
             os.unlink(incoming)
 
 
-def _mirror_schema(endpoint: DataEndpoint, root: str, path: str, here: str) -> None:
+def _mirror_schema(endpoint: DataEndpoint, root: str, path: str, here: str,
+                   stop: threading.Event | None) -> None:
     """The producer edge's schema, beside the partition folders, unless already here (an
     edge whose producer wrote no records may have none)."""
     schema_here = os.path.join(os.path.dirname(os.path.normpath(here)), SCHEMA_FILE)
@@ -91,7 +124,8 @@ def _mirror_schema(endpoint: DataEndpoint, root: str, path: str, here: str) -> N
         return
     edge_folder = os.path.dirname(os.path.normpath(path))
     try:
-        fetch_file(endpoint, root, os.path.join(edge_folder, SCHEMA_FILE), schema_here)
+        fetch_file(endpoint, root, os.path.join(edge_folder, SCHEMA_FILE), schema_here,
+                   stop=stop)
     except FetchError as error:
         if not error.missing:
             raise

@@ -98,7 +98,7 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Task,
                                  deployment.attempt_id, input_partitions(deployment, kept),
                                  task.splits(), output_dir,
                                  split_share=deployment.split_share,
-                                 fetch_missing=fetcher(deployment, kept),
+                                 fetch_missing=fetcher(deployment, kept, task.canceled),
                                  live=task.live, counts=task.counts,
                                  first=first_of_its_subtask(deployment),
                                  local_max_records=local_max_records)

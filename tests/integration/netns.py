@@ -15,9 +15,9 @@ its pid in its name (bridge ``cdbr<pid>``, namespaces ``cdnet-<pid>-<n>``); a ru
 removes what it made on exit, whatever happened, and first what runs that were killed
 half way left behind (names with a pid that is no longer alive).
 
-Needs root, iproute2 (``ip``), util-linux (``nsenter``, ``unshare``) and nftables
-(``nft``, with the netdev family's egress hook: Linux 5.16+); tests skip, naming what is
-missing, otherwise.
+Needs root, iproute2 (``ip``, and ``tc`` for a slow link), util-linux (``nsenter``,
+``unshare``) and nftables (``nft``, with the netdev family's egress hook: Linux 5.16+);
+tests skip, naming what is missing, otherwise.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ PREFIX = "cdnet-"
 BRIDGE_PREFIX = "cdbr"
 VETH_PREFIX = "cdv"
 CUT_TABLE = "clusterdeck_cut"
-TOOLS = ("ip", "nsenter", "unshare", "nft")
+TOOLS = ("ip", "nsenter", "unshare", "nft", "tc")
 
 
 class Direction(Enum):
@@ -56,6 +56,7 @@ class Machine:
     namespace: str
     address: str
     cut_off: Direction | None = field(default=None)
+    link: str = ""  # the bridge's end of its veth pair, on this machine (the root namespace)
 
     @property
     def enter(self) -> list[str]:
@@ -81,6 +82,16 @@ class Machine:
             _run(["ip", "netns", "exec", self.namespace, "nft", "delete", "table", "netdev",
                   CUT_TABLE])
             self.cut_off = None
+
+    def throttle(self, rate: str) -> None:
+        """Frames to it at most at ``rate`` (tc's units: "512kbit"), as over a slow link,
+        so that a transfer to it lasts long enough to be cut half way."""
+        _run(["tc", "qdisc", "replace", "dev", self.link, "root", "tbf", "rate", rate,
+              "burst", "32kb", "latency", "2s"])
+
+    def unthrottle(self) -> None:
+        subprocess.run(["tc", "qdisc", "del", "dev", self.link, "root"], capture_output=True,
+                       check=False)
 
     def run(self, command: list[str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
         """``command`` on this machine's network (for probes in tests)."""
@@ -139,6 +150,7 @@ def _join(machine: Machine, network: Network, veth: str) -> None:
     """A veth pair from the bridge to the machine's ``eth0``, addressed and routed."""
     _run(["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns",
           machine.namespace])
+    machine.link = veth
     _run(["ip", "link", "set", veth, "master", network.bridge, "up"])
     inside = ["ip", "netns", "exec", machine.namespace]
     _run([*inside, "ip", "addr", "add", f"{machine.address}/24", "dev", "eth0"])

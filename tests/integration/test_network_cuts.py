@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 
 from clusterdeck.core.client.jobclient import JobClient, collected_rows
 from clusterdeck.core.client.localcluster import LocalCluster
+from clusterdeck.core.executiongraph.failurehandling import PARTITIONS_LOST_WITH
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.ids import attempt_file_stem, parse_attempt_id
 from clusterdeck.core.protocol.snapshots import AttemptSnapshot
@@ -57,11 +59,15 @@ RESTARTS = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-dela
 
 # Producers count; each consumer subtask waits for the gate file before it ends: the test
 # cuts a TaskManager while its consumers wait there and opens the gate during the cut.
+# Given a release file and a HOME, consumers running elsewhere than the machine of that
+# HOME (each namespaced TaskManager has its own) then wait for the release too: the job
+# stays running until the test lets it end.
 GATED_COUNT = '''
 import os, time
 
 def build(env):
-    source, gate = env.args
+    source, gate = env.args[:2]
+    release, home = env.args[2:] or ("", "")
     env.set_parallelism(4)
     env.set_job_name("gated count")
 
@@ -69,12 +75,42 @@ def build(env):
         deadline = time.monotonic() + 120
         while not os.path.exists(gate) and time.monotonic() < deadline:
             time.sleep(0.05)
+        held = release and os.environ.get("HOME") != home
+        while held and not os.path.exists(release) and time.monotonic() < deadline + 180:
+            time.sleep(0.05)
         return pair
 
     (env.read_text(source).flat_map(lambda line: line.split())
         .map(lambda word: (word, 1)).key_by(0).sum(1)
         .map(wait_for_gate).collect())
 '''
+
+# Each record a 512-character string of digests (Parquet cannot shrink it much), all
+# rebalanced: every consumer fetches a quarter of every remote producer's output, about
+# 1 MB, which lasts seconds over a link throttled to 512 kbit/s.
+BIG_EXCHANGE = """
+import hashlib
+
+def build(env):
+    records = int(env.args[0])
+    env.set_parallelism(4)
+    env.set_job_name("big exchange")
+
+    def digests(i):
+        return (i % 8, "".join(hashlib.sha256(f"{i}-{j}".encode()).hexdigest()
+                               for j in range(8)))
+
+    (env.from_range(records).map(digests).rebalance()
+        .map(lambda pair: (pair[0], len(pair[1]))).key_by(0).sum(1).collect())
+"""
+BIG_RECORDS = 12_000
+# A lost TaskManager's partitions are made again at once: the job ends well before a
+# consumer could have given up fetching them from it (3 tries of 10 s each).
+LOST_PARTITIONS_BOUND = 75.0
+# A task fetching from a peer cut off silently ends within the fetch's bound (3 tries of
+# a 10 s stall timeout, core/dataservice/client.py), or, once its TaskManager finds its
+# JobManager silent (heartbeat.timeout), at once; today it hung for 90 s and more.
+MID_FETCH_END_BOUND = 45.0
 
 
 @dataclass
@@ -162,16 +198,20 @@ def test_the_finished_attempts_of_a_taskmanager_cut_off_and_lost_are_never_fetch
     """Its consumers, their input fetched, wait at the gate when it is cut off; the gate
     opens, it is declared lost, their attempts fail and run again elsewhere while they
     finish there. After the heal it sends their FINISHED: the JobManager refuses them
-    before it fetches anything of theirs, says so, and the count is exact."""
+    before it fetches anything of theirs, says so, and the count is exact. (The consumers
+    elsewhere wait for a release until then: the job, run again at once, would have
+    ended, its JobMaster gone with none to answer.)"""
     source, expected = words_file(tmp_path)
-    job_file, gate = tmp_path / "gated.py", tmp_path / "gate"
+    job_file, gate, release = tmp_path / "gated.py", tmp_path / "gate", tmp_path / "release"
     job_file.write_text(GATED_COUNT, encoding="utf-8")
-    job_id = client.submit(job_file, [source, str(gate)], restart_strategy=RESTARTS)
+    cut_off = cluster.taskmanagers[0]
+    job_id = client.submit(job_file, [source, str(gate), str(release),
+                                      str(cut_off.own / "home")], restart_strategy=RESTARTS)
     work_dir = cluster.local.cluster_dir / "work" / job_id
     producers, consumers = wait_for(lambda: _consumers_running(client, job_id), 180,
                                     "every producer finished and every consumer running")
-    cut_off = max(cluster.taskmanagers, key=lambda t: list(consumers.values()).count(t.id))
     stale = [attempt for attempt, host in consumers.items() if host == cut_off.id]
+    assert stale, f"no consumer on {cut_off.id}: {consumers}"
     wait_for(lambda: _inputs_here(cut_off, work_dir, producers, stale), 120,
              f"the inputs of {stale} fetched to {cut_off.id}")
     machine = cluster.machine_of(cut_off)
@@ -183,11 +223,12 @@ def test_the_finished_attempts_of_a_taskmanager_cut_off_and_lost_are_never_fetch
                              for a in stale), 50, f"{stale} finished on {cut_off.id}")
     finally:
         machine.heal()
+    ends = wait_for(lambda: _ends_reported(cut_off, stale), 60,
+                    f"{cut_off.id} to be answered on the end of each of {stale}")
+    release.touch()
     result = wait_result(client, job_id, 120)
     assert result.status is JobStatus.FINISHED, _why(result)
     assert {word: count for word, count in collected_rows(result)} == dict(expected)
-    ends = wait_for(lambda: _ends_reported(cut_off, stale), 60,
-                    f"{cut_off.id} to be answered on the end of each of {stale}")
     assert set(ends.values()) == {"FINISHED"}, ends
     fetched = [a for a in stale if any(work_dir.rglob(f"{attempt_file_stem(a)}*"))]
     assert fetched == [], f"files of stale attempts fetched into {work_dir}"
@@ -262,3 +303,113 @@ def test_a_taskmanager_cut_off_longer_than_the_reconnect_timeout_rejoins_after_t
     assert snapshot is not None
     assert cut_off.id in {_host(a) for v in snapshot.graph.vertices for s in v.subtasks
                           for a in s.attempts}
+
+
+def test_the_partitions_lost_with_a_taskmanager_are_made_again_while_it_stays_cut_off(
+        cluster: Cluster, client: JobClient, tmp_path: Path) -> None:
+    """Every producer finished and every consumer waits at the gate when one TaskManager
+    is cut off for good (healed only once the job ended). Found lost, the producers it ran
+    run again at once on the other TaskManager, their loss recorded as the cause, with
+    the consumers still needing their output; the producers that ran elsewhere keep their
+    result, no consumer waits on a fetch from the lost one, and the count is exact."""
+    source, expected = words_file(tmp_path)
+    job_file, gate = tmp_path / "gated.py", tmp_path / "gate"
+    job_file.write_text(GATED_COUNT, encoding="utf-8")
+    job_id = client.submit(job_file, [source, str(gate)], restart_strategy=RESTARTS)
+    producers, _ = wait_for(lambda: _consumers_running(client, job_id), 180,
+                            "every producer finished and every consumer running")
+    cut_off = max(cluster.taskmanagers, key=lambda t: list(producers.values()).count(t.id))
+    lost = sorted(a for a, host in producers.items() if host == cut_off.id)
+    kept = sorted(a for a, host in producers.items() if host != cut_off.id)
+    machine = cluster.machine_of(cut_off)
+    machine.cut()
+    try:
+        cut_at = time.monotonic()
+        gate.touch()
+        result = wait_result(client, job_id, LOST_PARTITIONS_BOUND)
+        took = time.monotonic() - cut_at
+    finally:
+        machine.heal()
+    assert result.status is JobStatus.FINISHED, _why(result)
+    assert {word: count for word, count in collected_rows(result)} == dict(expected)
+    snapshot = client.snapshot(job_id)
+    assert snapshot is not None
+    causes = {f.attempt_id: f.failure.message for f in snapshot.graph.failures}
+    assert all(f"{PARTITIONS_LOST_WITH} {cut_off.id}" in causes.get(a, "") for a in lost), \
+        (took, causes)
+    assert not any(f.failure.exception_type == "PartitionNotFound"
+                   for f in snapshot.graph.failures), causes
+    producer = snapshot.graph.vertices[0]
+    assert sorted(s.attempts[0].attempt_id for s in producer.subtasks
+                  if len(s.attempts) == 1) == kept
+    _wait_back_with_free_slots(cluster, cut_off)
+
+
+def test_a_taskmanager_cut_off_mid_fetch_ends_its_tasks_within_the_bound(
+        cluster: Cluster, client: JobClient, tmp_path: Path) -> None:
+    """Its consumers fetch a big partition over a slow link when it is cut off silently:
+    each of them ends (its own log says so, read while the cut lasts) within the fetch's
+    bound rather than hang on the silent peer, the job finishes exactly on the other
+    TaskManager, and after the heal it is back with every slot free."""
+    job_file = tmp_path / "big.py"
+    job_file.write_text(BIG_EXCHANGE, encoding="utf-8")
+    cut_off = cluster.taskmanagers[0]
+    machine = cluster.machine_of(cut_off)
+    machine.throttle("512kbit")
+    try:
+        job_id = client.submit(job_file, [str(BIG_RECORDS)], restart_strategy=RESTARTS)
+        work_dir = cluster.local.cluster_dir / "work" / job_id
+        fetching = wait_for(lambda: _fetching(client, job_id, cut_off, work_dir), 240,
+                            f"a consumer on {cut_off.id} half way through a fetch")
+        machine.cut()
+        try:
+            cut_at = time.monotonic()
+            wait_for(lambda: _ended_in_log(cut_off, fetching), MID_FETCH_END_BOUND,
+                     f"{fetching} to end on {cut_off.id}, cut off mid-fetch")
+            ended_after = time.monotonic() - cut_at
+            result = wait_result(client, job_id, 180)
+        finally:
+            machine.heal()
+    finally:
+        machine.unthrottle()
+    assert result.status is JobStatus.FINISHED, _why(result)
+    counts = collections.Counter(i % 8 for i in range(BIG_RECORDS))
+    assert {key: total for key, total in collected_rows(result)} == {
+        key: 512 * n for key, n in counts.items()}
+    snapshot = client.snapshot(job_id)
+    assert snapshot is not None
+    assert {_host(s.attempts[-1]) for v in snapshot.graph.vertices
+            for s in v.subtasks} == {t.id for t in cluster.taskmanagers} - {cut_off.id}, \
+        ended_after
+    _wait_back_with_free_slots(cluster, cut_off)
+
+
+def _fetching(client: JobClient, job_id: str, taskmanager: NamespacedTaskManager,
+              work_dir: Path) -> list[str]:
+    """The consumer attempts running on ``taskmanager`` whose input is arriving there now
+    (the hidden partial copy of a partition's file is on its disk: the client's reads
+    fill it a megabyte at a time, so it may still be empty); [] while none is."""
+    partials = list(taskmanager.sees(work_dir / "partitions").rglob("__part=*/.*.part"))
+    snapshot = client.snapshot(job_id, timeout=5.0) if partials else None
+    if snapshot is None:
+        return []
+    consumer = snapshot.graph.vertices[1]  # the rebalanced map, a partition per subtask
+    parts = {int(path.parent.name.removeprefix("__part=")) for path in partials
+             if path.parent.parent.name.startswith(f"{consumer.id}.")}
+    return [s.attempts[-1].attempt_id for s in consumer.subtasks
+            if s.subtask in parts and s.state is ExecutionState.RUNNING
+            and _host(s.attempts[-1]) == taskmanager.id]
+
+
+def _ended_in_log(taskmanager: NamespacedTaskManager, attempts: list[str]) -> bool:
+    log = taskmanager.log.read_text(errors="replace")
+    return all(re.search(rf"attempt {re.escape(a)} (failed|canceled)", log) for a in attempts)
+
+
+def _wait_back_with_free_slots(cluster: Cluster, taskmanager: NamespacedTaskManager) -> None:
+    """After a heal: registered again, and no slot held by a task of the cut."""
+    def back() -> bool:
+        info = cluster.watcher.taskmanager(taskmanager.id)
+        return (info is not None and info.state is p.TaskManagerState.REGISTERED
+                and info.slots_total > 0 and info.slots_free == info.slots_total)
+    wait_for(back, 90, f"{taskmanager.id} registered again with every slot free")

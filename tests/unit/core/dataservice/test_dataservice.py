@@ -193,13 +193,13 @@ def test_a_broken_transfer_resumes_with_a_range_request(served, tmp_path: Path,
     real_transfer = client._transfer
     calls: list[int] = []
 
-    def flaky(endpoint, root_, relative, partial, got, timeout):
+    def flaky(endpoint, root_, relative, partial, got, timeout, stop):
         calls.append(got)
         if len(calls) == 1:  # the first request dies half way
             with open(partial, "ab") as out:
                 out.write(data[:1_000_000])
             raise ConnectionResetError("cut")
-        return real_transfer(endpoint, root_, relative, partial, got, timeout)
+        return real_transfer(endpoint, root_, relative, partial, got, timeout, stop)
 
     monkeypatch.setattr(client, "_transfer", flaky)
     fetch_file(endpoint_for(server, address, root), str(root), str(source),

@@ -265,6 +265,51 @@ def test_with_local_partitions_a_lost_producer_is_recomputed_before_its_consumer
         "job-1/source#0/a0", "job-1/source#1/a1"]
 
 
+def _source_finished_on_tm1_and_its_consumer_running_elsewhere() -> Harness:
+    harness = Harness(word_count(sources=2, reducers=1), slots={"tm-1": 1, "tm-2": 2},
+                      restart=FixedDelay(1, 1.0))
+    harness.start()
+    harness.grant_slots()  # source#0 on tm-1, source#1 on tm-2
+    harness.run_deployed()
+    harness.grant_slots()  # reduce#0 on tm-2
+    harness.report(harness.attempt("reduce", 0), S.RUNNING)
+    assert harness.deployments()[harness.attempt("reduce", 0)].slot.taskmanager_id == "tm-2"
+    return harness
+
+
+def test_partitions_lost_with_a_taskmanager_rerun_their_producers_at_once_with_the_cause():
+    harness = _source_finished_on_tm1_and_its_consumer_running_elsewhere()
+    finished_on_tm1 = harness.attempt("source", 0)
+
+    out = harness.feed(harness.scheduler.taskmanager_lost(
+        "tm-1", "heartbeat timeout", harness.tick(), partitions_kept=lambda _: False))
+
+    (restart,) = [i for i in out if isinstance(i, ScheduleRestart)]
+    assert restart.subtasks == ("source#0", "reduce#0")  # source#1 keeps its result
+    assert harness.state("reduce", 0) is S.CANCELING
+    (record,) = harness.graph.failures
+    assert record.attempt_id == finished_on_tm1
+    assert record.failure.message == \
+        "result partitions lost with TaskManager tm-1: heartbeat timeout"
+    harness.report(harness.attempt("reduce", 0), S.CANCELED)
+    harness.restart_due(restart.due)
+    assert harness.state("source", 0) is S.SCHEDULED
+    assert len(harness.graph.subtask("source", 1).attempts) == 1
+    harness.run_to_end()
+    assert harness.scheduler.status is JobStatus.FINISHED
+
+
+def test_partitions_a_lost_taskmanager_leaves_readable_keep_their_producer_and_consumers():
+    harness = _source_finished_on_tm1_and_its_consumer_running_elsewhere()
+
+    out = harness.feed(harness.scheduler.taskmanager_lost(
+        "tm-1", "heartbeat timeout", harness.tick(), partitions_kept=lambda _: True))
+
+    assert not [i for i in out if isinstance(i, ScheduleRestart)]
+    assert harness.state("reduce", 0) is S.RUNNING
+    assert harness.graph.failures == []
+
+
 def test_with_local_partitions_lost_output_is_recomputed_and_its_consumers_run_again():
     harness = Harness(three_stages(), restart=FixedDelay(1, 0.0),
                       partitions_outlive_taskmanagers=False)
@@ -278,7 +323,8 @@ def test_with_local_partitions_lost_output_is_recomputed_and_its_consumers_run_a
     (restart,) = [i for i in out if isinstance(i, ScheduleRestart)]
     assert restart.subtasks == ("source#0", "source#1", "map#0", "map#1")
     assert [harness.state("map", i) for i in range(2)] == [S.FAILED, S.CANCELED]
-    assert any("result partitions are gone" in f.message for f in harness.graph.failures)
+    assert any("result partitions lost with TaskManager tm-1: heartbeat timeout" in f.message
+               for f in harness.graph.failures)
     harness.restart_due(restart.due)
     assert [harness.state("map", i) for i in range(2)] == [S.CREATED, S.CREATED]
     harness.run_to_end()

@@ -27,6 +27,7 @@ from clusterdeck.core.protocol.ids import subtask_id
 from clusterdeck.core.protocol.jobgraph import JobGraph
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
+from clusterdeck.core.protocol.workdir import COMPLETE_FILE, partitions_dir
 from clusterdeck.core.rpc import FencedRpcEndpoint, LocalRpcService, RpcEndpoint, handler
 from tests.waiting import wait_for
 
@@ -428,3 +429,46 @@ def test_the_files_of_an_attempt_lost_while_they_were_fetched_are_removed_again(
     release.set()
     rows = Path(update.result.collected_path)
     wait_for(lambda: rows.parent.is_dir() and not rows.exists(), 10, "the rows removed")
+
+
+def rebalanced_range(parallelism: int) -> JobGraph:
+    env = ExecutionEnvironment("rebalanced")
+    env.set_parallelism(parallelism)
+    env.from_range(0, 10).rebalance().map(lambda n: n).collect()
+    return build_graph(env)[0]
+
+
+def _whole_partitions_here(work_dir: Path, attempt: str, partitions: range) -> None:
+    for partition in partitions:
+        folder = partitions_dir(work_dir, attempt) / "vertex-2.0" / f"__part={partition}"
+        folder.mkdir(parents=True)
+        (folder / COMPLETE_FILE).write_text('{"files": []}')
+
+
+def test_a_lost_taskmanager_takes_the_partitions_not_whole_here_and_their_producer_reruns(
+        service, tmp_path) -> None:
+    """Both producers finished on the TaskManager, then it is lost: the one whose two
+    partitions are on this machine's disk keeps its result, the one with only a copy of
+    one of them here (a consumer fetched it) runs again at once, its loss the cause."""
+    taskexecutor = ScriptedTaskExecutor()
+    jobmaster, _ = start_job(service, tmp_path, taskexecutor, rebalanced_range(2), **{
+        "restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": 0.05})
+    wait_for(lambda: len(taskexecutor.running) == 2, 10, "the producers deployed")
+    shared, elsewhere = taskexecutor.running
+    _whole_partitions_here(tmp_path / "work", shared, range(2))
+    _whole_partitions_here(tmp_path / "work", elsewhere, range(1))
+    gateway = service.gateway(JobMasterGateway, jobmaster.endpoint_id, TOKEN)
+    gateway.update_task_execution_states(p.UpdateTaskExecutionStates(tuple(
+        p.UpdateTaskExecutionState("job-1", attempt, ExecutionState.FINISHED,
+                                   result=p.TaskResult()) for attempt in (shared, elsewhere)
+    ))).result(5)
+    wait_for(lambda: len(taskexecutor.running) == 4, 10, "the consumers deployed")
+
+    jobmaster.run_async(jobmaster._taskmanager_lost, TM, "heartbeat timeout")
+
+    rerun = elsewhere.replace("/a0", "/a1")
+    wait_for(lambda: rerun in taskexecutor.running, 10, f"{rerun} deployed")
+    assert shared.replace("/a0", "/a1") not in taskexecutor.running
+    (record,) = [f for f in jobmaster.graph.failures if f.attempt_id == elsewhere]
+    assert record.failure.message == \
+        f"result partitions lost with TaskManager {TM}: heartbeat timeout"
