@@ -115,6 +115,9 @@ from clusterdeck.core.protocol.slots import (
 from clusterdeck.core.protocol.snapshots import (
     JobGraphSnapshot,
 )
+from clusterdeck.core.protocol.sparkwork import (
+    SparkWorkReport,
+)
 from clusterdeck.core.protocol.states import (
     ExecutionState,
     JobStatus,
@@ -143,8 +146,10 @@ from clusterdeck.core.protocol.wiring import (
 # 13: a SubmitTasks carries what its deployments share (the job's graph, artifact, ...) once
 # 14: streaming jobs and checkpoints; 15: savepoints, stop, NotifyCheckpointAborted
 # 17: SubmitTask.split_share, a file source subtask's fair share of its input
+# 19: SparkWorkReport, a PySpark script's Spark jobs, stages and failed tasks;
+# JobGraphSnapshot.spark
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-PROTOCOL_VERSION = 18
+PROTOCOL_VERSION = 19
 
 __all__ = [
     "METRICS_ATTEMPTS",
@@ -212,6 +217,7 @@ __all__ = [
     "SlotReport",
     "SlotRequests",
     "SlotStatus",
+    "SparkWorkReport",
     "SubmitJob",
     "SubmitTask",
     "SubmitTasks",
