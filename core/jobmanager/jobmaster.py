@@ -502,8 +502,9 @@ class JobMaster(FencedRpcEndpoint):
 
     def _result(self, status: JobStatus, duration: float, results: list[p.TaskResult],
                 root_cause: dict[str, Any] | None = None) -> p.JobResult:
-        return job_result(self.graph, self.record.graph.name, status, duration, results,
-                          self.work_dir, root_cause)
+        return replace(job_result(self.graph, self.record.graph.name, status, duration,
+                                  results, self.work_dir, root_cause),
+                       spark=self.spark_work.snapshot()[-1:])
 
     def _end(self, result: p.JobResult) -> None:
         if self._ended:

@@ -3,7 +3,10 @@ its job's snapshot while it runs, bounded, and name what failed when a Spark tas
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 import textwrap
 import threading
 import time
@@ -68,7 +71,7 @@ TINY_TASKS = """
     sc = SparkContext(appName="tiny tasks")
     for _ in range(24):
         sc.parallelize(range(24), 4).count()
-    print("rows", sc.parallelize(range(3000), 3000).count())
+    print("rows", sc.parallelize(range(1000), 1000).count())
     tracker = sc.statusTracker()
     jobs = tracker.getJobIdsForGroup()
     stages = [s for job in jobs for s in tracker.getJobInfo(job).stageIds]
@@ -146,6 +149,13 @@ def test_three_actions_show_three_spark_jobs_and_their_stages_with_sparks_own_co
     shuffled = [stage for stage in work.stages if stage.shuffle_write_records]
     assert shuffled and shuffled[0].shuffle_write_bytes > 0
     assert final.graph.progress.finished == final.graph.progress.total
+    shown = subprocess.run(
+        [sys.executable, "-m", "clusterdeck.core.cli", "result", "--cluster",
+         one_slot.config["cluster.id"], "--json", result.job_id],
+        capture_output=True, text=True, timeout=120, check=True)
+    (listed,) = json.loads(shown.stdout)["spark"]
+    assert [job["name"] for job in listed["jobs"]] == [job.name for job in work.jobs]
+    assert {s["stage_id"]: (s["tasks"], s["done"]) for s in listed["stages"]} == spark_own
 
 
 def test_a_task_that_fails_for_good_names_its_stage_task_error_and_script_line(
@@ -171,7 +181,7 @@ def test_many_tiny_tasks_and_jobs_stay_within_the_reports_bounds(tmp_path, one_s
     assert result.status is JobStatus.FINISHED, result
     (work,) = final.graph.spark
     jobs, stages, tasks = (int(n) for n in result.stdout.split("spark ")[1].split())
-    assert (jobs, stages, tasks) == (25, 25, 24 * 4 + 3000)  # Spark's own numbers
+    assert (jobs, stages, tasks) == (25, 25, 24 * 4 + 1000)  # Spark's own numbers
     assert len(work.jobs) == JOBS_KEPT and work.earlier.jobs == jobs - JOBS_KEPT
     assert len(work.stages) <= STAGES_KEPT and len(work.failed_tasks) <= FAILED_TASKS_KEPT
     assert sum(stage.tasks for stage in work.stages) + work.earlier.tasks == tasks
