@@ -1,10 +1,12 @@
 """A PySpark script's vertex opens into its Spark jobs and stages: nodes with progress
-bars, retried stages marked, failed tasks red."""
+bars, retried stages marked, failed tasks red; the failure inspector names the Spark stage
+and task that failed, with Spark's error."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from clusterdeck.core.protocol.failures import FailureRecord, TaskFailure
 from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.sparkwork import (
     SparkJob,
@@ -14,10 +16,12 @@ from clusterdeck.core.protocol.sparkwork import (
     SparkTaskFailure,
     SparkWork,
 )
+from clusterdeck.gui.views.failuresview import FailuresView
 from clusterdeck.gui.views.jobsview import JobsView
 from clusterdeck.gui.views.sparkworkview import FAILED, NODE_WIDTH, SparkWorkView
 from tests.gui.jobsnapshots import mixed_word_count
 
+JOB = "3892b72ea8554705"
 COUNT = SparkStage(0, 0, 0, "count at three.py:8", SparkStageStatus.COMPLETE, 4, done=4)
 MAP = SparkStage(1, 0, 1, "reduceByKey at three.py:13", SparkStageStatus.COMPLETE, 4, done=4)
 REDUCE = SparkStage(2, 1, 1, "collect at three.py:13", SparkStageStatus.ACTIVE, 3,
@@ -66,3 +70,33 @@ def test_a_job_without_spark_work_says_so(qtbot):
     qtbot.addWidget(jobs)
     jobs.set_job("job-1", snapshot)
     assert jobs.spark.nodes == {} and "No Spark work" in jobs.spark.summary.text()
+
+
+def test_the_failure_inspector_names_the_spark_stage_task_and_sparks_error(qtbot):
+    spark_error = ("org.apache.spark.api.python.PythonException: Traceback (most recent "
+                   "call last):\n"
+                   f'  File "/home/u/jobs/{JOB}/failing.py", line 6, in check\n'
+                   '    raise ValueError(f"bad record {record}")\nValueError: bad record 7\n')
+    work = SparkWork(
+        f"{JOB}/source#0/a0", (SparkJob(0, "count at failing.py:10", "",
+                                        SparkJobStatus.FAILED, (2,)),),
+        (SparkStage(2, 0, 0, "count at failing.py:10", SparkStageStatus.FAILED, 2, done=1,
+                    failed=2),),
+        (SparkTaskFailure(2, 0, 1, 1, 0, "driver", "ValueError: bad record 7", spark_error),
+         SparkTaskFailure(2, 0, 2, 1, 1, "driver", "ValueError: bad record 7", spark_error)))
+    cause = ("Spark stage 2.0 (count at failing.py:10) failed: task 1.1 (TID 2) on executor "
+             "driver, after 2 failed task attempt(s): ValueError: bad record 7")
+    root = FailureRecord(f"{JOB}/source#0/a0", "source", 0, 0, "tm-1",
+                         TaskFailure("PythonException", cause), 1000.0)
+    _, snapshot = mixed_word_count()
+    view = FailuresView()
+    qtbot.addWidget(view)
+    view.show()
+    view.show_job(JOB)
+    view.set_snapshot(JOB, replace(snapshot, root_cause=root, failures=(root,), spark=(work,)))
+    text = view.detail.toPlainText()
+    assert f"PythonException: {cause}" in text
+    assert "Spark tasks that failed" in text
+    assert "Stage 2.0 (count at failing.py:10), task 1.1 (TID 2) on executor driver: " \
+        "ValueError: bad record 7" in text
+    assert 'raise ValueError(f"bad record {record}")' in text  # Spark's own error, in full

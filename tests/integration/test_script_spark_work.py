@@ -65,6 +65,18 @@ FAILING = """
     sc.parallelize(range(10), 2).map(check).count()
 """
 
+RETRIED = """
+    from pyspark import SparkContext, TaskContext
+
+    def flaky(record):
+        if record == 7 and TaskContext.get().attemptNumber() == 0:
+            raise ValueError("first try of record 7")
+        return record
+
+    sc = SparkContext(appName="retried")
+    print("sum", sc.parallelize(range(10), 2).map(flaky).sum())
+"""
+
 TINY_TASKS = """
     from pyspark import SparkContext
 
@@ -171,6 +183,19 @@ def test_a_task_that_fails_for_good_names_its_stage_task_error_and_script_line(
     assert re.fullmatch(rf"Spark stage \d+\.0 \(count at {script}:10\)"
                         r" failed: task 1\.1 \(TID \d+\) on executor driver, after 2 failed "
                         r"task attempt\(s\): ValueError: bad record 7", cause), cause
+
+
+def test_a_task_spark_retried_shows_its_failed_try_in_a_stage_that_completed(
+        tmp_path, one_slot) -> None:
+    result, final = run(one_slot, tmp_path, "retried.py", RETRIED)
+    assert result.status is JobStatus.FINISHED and "sum 45" in result.stdout
+    (work,) = final.graph.spark
+    ((stage),) = work.stages
+    assert (stage.status, stage.tasks, stage.done, stage.failed) == (
+        SparkStageStatus.COMPLETE, 2, 2, 1)
+    assert [(t.index, t.attempt, t.summary) for t in work.failed_tasks] == [
+        (1, 0, "ValueError: first try of record 7")]
+    assert work.jobs[0].status is SparkJobStatus.SUCCEEDED
 
 
 def test_many_tiny_tasks_and_jobs_stay_within_the_reports_bounds(tmp_path, one_slot) -> None:
