@@ -34,7 +34,8 @@ from clusterdeck.core.protocol.sparkwork import (
     SparkWork,
 )
 
-_FINAL_JOB = (SparkJobStatus.SUCCEEDED, SparkJobStatus.FAILED)
+# UNKNOWN: Spark no longer keeps the job (``spark.ui.retainedJobs``); it is not asked again.
+_FINAL_JOB = (SparkJobStatus.SUCCEEDED, SparkJobStatus.FAILED, SparkJobStatus.UNKNOWN)
 _FINAL_STAGE = (SparkStageStatus.COMPLETE, SparkStageStatus.FAILED, SparkStageStatus.SKIPPED)
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b.*)$")
 

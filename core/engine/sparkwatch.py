@@ -67,9 +67,7 @@ class SparkWatch:
             self._from_tracker(tracker, asked)
             return
         for job_id in asked:
-            job = _get(f"{api}/jobs/{job_id}")
-            if job is not None:
-                self._book.job_seen(job)
+            self._book.job_seen(_get(f"{api}/jobs/{job_id}") or {"jobId": job_id})
         for stage_id in self._book.stages_to_ask(asked):
             for attempt in _get(f"{api}/stages/{stage_id}?details=false") or ():
                 self._book.stage_seen(attempt)
@@ -91,10 +89,8 @@ class SparkWatch:
     def _from_tracker(self, tracker: Any, asked: list[int]) -> None:
         for job_id in asked:
             job = tracker.getJobInfo(job_id)
-            if job is None:
-                continue
-            self._book.job_seen({"jobId": job_id, "status": job.status,
-                                 "stageIds": list(job.stageIds)})
+            self._book.job_seen({"jobId": job_id} if job is None else {
+                "jobId": job_id, "status": job.status, "stageIds": list(job.stageIds)})
         for stage_id in self._book.stages_to_ask(asked):
             stage = tracker.getStageInfo(stage_id)
             if stage is not None:

@@ -25,6 +25,7 @@ from clusterdeck.core.taskmanager.tasks import Task
 
 log = logging.getLogger(__name__)
 
+
 class SparkWorkRelay:
     """``running()``: the tasks running now."""
 

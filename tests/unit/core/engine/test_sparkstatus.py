@@ -106,3 +106,10 @@ def test_hostile_numbers_and_texts_from_spark_are_clamped_not_passed_on() -> Non
                      "status": "ACTIVE"})
     check_spark_work(book.work())
     assert book.work().jobs[0].status is SparkJobStatus.UNKNOWN
+
+
+def test_a_job_spark_no_longer_keeps_is_not_asked_again() -> None:
+    book = SparkWorkBook("job/v#0/a0")
+    book.job_seen({"jobId": 3})  # what the watch notes for a job the UI forgot
+    assert book.jobs_to_ask([3]) == []
+    assert book.work().jobs[0].status is SparkJobStatus.UNKNOWN
