@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from clusterdeck.core.protocol.sparkwork import (
@@ -81,7 +81,28 @@ class SparkWorkBook:
         return [(*key, kept.stage.failed) for key, kept in self.stages.items()
                 if kept.stage.failed > kept.failed_seen]
 
+    def running(self, job_id: int) -> bool:
+        job = self.jobs.get(job_id)
+        return job is not None and job.status is SparkJobStatus.RUNNING
+
+    def knows_stage(self, stage_id: int) -> bool:
+        return any(sid == stage_id for sid, _ in self.stages)
+
     # -- what Spark said ---------------------------------------------------------------------------
+
+    def counts_seen(self, stage_id: int, attempt: int, tasks: int, running: int, done: int,
+                    failed: int) -> bool:
+        """The status tracker's counts of a stage attempt known to run; False (ask the
+        REST API) when they say more than counts changed: another attempt, a task failed,
+        all tasks done, or a stage not known to run."""
+        kept = self.stages.get((stage_id, attempt))
+        if kept is None or kept.stage.status is not SparkStageStatus.ACTIVE or \
+                tasks != kept.stage.tasks or failed != kept.stage.failed or done >= tasks:
+            return False
+        running = min(_count(running), tasks)
+        kept.stage = replace(kept.stage, running=running,
+                             done=min(_count(done), tasks - running))
+        return True
 
     def job_seen(self, data: dict[str, Any]) -> None:
         job_id = _count(data.get("jobId"))

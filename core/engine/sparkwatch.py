@@ -7,9 +7,10 @@ API on the TaskManager's own SparkContext (``/api/v1/applications/<app>/jobs/<id
 ``/stages/<id>``, ``.../taskList?status=FAILED``): the status tracker alone has neither the
 call site (the script's line), nor input and shuffle bytes, nor the failed tasks' errors.
 Measured on a 2-core machine: a poll through the status tracker 3 ms, through the REST API
-18 ms with one running job and stage; so only what may still change is asked (jobs not
-ended, their stages not ended, failed tasks not fetched yet), and a script that ran 30
-Spark jobs costs one call per poll for the ended ones. Without a UI
+18 ms with one running job and stage (40 ms and more on a loaded machine); so only what
+may still change is asked (jobs not ended, their stages not ended, failed tasks not
+fetched yet), and while a stage runs on its counts come from the status tracker, its
+bytes and records from the REST API every ``DETAIL_EVERY`` polls. Without a UI
 (``spark.ui.enabled = false``) the status tracker's numbers are used, without bytes,
 call sites or errors.
 
@@ -36,6 +37,9 @@ log = logging.getLogger(__name__)
 # Seconds for one answer of the Spark UI (in the same JVM): its REST API starts on the first
 # request, which took over 5 s on a busy 2-core machine.
 HTTP_TIMEOUT = 30.0
+# Every DETAIL_EVERY-th poll asks the REST API for all; the others ask it only for what the
+# status tracker says changed beyond its counts (a stage or job ended, a task failed).
+DETAIL_EVERY = 4
 _OWN_UI = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
 
 
@@ -47,6 +51,7 @@ class SparkWatch:
         self._book = SparkWorkBook(attempt_id)
         self._lock = threading.Lock()
         self._api: str | None = None
+        self._polls = 0
 
     def poll(self) -> SparkWork:
         """The attempt's Spark work now; what Spark did not answer stays as last seen."""
@@ -66,9 +71,15 @@ class SparkWatch:
         if api is None:
             self._from_tracker(tracker, asked)
             return
+        detail = self._polls % DETAIL_EVERY == 0
+        self._polls += 1
         for job_id in asked:
-            self._book.job_seen(_get(f"{api}/jobs/{job_id}") or {"jobId": job_id})
+            if detail or not self._book.running(job_id) or \
+                    getattr(tracker.getJobInfo(job_id), "status", None) != "RUNNING":
+                self._book.job_seen(_get(f"{api}/jobs/{job_id}") or {"jobId": job_id})
         for stage_id in self._book.stages_to_ask(asked):
+            if not detail and self._counted(tracker, stage_id):
+                continue
             for attempt in _get(f"{api}/stages/{stage_id}?details=false") or ():
                 self._book.stage_seen(attempt)
         for stage_id, attempt, failed in self._book.failures_to_ask():
@@ -77,6 +88,16 @@ class SparkWatch:
                 f"{api}/stages/{stage_id}/{attempt}/taskList?status=FAILED"
                 f"&offset={max(0, failed - FAILED_TASKS_KEPT)}&length={FAILED_TASKS_KEPT}")
                 or [])
+
+    def _counted(self, tracker: Any, stage_id: int) -> bool:
+        """The stage's task counts from the status tracker when nothing else of it can have
+        changed (it runs on, or is not submitted yet): no REST call this poll."""
+        info = tracker.getStageInfo(stage_id)
+        if info is None:
+            return not self._book.knows_stage(stage_id)
+        return self._book.counts_seen(stage_id, info.currentAttemptId, info.numTasks,
+                                      info.numActiveTasks, info.numCompletedTasks,
+                                      info.numFailedTasks)
 
     def _rest_api(self, context: Any) -> str | None:
         if self._api is None:

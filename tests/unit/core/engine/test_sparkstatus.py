@@ -113,3 +113,16 @@ def test_a_job_spark_no_longer_keeps_is_not_asked_again() -> None:
     book.job_seen({"jobId": 3})  # what the watch notes for a job the UI forgot
     assert book.jobs_to_ask([3]) == []
     assert book.work().jobs[0].status is SparkJobStatus.UNKNOWN
+
+
+def test_a_running_stages_counts_come_from_the_tracker_until_more_than_counts_changed() -> None:
+    book = SparkWorkBook("job/v#0/a0")
+    book.job_seen(job(0, "RUNNING", (1,)))
+    book.stage_seen(stage(1, "ACTIVE", tasks=200, done=10, active=4))
+    assert book.running(0) and book.knows_stage(1) and not book.knows_stage(2)
+    assert book.counts_seen(1, 0, 200, 4, 120, 0)
+    (kept,) = book.work().stages
+    assert (kept.running, kept.done, kept.shuffle_write_bytes) == (4, 120, 10)
+    assert not book.counts_seen(1, 0, 200, 0, 200, 0)  # all done: the REST API says how
+    assert not book.counts_seen(1, 0, 200, 4, 120, 1)  # a task failed: which, and why
+    assert not book.counts_seen(1, 1, 200, 4, 0, 0)  # Spark runs the stage again
