@@ -6,6 +6,7 @@ import argparse
 import codecs
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Mapping
@@ -13,6 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from clusterdeck.core.cli.sparkprogress import running_stages, stage_line
 from clusterdeck.core.config.settings import Config, ConfigError, parse_override
 from clusterdeck.core.node import exitcodes
 from clusterdeck.core.protocol import messages as p
@@ -224,21 +226,33 @@ def exit_code(result: p.JobResult, otherwise: int) -> int:
 
 
 class ProgressBar:
-    """finished/total subtasks on stderr; redrawn in place on a terminal."""
+    """finished/total subtasks on stderr; redrawn in place on a terminal, where a running
+    script's Spark stages are drawn instead, as spark-submit draws them (sparkprogress.py).
+    """
 
     def __init__(self) -> None:
         self.tty = sys.stderr.isatty()
         self.last = ""
+        self.shown = ""  # what the last line said, its clock left out
         self.started = time.monotonic()
 
     def update(self, snapshot: p.JobSnapshot) -> None:
         finished, total = snapshot.graph.progress.finished, snapshot.graph.progress.total
         width = 30
         filled = width * finished // total if total else 0
-        line = (f"[{'#' * filled}{'.' * (width - filled)}] {finished}/{total} subtasks  "
+        graph = snapshot.graph
+        unit = "stages" if graph.spark and not graph.status.is_terminal else "subtasks"
+        line = (f"[{'#' * filled}{'.' * (width - filled)}] {finished}/{total} {unit}  "
                 f"{snapshot.graph.status}  {time.monotonic() - self.started:.1f} s")
-        if line.split("  ")[:2] == self.last.split("  ")[:2]:
+        shown = line.rsplit("  ", 1)[0]
+        stages = running_stages(snapshot.graph.spark) if self.tty else []
+        if stages:
+            line = shown = stage_line(stages, shutil.get_terminal_size().columns - 1)
+        if shown == self.shown:
             return
+        self.shown = shown
+        if self.tty and len(line) < len(self.last):
+            sys.stderr.write("\r\x1b[K")
         self.last = line
         print(f"\r{line}" if self.tty else line, end="" if self.tty else "\n", file=sys.stderr,
               flush=True)

@@ -57,12 +57,13 @@ from clusterdeck.core.jobmanager.jobstart import (
 )
 from clusterdeck.core.jobmanager.jobstore import JobRecord, ProgressLog
 from clusterdeck.core.jobmanager.reconciliation import ReconciliationRounds, live_executions
+from clusterdeck.core.jobmanager.sparkwork import ScriptSparkWork
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.failures import TaskFailure
 from clusterdeck.core.protocol.gateways import ResourceManagerGateway, TaskExecutorGateway
 from clusterdeck.core.protocol.jobgraph import JobKind
-from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
+from clusterdeck.core.protocol.snapshots import JobGraphSnapshot, JobProgress
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from clusterdeck.core.protocol.workdir import whole_partitions
 from clusterdeck.core.rpc import FencedRpcEndpoint, SenderMismatchError, handler
@@ -117,6 +118,7 @@ class JobMaster(FencedRpcEndpoint):
         self.snapshots = JobSnapshots(self.job_id, sum(1 for _ in self.graph.subtasks()),
                                       self, self._snapshot, self._publish_retained)
         self._progress = ProgressReports(self, self._report_progress)
+        self.spark_work = ScriptSparkWork()
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -181,8 +183,10 @@ class JobMaster(FencedRpcEndpoint):
 
     @property
     def progress(self) -> tuple[int, int]:
-        """(finished, total) subtasks; main thread only (others get it via on_status)."""
-        return self.graph.progress()
+        """(finished, total) subtasks, or a script's Spark stages (done, known) while it
+        runs; main thread only (others get it via on_status)."""
+        subtasks = self.graph.progress()
+        return subtasks if self.graph.status.is_terminal else self.spark_work.progress(subtasks)
 
     def cancel(self) -> None:
         if self._running():
@@ -312,6 +316,23 @@ class JobMaster(FencedRpcEndpoint):
         self._check_attempt_host(output.attempt_id)
         self.rpc_service.publish(topics.job_output(self.job_id),
                                  relayed_output(self.job_id, output, self.work_dir))
+
+    @handler(p.SparkWorkReport, senders=(topics.TASKMANAGERS,))
+    def spark_work_report(self, report: p.SparkWorkReport) -> None:
+        """A script attempt's Spark jobs, for the job's snapshot and progress. One that is
+        refused is logged, not failed: it costs the job its Spark view, not its run."""
+        attempt_id = report.work.attempt_id
+        if self.graph.execution(attempt_id) is None:
+            raise ValueError(f"Spark work of {attempt_id}, no attempt of job {self.job_id}")
+        self._check_attempt_host(attempt_id)
+        try:
+            changed = self.spark_work.reported(report.work)
+        except ValueError as error:
+            log.warning("job %s: Spark work of %s refused: %s", self.job_id, attempt_id, error)
+            return
+        if changed:
+            self.snapshots.schedule()
+            self._progress.soon()
 
     @handler(p.RequestNextInputSplit, senders=(topics.TASKMANAGERS,))
     def request_next_input_split(self, request: p.RequestNextInputSplit) -> p.NextInputSplit:
@@ -496,8 +517,9 @@ class JobMaster(FencedRpcEndpoint):
 
     def _result(self, status: JobStatus, duration: float, results: list[p.TaskResult],
                 root_cause: dict[str, Any] | None = None) -> p.JobResult:
-        return job_result(self.graph, self.record.graph.name, status, duration, results,
-                          self.work_dir, root_cause)
+        return replace(job_result(self.graph, self.record.graph.name, status, duration,
+                                  results, self.work_dir, root_cause),
+                       spark=self.spark_work.snapshot()[-1:])
 
     def _end(self, result: p.JobResult) -> None:
         if self._ended:
@@ -518,7 +540,11 @@ class JobMaster(FencedRpcEndpoint):
     def _snapshot(self) -> JobGraphSnapshot:
         snapshot = replace(self.graph.snapshot(), hosts=dict(self.slots.hosts),
                            checkpoints=None if self.checkpoints is None
-                           else stats_of(self.checkpoints.coordinator, self.deployer.restored))
+                           else stats_of(self.checkpoints.coordinator, self.deployer.restored),
+                           spark=self.spark_work.snapshot())
+        if snapshot.spark and not snapshot.status.is_terminal:
+            finished, total = self.progress
+            snapshot = replace(snapshot, progress=JobProgress(finished, total))
         if self._failed_outside_graph:  # the graph never ran, or its JobMaster failed
             snapshot = replace(snapshot, status=JobStatus.FAILED)
         return snapshot

@@ -102,7 +102,7 @@ def fitted(result: p.JobResult, work_dir: Path) -> p.JobResult:
 def bare(result: p.JobResult) -> p.JobResult:
     """The last resort when even a fitted result exceeds the frame (user counters or
     failure records too large): status, counts and where to look, nothing else."""
-    return replace(result, accumulators={}, records={}, stdout="", failure_history=(),
+    return replace(result, accumulators={}, records={}, stdout="", failure_history=(), spark=(),
                    root_cause=None, outputs=(), collected_paths=(),
                    stderr="[the job's result was larger than rpc.framesize: counters, "
                    "output and failure records left out; see `clusterdeck failures` and "

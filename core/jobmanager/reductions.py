@@ -4,9 +4,11 @@ A snapshot is retained so that a late observer can redraw the job at once, and, 
 message, it must stay under ``rpc.framesize``. A large job's full snapshot (every attempt
 of every subtask, with tracebacks) does not: it is published reduced instead, first to the
 current attempt of each subtask, then to per-vertex counts, and says so (``truncated``).
-A streaming job's checkpoint history goes first, before any of the graph: it is the
-least of what the snapshot says, and the counts, the latest and the restored checkpoint
-stay in every reduction. The events of the job carry every change in full either way.
+A script's Spark work shrinks with the attempts: to its newest attempt's, without the
+failed tasks' full errors. A streaming job's checkpoint history goes first, before any of
+the graph: it is the least of what the snapshot says, and the counts, the latest and the
+restored checkpoint stay in every reduction. The events of the job carry every change in
+full either way.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from clusterdeck.core.protocol.snapshots import (
     Truncation,
     VertexSnapshot,
 )
+from clusterdeck.core.protocol.sparkwork import SparkWork
 
 TRACEBACK_KEPT = 2000
 FAILURES_KEPT = 20
@@ -78,7 +81,7 @@ def _current_attempts_only(snapshot: JobGraphSnapshot) -> JobGraphSnapshot:
     return replace(_without_history(snapshot), vertices=vertices,
                    failures=tuple(_trim_failure(f) for f in snapshot.failures[-FAILURES_KEPT:]),
                    root_cause=_trim_failure(root) if root else None,
-                   truncated=Truncation.ATTEMPTS)
+                   truncated=Truncation.ATTEMPTS, spark=_newest_spark_work(snapshot))
 
 
 def _counts_only(snapshot: JobGraphSnapshot) -> JobGraphSnapshot:
@@ -86,7 +89,15 @@ def _counts_only(snapshot: JobGraphSnapshot) -> JobGraphSnapshot:
     return replace(_without_history(snapshot),
                    vertices=tuple(_counted(vertex) for vertex in snapshot.vertices),
                    failures=(), root_cause=_trim_failure(root) if root else None,
-                   truncated=Truncation.SUBTASKS)
+                   truncated=Truncation.SUBTASKS, spark=_newest_spark_work(snapshot))
+
+
+def _newest_spark_work(snapshot: JobGraphSnapshot) -> tuple[SparkWork, ...]:
+    """A script's newest attempt's Spark work only, its failed tasks' errors cut to their
+    summaries."""
+    return tuple(replace(work, failed_tasks=tuple(replace(task, error="")
+                                                  for task in work.failed_tasks))
+                 for work in snapshot.spark[-1:])
 
 
 def _counted(vertex: VertexSnapshot) -> VertexSnapshot:

@@ -61,6 +61,9 @@ class JobMasterGateway(Gateway):
     def task_output(self, msg: p.TaskOutput) -> None:
         self.tell(msg)
 
+    def spark_work_report(self, msg: p.SparkWorkReport) -> None:
+        self.tell(msg)
+
     def update_task_execution_states(self, msg: p.UpdateTaskExecutionStates,
                                      timeout: float | None = None
                                      ) -> Future[p.UpdatesAcknowledged]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterdeck.core.protocol.jobgraph import JobGraph
+from clusterdeck.core.protocol.sparkwork import SparkWork
 from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.rpc import message
 
@@ -97,7 +98,10 @@ class JobResult:
     Collected rows and outputs stay in files (``collected_paths``), never in messages. A
     large job's file lists are cut to their first entries and listed whole in the JSON file
     ``files_manifest`` (``outputs_total`` and ``collected_total`` say how many there are);
-    ``clusterdeck.core.client.jobclient.result_files`` reads either form."""
+    ``clusterdeck.core.client.jobclient.result_files`` reads either form.
+
+    ``spark``: a PySpark script's Spark jobs and stages, of its last attempt, as the job's
+    snapshot had them at the end (``clusterdeck result --json`` lists them)."""
 
     job_id: str
     name: str
@@ -119,6 +123,7 @@ class JobResult:
     collected_total: int = 0
     stdout_paths: tuple[str, ...] = ()
     stderr_paths: tuple[str, ...] = ()
+    spark: tuple[SparkWork, ...] = ()
 
     @property
     def is_terminal(self) -> bool:

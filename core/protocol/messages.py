@@ -115,6 +115,9 @@ from clusterdeck.core.protocol.slots import (
 from clusterdeck.core.protocol.snapshots import (
     JobGraphSnapshot,
 )
+from clusterdeck.core.protocol.sparkwork import (
+    SparkWorkReport,
+)
 from clusterdeck.core.protocol.states import (
     ExecutionState,
     JobStatus,
@@ -145,8 +148,10 @@ from clusterdeck.core.protocol.wiring import (
 # 17: SubmitTask.split_share, a file source subtask's fair share of its input
 # 19: fencing tokens carry the leader's epoch (LeaderInfo.epoch), the cluster overview
 # its leader and standbys (docs/ha.md)
+# 20: SparkWorkReport, a PySpark script's Spark jobs, stages and failed tasks;
+# JobGraphSnapshot.spark
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-PROTOCOL_VERSION = 19
+PROTOCOL_VERSION = 20
 
 __all__ = [
     "METRICS_ATTEMPTS",
@@ -214,6 +219,7 @@ __all__ = [
     "SlotReport",
     "SlotRequests",
     "SlotStatus",
+    "SparkWorkReport",
     "SubmitJob",
     "SubmitTask",
     "SubmitTasks",

@@ -21,6 +21,7 @@ from enum import StrEnum
 from clusterdeck.core.protocol.checkpointstats import CheckpointStatsSnapshot
 from clusterdeck.core.protocol.failures import FailureRecord
 from clusterdeck.core.protocol.jobgraph import JobEdge, JobKind
+from clusterdeck.core.protocol.sparkwork import SparkWork
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 
 
@@ -124,7 +125,10 @@ class JobGraphSnapshot:
     first, and ``root_cause`` the first of them. ``hosts`` (TaskManager id -> host) is
     filled by the JobMaster from the slots it was offered. ``checkpoints``: a streaming
     job's checkpoints, summed up by its JobMaster; None for a batch job (and in the
-    snapshot of a sender that predates them).
+    snapshot of a sender that predates them). ``spark``: a PySpark script's Spark jobs,
+    stages and failed tasks, of its last attempts (oldest first; each bounded,
+    ``clusterdeck.core.protocol.sparkwork``); its ``progress`` then counts the newest
+    attempt's Spark stages done, not subtasks.
     """
 
     job_id: str
@@ -141,6 +145,7 @@ class JobGraphSnapshot:
     hosts: dict[str, str] = field(default_factory=dict)
     truncated: Truncation = Truncation.NONE
     checkpoints: CheckpointStatsSnapshot | None = None
+    spark: tuple[SparkWork, ...] = ()
 
     def vertex(self, vertex_id: str) -> VertexSnapshot | None:
         return next((vertex for vertex in self.vertices if vertex.id == vertex_id), None)

@@ -9,7 +9,7 @@ concern to a collaborator that keeps its state on this endpoint's main thread:
 - ``updates.StateUpdates``: the state updates to the JobMasters, sent until acknowledged;
 - ``stucktasks.StuckTasks``: tasks past their timeout;
 - ``outputrelay.OutputRelay`` and ``metricsticks.MetricsTicks``: what the tasks print,
-  and their live numbers;
+  and their live numbers; ``sparkworkrelay.SparkWorkRelay``: a script's Spark jobs;
 - ``jobfolders.JobFolders``: the job folders on this machine and their retention.
 A task itself runs on its slot's thread (tasks.py) and comes back here when it ends.
 """
@@ -47,6 +47,7 @@ from clusterdeck.core.taskmanager.slotqueue import SlotQueue
 from clusterdeck.core.taskmanager.slots import SlotTable
 from clusterdeck.core.taskmanager.spark import SparkHost
 from clusterdeck.core.taskmanager.sparkhealth import JvmExit
+from clusterdeck.core.taskmanager.sparkworkrelay import SparkWorkRelay
 from clusterdeck.core.taskmanager.statefetch import fetch_restore_state
 from clusterdeck.core.taskmanager.stucktasks import StuckTasks
 from clusterdeck.core.taskmanager.tasks import SplitSource, Task, TaskOutcome, TaskServices
@@ -86,6 +87,7 @@ class TaskExecutor(RpcEndpoint):
         self.metrics = MetricsTicks(self, resource_id, self.tasks.values, self.spark.started)
         self.updates = StateUpdates(self, self.metrics.publish_ended)
         self.output = OutputRelay(self, self.attempt_logs, self.tasks.values)
+        self.spark_work = SparkWorkRelay(self, self.tasks.values)
         self.stuck = StuckTasks(self, self.attempt_logs, self.tasks.get, self._task_done)
         self.job_folders = JobFolders(self, config, stand_ins_of(cluster_id),
                                       lambda: [t.deployment.work_dir
@@ -114,6 +116,7 @@ class TaskExecutor(RpcEndpoint):
             task.cancel()
         self.slot_queue.stop()
         self.metrics.stop()
+        self.spark_work.stop()
         logging.getLogger().removeHandler(self.attempt_logs)
         self.attempt_logs.close()  # the attempts that ended reach the disk
 
@@ -226,6 +229,7 @@ class TaskExecutor(RpcEndpoint):
         self.slot_queue.hold(task)
         self.metrics.began(task)
         self.output.tick_soon()
+        self.spark_work.tick_soon()
         self.stuck.watch(task)
         self.updates.report(deployment, p.UpdateTaskExecutionState(
             deployment.job_id, task.attempt_id, ExecutionState.RUNNING))
@@ -287,6 +291,7 @@ class TaskExecutor(RpcEndpoint):
         self.tasks.pop(task.attempt_id, None)
         following = self.slot_queue.release(task)
         self.output.last_of(task)
+        self.spark_work.last_of(task)
         self.metrics.ended(task, outcome)
         self.updates.report(task.deployment, p.UpdateTaskExecutionState(
             task.deployment.job_id, task.attempt_id, outcome.state, outcome.failure,

@@ -8,6 +8,7 @@ TaskExecutor's main thread; it never touches the TaskExecutor's state itself.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import itertools
 import logging
 import queue
@@ -21,11 +22,14 @@ from typing import Any
 from clusterdeck.core.engine.cancellation import cancel_subtask
 from clusterdeck.core.engine.liveoutput import LiveOutput
 from clusterdeck.core.engine.mqttparts import ClusterBroker
+from clusterdeck.core.engine.sparkstatus import spark_cause
+from clusterdeck.core.engine.sparkwatch import SparkWatch
 from clusterdeck.core.engine.tally import LiveCounts
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.failures import TaskFailure
-from clusterdeck.core.protocol.jobgraph import InputSplit
+from clusterdeck.core.protocol.jobgraph import InputSplit, JobKind
+from clusterdeck.core.protocol.sparkwork import SparkWork
 from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.core.streaming.network import ChannelServer
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler, thread_name
@@ -100,6 +104,12 @@ class Task:
         self.checkpoint_control: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.live = LiveOutput()  # what a script prints, taken by the main thread
         self.counts = LiveCounts()  # records and bytes so far, read by the main thread
+        # A script's Spark jobs, polled on the TaskManager's Spark-work thread while it runs
+        # and on this task's thread when it ends (final_spark_work, read by the main thread).
+        self.spark_watch = SparkWatch(lambda: self._spark.result().sparkContext,
+                                      self.attempt_id) \
+            if deployment.graph.kind is JobKind.PYSPARK_SCRIPT else None
+        self.final_spark_work: SparkWork | None = None
         # Set when the TaskExecutor fails it (a timeout, a dead Spark JVM): the cause to
         # report, whatever the slot thread then raises.
         self.failure: TaskFailure | None = None
@@ -114,6 +124,10 @@ class Task:
         """Main thread: run on ``worker``'s thread after what it was handed before (on a
         thread of its own without one)."""
         (worker or SlotWorker(-1)).hand(self)
+
+    @property
+    def spark_ready(self) -> bool:
+        return self._spark.done() and self._spark.exception() is None
 
     @property
     def handed(self) -> bool:
@@ -191,10 +205,24 @@ class Task:
             self._logs.step(self.attempt_id, f"attempt {self.attempt_id} finished")
         except BaseException as error:
             outcome = self._failed(error)
+        outcome = self._with_spark_work(outcome)
         self._logs.ended(self.attempt_id, finished=outcome.state is ExecutionState.FINISHED)
         self.retire_thread = outcome.state is not ExecutionState.FINISHED or self.used_spark
         self._ended = True
         self._on_done(self, outcome)
+
+    def _with_spark_work(self, outcome: TaskOutcome) -> TaskOutcome:
+        """Slot thread: a script's last Spark work, and a failure that struck in a Spark
+        task named by its stage, task and Spark's error (``sparkstatus.spark_cause``)."""
+        if self.spark_watch is None or not self.spark_ready or self.failure is not None:
+            return outcome
+        self.final_spark_work = work = self.spark_watch.poll()
+        cause = spark_cause(work)
+        if outcome.failure is None or cause is None:
+            return outcome
+        message = outcome.failure.message
+        return dataclasses.replace(outcome, failure=dataclasses.replace(
+            outcome.failure, message=cause if message in cause else f"{cause} ({message})"))
 
     def interrupt(self) -> None:
         """Raise TaskCanceled inside the slot thread at its next Python instruction: the

@@ -40,6 +40,7 @@ from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.checkpointstats import RestoredCheckpointStats
 from clusterdeck.core.protocol.failures import FailureRecord
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
+from clusterdeck.core.protocol.sparkwork import SparkWork
 from clusterdeck.gui.models.checkpointsmodel import restored_text
 from clusterdeck.gui.models.formatting import clock_millis
 from clusterdeck.gui.views.failuretext import USER_COLOUR, attempt_number, failure_html
@@ -61,11 +62,16 @@ class JobFailures:
     vertex_names: dict[str, str]
     final: bool = False  # from the JobResult: later snapshots do not replace it
     restored: RestoredCheckpointStats | None = None  # a streaming job resumed from it
+    spark: tuple[SparkWork, ...] = ()  # a script's Spark work, of its last attempts
 
     @property
     def key(self) -> tuple[Any, ...]:
         return (self.root_cause.attempt_id if self.root_cause else None,
-                tuple(f.attempt_id for f in self.history), self.restored)
+                tuple(f.attempt_id for f in self.history), self.restored,
+                tuple((w.attempt_id, w.failed_tasks) for w in self.spark))
+
+    def spark_of(self, attempt_id: str) -> SparkWork | None:
+        return next((work for work in self.spark if work.attempt_id == attempt_id), None)
 
 
 class FailuresView(QWidget):
@@ -130,10 +136,11 @@ class FailuresView(QWidget):
         if known is not None and known.final:
             if not known.vertex_names or known.restored != restored:
                 self._put(job_id, JobFailures(known.root_cause, known.history,
-                                              known.vertex_names or names, True, restored))
+                                              known.vertex_names or names, True, restored,
+                                              known.spark))
             return
         self._put(job_id, JobFailures(snapshot.root_cause, snapshot.failures, names,
-                                      restored=restored))
+                                      restored=restored, spark=snapshot.spark))
 
     def set_result(self, job_id: str, result: p.JobResult) -> None:
         known = self._jobs.get(job_id)
@@ -141,7 +148,8 @@ class FailuresView(QWidget):
         self._put(job_id, JobFailures(
             root, tuple(FailureRecord.from_dict(f) for f in result.failure_history),
             known.vertex_names if known else {}, final=True,
-            restored=known.restored if known else None))
+            restored=known.restored if known else None,
+            spark=(known.spark if known else ()) or result.spark))
 
     def show_job(self, job_id: str | None) -> None:
         """Show ``job_id``'s failures (the job chosen in the window)."""
@@ -275,7 +283,8 @@ class FailuresView(QWidget):
         self.detail.setHtml(failure_html(
             failure, root_cause=root, job_id=self.job_id or "",
             job_file=self.job_files.get(self.job_id or ""),
-            vertex_names=failures.vertex_names if failures else None))
+            vertex_names=failures.vertex_names if failures else None,
+            spark=failures.spark_of(failure.attempt_id) if failures else None))
 
     def _on_current(self, current: QTreeWidgetItem | None, _previous: Any) -> None:
         """The user moved to another failure (programmatic moves block the signal)."""

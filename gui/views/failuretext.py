@@ -17,6 +17,7 @@ from pathlib import Path
 
 from clusterdeck.core.protocol.failures import FailureRecord
 from clusterdeck.core.protocol.ids import subtask_id
+from clusterdeck.core.protocol.sparkwork import SparkWork
 from clusterdeck.gui.models.formatting import clock_millis
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
@@ -77,8 +78,11 @@ def attempt_number(failure: FailureRecord) -> str:
 
 def failure_html(failure: FailureRecord, *, root_cause: bool = False, job_id: str = "",
                  job_file: Path | None = None,
-                 vertex_names: Mapping[str, str] | None = None) -> str:
-    """The whole record: exception and message, where and when, traceback, log excerpt."""
+                 vertex_names: Mapping[str, str] | None = None,
+                 spark: SparkWork | None = None) -> str:
+    """The whole record: exception and message, where and when, traceback, log excerpt;
+    for a PySpark script, the Spark tasks of its attempt that failed (``spark``), with
+    Spark's error, in which a Python task's traceback marks the user's frames too."""
     title = html.escape(f"{failure.exception_type}: {failure.message}")
     start, end = failure.start_time, failure.end_time
     ran = f" ({end - start:.1f} s)" if start and end else ""
@@ -101,6 +105,18 @@ def failure_html(failure: FailureRecord, *, root_cause: bool = False, job_id: st
         parts += ["<h4>Traceback <span style='font-weight:normal; color:#5b6470'>"
                   f"(<b style='color:{USER_COLOUR}'>your code</b> marked)</span></h4>",
                   traceback_html(failure.traceback, job_id, job_file)]
+    if spark is not None and spark.failed_tasks:
+        parts += ["<h4>Spark tasks that failed (the last first)</h4>"]
+        stages = {(stage.stage_id, stage.attempt): stage for stage in spark.stages}
+        for task in reversed(spark.failed_tasks):
+            stage = stages.get((task.stage_id, task.stage_attempt))
+            parts += [f"<p style='color:{USER_COLOUR}'>" + html.escape(
+                f"Stage {task.stage_id}.{task.stage_attempt}"
+                + (f" ({stage.name})" if stage else "")
+                + f", task {task.index}.{task.attempt} (TID {task.task_id}) on executor "
+                f"{task.executor}: {task.summary}") + "</p>"]
+            if task.error:
+                parts += [traceback_html(task.error, job_id, job_file)]
     if failure.log_excerpt:
         parts += ["<h4>Log excerpt</h4>",
                   "<pre>" + html.escape("\n".join(failure.log_excerpt)) + "</pre>"]

@@ -1,6 +1,7 @@
 """The ExecutionGraph view: pick a job, see its status and progress, its ExecutionGraph,
 a replay slider under it and, below, the attempts of the subtask clicked in it, and the
-job's root cause when it failed.
+job's root cause when it failed. A PySpark script's vertex opens, beside its attempts,
+into its Spark jobs and stages (``sparkworkview.py``).
 
 It keeps the latest snapshot of every job the bridge delivered (``set_job``) and draws
 the chosen one; execution events recolour single cells between two snapshots
@@ -23,11 +24,13 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QSplitter,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from clusterdeck.core.protocol.ids import subtask_id
+from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.gui.models.metrics import MetricsStore
 from clusterdeck.gui.models.palette import (
@@ -42,6 +45,7 @@ from clusterdeck.gui.views.graphview import ExecutionGraphView
 from clusterdeck.gui.views.plots import VertexPlot
 from clusterdeck.gui.views.progress import ProgressStrip
 from clusterdeck.gui.views.replaybar import ReplayBar
+from clusterdeck.gui.views.sparkworkview import SparkWorkView
 
 NO_JOBS = "No jobs yet.\nJobs submitted to this cluster appear here with their ExecutionGraph."
 
@@ -119,9 +123,13 @@ class JobsView(QWidget):
         graph_layout.setContentsMargins(0, 0, 0, 0)
         graph_layout.addWidget(self.graph, 1)
         graph_layout.addWidget(self.replay)
+        self.spark = SparkWorkView()
+        self.details = QTabWidget()
+        self.details.addTab(self.vertex_plot, "Numbers")
+        self.details.addTab(self.spark, "Spark jobs")
         below = QSplitter(Qt.Orientation.Horizontal)
         below.addWidget(self.attempts)
-        below.addWidget(self.vertex_plot)
+        below.addWidget(self.details)
         below.setSizes([500, 400])
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(graph_area)
@@ -137,6 +145,7 @@ class JobsView(QWidget):
         layout.addWidget(splitter, 1)
         self.jobs.currentIndexChanged.connect(self._on_choice)
         self.graph.subtask_clicked.connect(self._refresh_attempts)
+        self.graph.subtask_clicked.connect(lambda *_: self._open_script())
         self.graph.subtask_clicked.connect(lambda *_: self.refresh_numbers())
         self.replay.moved.connect(self._on_replay)
         self.by_busy.toggled.connect(lambda _on: self.refresh_numbers())
@@ -243,6 +252,7 @@ class JobsView(QWidget):
         self.replay.set_span(*job_span(snapshot))
         self._draw(snapshot)
         self.refresh_numbers()
+        self._open_script()
         if was_replaying:
             self.replay_changed.emit(None, None)
         self.job_chosen.emit(job_id)
@@ -272,6 +282,7 @@ class JobsView(QWidget):
                 f"background: {colour.name()}; color: {text_colour_on(colour).name()}; "
                 "border-radius: 3px; padding: 2px 6px; font-weight: bold;" if colour else "")
         self.progress.set_progress(snapshot.progress.finished, snapshot.progress.total)
+        self.spark.show_work(snapshot.spark[-1] if snapshot.spark else None)
         cause = snapshot.root_cause
         if cause is not None:
             where = f"{subtask_id(cause.vertex_id, cause.subtask)} attempt " \
@@ -283,6 +294,12 @@ class JobsView(QWidget):
             self.root_cause.hide()
         if self.graph.selected is not None:
             self._refresh_attempts(*self.graph.selected)
+
+    def _open_script(self) -> None:
+        """A PySpark script's vertex opens into its Spark jobs and stages."""
+        snapshot = self.graph.snapshot
+        if snapshot is not None and snapshot.kind is JobKind.PYSPARK_SCRIPT:
+            self.details.setCurrentWidget(self.spark)
 
     def _refresh_attempts(self, vertex_id: str, subtask: int) -> None:
         snapshot = self.graph.snapshot

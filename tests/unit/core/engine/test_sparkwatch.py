@@ -1,0 +1,79 @@
+"""Following an attempt's Spark jobs asks Spark's REST API only for what may have changed
+beyond the status tracker's counts."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from clusterdeck.core.engine import sparkwatch
+from clusterdeck.core.engine.sparkwatch import DETAIL_EVERY, SparkWatch
+
+
+class FakeSpark:
+    """A SparkContext as the watch uses it, with one running Spark job of one stage of 200
+    tasks; ``done`` moves on between polls."""
+
+    uiWebUrl = "http://ui"
+    applicationId = "app-1"
+
+    def __init__(self) -> None:
+        self.done = 10
+
+    def statusTracker(self) -> Any:
+        return self
+
+    def getJobIdsForGroup(self, group: str) -> list[int]:
+        return [0]
+
+    def getJobInfo(self, job_id: int) -> Any:
+        return SimpleNamespace(status="RUNNING" if self.done < 200 else "SUCCEEDED")
+
+    def getStageInfo(self, stage_id: int) -> Any:
+        return SimpleNamespace(currentAttemptId=0, numTasks=200, numActiveTasks=4,
+                               numCompletedTasks=self.done, numFailedTasks=0)
+
+    def rest(self, url: str) -> Any:
+        status = "ACTIVE" if self.done < 200 else "COMPLETE"
+        if "/jobs/" in url:
+            return {"jobId": 0, "name": "count at job.py:3", "stageIds": [1],
+                    "status": "RUNNING" if self.done < 200 else "SUCCEEDED"}
+        return [{"stageId": 1, "attemptId": 0, "status": status, "numTasks": 200,
+                 "numActiveTasks": 4 if self.done < 200 else 0,
+                 "numCompleteTasks": self.done, "inputBytes": 5}]
+
+
+@pytest.fixture
+def spark(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeSpark, list[str]]:
+    fake, asked = FakeSpark(), []
+    monkeypatch.setattr(sparkwatch, "_get", lambda url: asked.append(url) or fake.rest(url))
+    return fake, asked
+
+
+def test_between_detailed_polls_a_running_stage_costs_no_rest_call(spark) -> None:
+    fake, asked = spark
+    watch = SparkWatch(lambda: fake, "job/v#0/a0")
+    watch.poll()
+    assert len(asked) == 2  # the job and its stage
+    for step in range(1, DETAIL_EVERY):
+        fake.done = 10 + step
+        work = watch.poll()
+        assert work.stages[0].done == fake.done
+    assert len(asked) == 2
+    watch.poll()
+    assert len(asked) == 4  # bytes and records, now and then
+
+
+def test_a_stage_that_ended_is_asked_at_once_and_then_never_again(spark) -> None:
+    fake, asked = spark
+    watch = SparkWatch(lambda: fake, "job/v#0/a0")
+    watch.poll()
+    fake.done = 200
+    work = watch.poll()
+    assert (work.jobs[0].status, work.stages[0].status, work.stages[0].done) == (
+        "SUCCEEDED", "COMPLETE", 200)
+    count = len(asked)
+    watch.poll()
+    assert len(asked) == count
