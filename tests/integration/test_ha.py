@@ -24,7 +24,9 @@ from clusterdeck.core.node import exitcodes
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.rpc import RpcError
-from tests.integration.clusters import QUICK_RESTARTS, RunningCluster, running_cluster
+from tests.integration.clusters import QUICK_RESTARTS, RunningCluster, running_cluster, wait_result
+from tests.integration.test_failover import described
+from tests.integration.test_streaming import WINDOWS, committed, staged, windows_expected
 from tests.integration.test_up import clusterdeck
 from tests.waiting import wait_for
 
@@ -127,6 +129,69 @@ def kill_the_leader(client: JobClient, old: p.LeaderInfo,
           f"status answered after {serving_after:.3f} s")
     assert takeover < TAKEOVER_BOUND[mode], f"takeover took {takeover:.3f} s"
     return new, serving
+
+
+def test_a_streaming_job_continues_exactly_once_across_a_takeover(
+        cluster: RunningCluster, client: JobClient, tmp_path: Path) -> None:
+    """test_streaming's keyed window count, kill -9 of the leader once windows are
+    committed: the new leader resumes every subtask from the last completed checkpoint,
+    and the committed output is the undisturbed run's, each window once."""
+    local_cluster, watcher = cluster
+    mode = local_cluster.config["ha.mode"]
+    wait_for(lambda: (o := overview(client)) and len(o.standbys) == 1, 60,
+             "a leader with one standby")
+    old = leader(client)
+    out = tmp_path / "out"
+    job_id = client.submit(WINDOWS, (str(out), "6000", "500", "2"))
+    wait_for(lambda: len(committed(out)) >= 20, 120, "some windows committed")
+    kill_the_leader(client, old, mode)
+    result = wait_result(client, job_id, 240)
+    assert result.status == JobStatus.FINISHED, described(result)
+    assert committed(out) == windows_expected(6000)
+    assert staged(out) == []
+    assert client.snapshot(job_id).graph.epoch >= 1
+    wait_for(lambda: (o := overview(client)) and len(o.standbys) == 1, 60,
+             "the restarted JobManager standing by")
+    watcher.wait_registered(["taskmanager-1", "taskmanager-2"], timeout=60)
+
+
+def test_zookeeper_killed_and_restarted_mid_job_loses_no_job(
+        cluster: RunningCluster, client: JobClient, tmp_path: Path) -> None:
+    """kill -9 of the cluster's ZooKeeper server while a batch job runs: the leader, its
+    session suspended, steps down (exit LEADERSHIP_LOST); once the supervisor has started
+    ZooKeeper again a JobManager leads at a higher epoch and the job finishes exactly."""
+    local_cluster, watcher = cluster
+    if local_cluster.config["ha.mode"] != "zookeeper":
+        pytest.skip("only ha.mode zookeeper has a ZooKeeper to kill")
+    wait_for(lambda: (o := overview(client)) and len(o.standbys) == 1, 60,
+             "a leader with one standby")
+    old = leader(client)
+    name = next(n for n in local_cluster.jobmanager_names()
+                if local_cluster.supervisor.info(n).pid == old.pid)
+    marks = tmp_path / "marks.txt"
+    job_file = tmp_path / "slow_sums.py"
+    job_file.write_text(SLOW_SUMS.format(marks=str(marks)))
+    job_id = client.submit(job_file)
+    wait_for(lambda: marks.exists() and len(marks.read_text().split()) >= 4, 180,
+             "the job's first records mapped")
+    zookeeper = local_cluster.supervisor.info("zookeeper").pid
+    assert zookeeper
+    killed_at = time.monotonic()
+    os.kill(zookeeper, signal.SIGKILL)
+    wait_for(lambda: local_cluster.supervisor.info(name).pid != old.pid, 30,
+             "the leader stepping down")
+    assert local_cluster.supervisor.info(name).last_exit_code == exitcodes.LEADERSHIP_LOST
+    new = wait_for(lambda: (lead := leader(client)).epoch > old.epoch and lead, 90,
+                   "a leader once ZooKeeper is back")
+    print(f"\nZooKeeper killed: a leader of epoch {new.epoch} after "
+          f"{time.monotonic() - killed_at:.3f} s")
+    assert local_cluster.supervisor.info("zookeeper").pid not in (None, zookeeper)
+    result = wait_result(client, job_id, 240)
+    assert result.status == JobStatus.FINISHED, result.root_cause
+    assert dict(collected_rows(result)) == EXPECTED_SUMS
+    wait_for(lambda: (o := overview(client)) and o.leader_epoch == new.epoch
+             and len(o.standbys) == 1, 90, "the other JobManager standing by")
+    watcher.wait_registered(["taskmanager-1", "taskmanager-2"], timeout=60)
 
 
 def test_a_leader_stopped_past_its_session_is_fenced_and_stands_by(
