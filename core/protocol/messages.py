@@ -30,6 +30,7 @@ from clusterdeck.core.protocol.chunks import (
 )
 from clusterdeck.core.protocol.cluster import (
     ClusterOverview,
+    LeadershipChanged,
     RequestClusterOverview,
     TaskManagerInfo,
     TaskManagerLost,
@@ -144,9 +145,9 @@ from clusterdeck.core.protocol.wiring import (
 # 14: streaming jobs and checkpoints; 15: savepoints, stop, NotifyCheckpointAborted
 # 17: SubmitTask.split_share, a file source subtask's fair share of its input
 # 19: fencing tokens carry the leader's epoch (LeaderInfo.epoch), the cluster overview
-# its leader and standbys (docs/ha.md)
+# its leader and standbys (docs/ha.md); 20: LeadershipChanged, ClusterOverview.leader_cause
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-PROTOCOL_VERSION = 19
+PROTOCOL_VERSION = 20
 
 __all__ = [
     "METRICS_ATTEMPTS",
@@ -186,6 +187,7 @@ __all__ = [
     "JobSubmitted",
     "JobSummary",
     "LeaderInfo",
+    "LeadershipChanged",
     "NextInputSplit",
     "NotifyCheckpointAborted",
     "NotifyCheckpointComplete",
