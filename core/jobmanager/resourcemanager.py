@@ -168,7 +168,9 @@ class ResourceManager(FencedRpcEndpoint):
             self._gateway(registration).disconnect(p.DisconnectTaskManager(resource_id, reason))
 
     def _gateway(self, registration: Registration) -> TaskExecutorGateway:
-        return self.rpc_service.gateway(TaskExecutorGateway, registration.request.endpoint_id)
+        """Its messages carry this leader's token, whose epoch the TaskExecutor checks."""
+        return self.rpc_service.gateway(TaskExecutorGateway, registration.request.endpoint_id,
+                                        self.fencing_token)
 
     # -- slots -----------------------------------------------------------------------------------
 

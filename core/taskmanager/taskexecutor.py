@@ -65,10 +65,11 @@ def endpoint_id_of(resource_id: str) -> str:
     return f"taskexecutor.{resource_id}"
 
 
-# A JobMaster's orders besides deployments (whose token is in the message): each carries its
-# leader's token in the envelope, and one of an older epoch is refused (docs/ha.md).
+# A leader's orders besides deployments (whose token is in the message): each carries its
+# token in the envelope, and one of an older epoch is refused (docs/ha.md). A stale
+# ResourceManager's disconnect would fail every task here and register again.
 _LEADER_ORDERS = (p.CancelTask, p.TriggerCheckpoint, p.NotifyCheckpointComplete,
-                  p.NotifyCheckpointAborted, p.RequestExecutionReport)
+                  p.NotifyCheckpointAborted, p.RequestExecutionReport, p.DisconnectTaskManager)
 
 
 class TaskExecutor(RpcEndpoint):
@@ -145,13 +146,12 @@ class TaskExecutor(RpcEndpoint):
             self.slot_queue.end_if_queued(task)
 
     def _check_fencing(self, invocation: Invocation, fenced: bool) -> None:
-        """Main thread: a stale leader's cancel, checkpoint message or report request is
-        refused like its deployments; one without a token counts as epoch 0."""
+        """Main thread: a stale leader's cancel, checkpoint message, report request or
+        disconnect is refused like its deployments; one without a token counts as epoch 0."""
         message = invocation.message
         if isinstance(message, _LEADER_ORDERS):
-            refused = self.registration.fence.admit(
-                invocation.fencing_token or "",
-                f"{type(message).__name__} of {getattr(message, 'attempt_id', message.job_id)}")
+            refused = self.registration.fence.admit(invocation.fencing_token or "",
+                                                    f"a {type(message).__name__}")
             if refused:
                 raise FencingTokenMismatchError(refused)
 

@@ -246,9 +246,11 @@ def test_a_leader_stopped_past_its_session_is_fenced_and_stands_by(
 def stale_orders_are_refused(local_cluster: LocalCluster, old: p.LeaderInfo,
                              new: p.LeaderInfo) -> None:
     """What the stopped leader had queued reaches a TaskManager once it runs again: a
-    deployment and a cancel with its token, sent here through the JobManager login while
-    it is still stopped. The TaskManager refuses both for their epoch, in its answer (the
-    cause a JobMaster records) and in its log."""
+    deployment, a cancel and a disconnect with its token, sent here through the JobManager
+    login while it is still stopped. The TaskManager refuses each for its epoch, in its
+    answer (the cause a JobMaster records) and in its log."""
+    log = local_cluster.supervisor.info("taskmanager-1").log_path
+    disconnects = log.read_text().count("the ResourceManager disconnected us")
     service = connect_service(local_cluster.config, "jobmanager", topics.JOBMANAGER,
                               local_cluster.broker_address("jobmanager"), with_presence=False)
     try:
@@ -265,11 +267,14 @@ def stale_orders_are_refused(local_cluster: LocalCluster, old: p.LeaderInfo,
         with pytest.raises(RemoteError, match=f"epoch {old.epoch}, older than the leader of "
                                               f"epoch {new.epoch}"):
             executor.cancel_task(p.CancelTask("stale", attempt)).result(10)
+        # A stale ResourceManager's disconnect (a tell) would fail every task there.
+        executor.disconnect(p.DisconnectTaskManager("taskmanager-1", "stale"))
     finally:
         service.close()
-    log = local_cluster.supervisor.info("taskmanager-1").log_path
-    wait_for(lambda: f"the deployment of {attempt} refused" in log.read_text(), 10,
-             "the refusal in the TaskManager's log")
+    for refused in (f"the deployment of {attempt} refused", "a DisconnectTaskManager refused"):
+        wait_for(lambda r=refused: r in log.read_text(), 10,
+                 f"'{refused}' in the TaskManager's log")
+    assert log.read_text().count("the ResourceManager disconnected us") == disconnects
 
 
 
