@@ -272,6 +272,8 @@ def print_overview(overview: p.ClusterOverview) -> None:
           f"{f' on {overview.leader_host}' if overview.leader_host else ''} leads "
           f"(epoch {overview.leader_epoch}), "
           f"{overview.slots_free}/{overview.slots_total} slots free")
+    if overview.leader_cause:
+        print(f"leading since: {overview.leader_cause}")
     for standby in overview.standbys:
         print(f"standby JobManager: {standby}")
     header = f"{'TASKMANAGER':<20} {'STATE':<11} {'HOST':<16} {'PID':>7} {'SLOTS':>5} " \

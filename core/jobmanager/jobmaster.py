@@ -381,8 +381,10 @@ class JobMaster(FencedRpcEndpoint):
         return whole_partitions(self.work_dir, finished.attempt_id) >= written
 
     def _executor(self, taskmanager_id: str) -> TaskExecutorGateway:
+        """Its messages carry this leader's token, whose epoch the TaskExecutor checks."""
         return self.rpc_service.gateway(TaskExecutorGateway,
-                                        self.slots.executor_id(taskmanager_id))
+                                        self.slots.executor_id(taskmanager_id),
+                                        self.fencing_token)
 
     # -- events into the scheduler, from the collaborators -------------------------------------
 

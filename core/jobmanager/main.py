@@ -67,25 +67,29 @@ def _elected(config: Config, broker_url: str | None, cluster_dir: Path,
         if election.mode != "none":
             log.info("standing by: waiting to lead cluster %s (ha.mode %s)",
                      config["cluster.id"], election.mode)
-        waited = time.monotonic()
+        standing_since = time.monotonic()
         leadership = election.run_for_leadership(stop)
-        log.info("elected leader at epoch %d after %.3f s", leadership.epoch,
-                 time.monotonic() - waited)
+        waited = time.monotonic() - standing_since
+        log.info("elected leader at epoch %d after %.3f s", leadership.epoch, waited)
+        cause = f"won the {election.mode} election after standing by {waited:.1f} s" \
+            if election.mode != "none" else "the cluster's only JobManager (ha.mode none)"
         return _lead(config, broker_url, ha.storage_dir(config, cluster_dir), election,
-                     leadership)
+                     leadership, cause)
     finally:
         stop.set()
         election.close()
 
 
 def _lead(config: Config, broker_url: str | None, storage_dir: Path,
-          election: ha.LeaderElection, leadership: ha.Leadership) -> int:
+          election: ha.LeaderElection, leadership: ha.Leadership, cause: str) -> int:
+    """Lead until the leadership or the broker is lost; ``cause``: how it came to lead,
+    for the overview and the LeadershipChanged events."""
     service = connect_service(config, "jobmanager", SERVICE_ID,
                               broker_address(config, "jobmanager", broker_url))
     # A new token on every start, carrying the epoch: messages meant for an earlier
     # leader are refused, and receivers refuse this one's once a newer leader is known.
     token = fencing_token(leadership.epoch)
-    resource_manager = ResourceManager(config, token)
+    resource_manager = ResourceManager(config, token, leader_cause=cause)
     dispatcher = Dispatcher(config, service.gateway(ResourceManagerGateway,
                                                     resource_manager.endpoint_id, token),
                             JobStore(storage_dir / "jobs"), storage_dir / "work", token)
@@ -98,6 +102,7 @@ def _lead(config: Config, broker_url: str | None, storage_dir: Path,
     service.start_endpoint(resource_manager)
     service.start_endpoint(dispatcher)
     service.publish(topics.LEADER, record, retained=True)
+    service.publish(topics.CLUSTER_EVENTS, _change(record, True, cause))
     log.info("JobManager of cluster %s is leading (pid %d, epoch %d)", config["cluster.id"],
              os.getpid(), leadership.epoch)
     if election.mode != "none":
@@ -105,6 +110,8 @@ def _lead(config: Config, broker_url: str | None, storage_dir: Path,
     try:
         disconnected = wait_for_termination(service, config["broker.reconnect-timeout"],
                                             stop=leadership.lost)
+        if leadership.cause:  # told while the broker may still be reachable
+            service.publish(topics.CLUSTER_EVENTS, _change(record, False, leadership.cause))
     finally:
         service.close()
     if leadership.cause:
@@ -112,3 +119,8 @@ def _lead(config: Config, broker_url: str | None, storage_dir: Path,
                   leadership.cause)
         return exitcodes.LEADERSHIP_LOST
     return exitcodes.DISCONNECTED if disconnected else 0
+
+
+def _change(record: p.LeaderInfo, leading: bool, cause: str) -> p.LeadershipChanged:
+    return p.LeadershipChanged(record.epoch, record.pid, record.host, record.ha_mode, leading,
+                               cause[:500], time.time())

@@ -41,8 +41,10 @@ OFFERS_PER_MESSAGE = 64  # slot offers in one OfferSlots
 
 
 class ResourceManager(FencedRpcEndpoint):
-    def __init__(self, config: Config, fencing_token: str | None = None) -> None:
+    def __init__(self, config: Config, fencing_token: str | None = None,
+                 leader_cause: str = "") -> None:
         super().__init__(ENDPOINT_ID, fencing_token)
+        self.leader_cause = leader_cause  # how this JobManager came to lead, for the overview
         self.cluster_id = config["cluster.id"]
         self.spark_properties = config.spark_properties()  # handed to each TaskManager
         self.interval: float = config["heartbeat.interval"]
@@ -166,7 +168,9 @@ class ResourceManager(FencedRpcEndpoint):
             self._gateway(registration).disconnect(p.DisconnectTaskManager(resource_id, reason))
 
     def _gateway(self, registration: Registration) -> TaskExecutorGateway:
-        return self.rpc_service.gateway(TaskExecutorGateway, registration.request.endpoint_id)
+        """Its messages carry this leader's token, whose epoch the TaskExecutor checks."""
+        return self.rpc_service.gateway(TaskExecutorGateway, registration.request.endpoint_id,
+                                        self.fencing_token)
 
     # -- slots -----------------------------------------------------------------------------------
 
@@ -221,7 +225,7 @@ class ResourceManager(FencedRpcEndpoint):
             slots_free=sum(i.slots_free for i in live), jobmanager_pid=os.getpid(),
             taken_at=time.time(), fencing_token=self.fencing_token,
             leader_epoch=epoch_of(self.fencing_token), leader_host=socket.gethostname(),
-            standbys=self.standbys), self.framesize)
+            standbys=self.standbys, leader_cause=self.leader_cause), self.framesize)
 
     def standbys_changed(self, standbys: tuple[str, ...]) -> None:
         """Main thread (posted by the JobManager's standby watch): the overview lists them."""

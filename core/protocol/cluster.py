@@ -1,5 +1,6 @@
 """The cluster overview: the TaskManagers the ResourceManager knows, asked for or retained
-on ``state/cluster``, and the events of one joining or being lost."""
+on ``state/cluster``, the events of one joining or being lost, and of a JobManager taking
+or giving up the lead (docs/ha.md)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ class ClusterOverview:
     leader_epoch: int = 0  # the leading JobManager's epoch (docs/ha.md); protocol 19
     leader_host: str = ""
     standbys: tuple[str, ...] = ()  # JobManagers waiting to take over: "pid N on host H"
+    leader_cause: str = ""  # how the leader came to lead; protocol 20
 
 
 @message
@@ -71,4 +73,20 @@ class TaskManagerLost:
     resource_id: str
     cause: str
     detected_by: str
+    at: float = field(default=0.0)
+
+
+@message
+@dataclass(frozen=True)
+class LeadershipChanged:
+    """Event on ``events/cluster``: a JobManager took the lead (``leading``) or gave it up,
+    and why; the recorder keeps them, so a recording tells every takeover (docs/ha.md).
+    A JobManager killed outright sends none: its successor's event says it took over."""
+
+    epoch: int
+    pid: int
+    host: str
+    ha_mode: str
+    leading: bool
+    cause: str
     at: float = field(default=0.0)

@@ -30,6 +30,7 @@ from clusterdeck.core.protocol.chunks import (
 )
 from clusterdeck.core.protocol.cluster import (
     ClusterOverview,
+    LeadershipChanged,
     RequestClusterOverview,
     TaskManagerInfo,
     TaskManagerLost,
@@ -150,8 +151,9 @@ from clusterdeck.core.protocol.wiring import (
 # its leader and standbys (docs/ha.md)
 # 20: SparkWorkReport, a PySpark script's Spark jobs, stages and failed tasks;
 # JobGraphSnapshot.spark
+# 21: LeadershipChanged, ClusterOverview.leader_cause
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-PROTOCOL_VERSION = 20
+PROTOCOL_VERSION = 21
 
 __all__ = [
     "METRICS_ATTEMPTS",
@@ -191,6 +193,7 @@ __all__ = [
     "JobSubmitted",
     "JobSummary",
     "LeaderInfo",
+    "LeadershipChanged",
     "NextInputSplit",
     "NotifyCheckpointAborted",
     "NotifyCheckpointComplete",

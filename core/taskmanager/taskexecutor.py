@@ -31,7 +31,13 @@ from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.gateways import DispatcherGateway, JobMasterGateway
 from clusterdeck.core.protocol.states import ExecutionState
-from clusterdeck.core.rpc import AskTimeoutError, RpcEndpoint, handler
+from clusterdeck.core.rpc import (
+    AskTimeoutError,
+    FencingTokenMismatchError,
+    Invocation,
+    RpcEndpoint,
+    handler,
+)
 from clusterdeck.core.streaming.statebackend import StateBackend, StateBackendOptions
 from clusterdeck.core.supervisor import RESTARTS_ENV
 from clusterdeck.core.taskmanager.artifacts import load_artifact
@@ -58,6 +64,13 @@ log = logging.getLogger(__name__)
 
 def endpoint_id_of(resource_id: str) -> str:
     return f"taskexecutor.{resource_id}"
+
+
+# A leader's orders besides deployments (whose token is in the message): each carries its
+# token in the envelope, and one of an older epoch is refused (docs/ha.md). A stale
+# ResourceManager's disconnect would fail every task here and register again.
+_LEADER_ORDERS = (p.CancelTask, p.TriggerCheckpoint, p.NotifyCheckpointComplete,
+                  p.NotifyCheckpointAborted, p.RequestExecutionReport, p.DisconnectTaskManager)
 
 
 class TaskExecutor(RpcEndpoint):
@@ -134,6 +147,16 @@ class TaskExecutor(RpcEndpoint):
         for task in list(self.tasks.values()):
             task.fail(ended.failure(log_excerpt=self.attempt_logs.excerpt(task.attempt_id)))
             self.slot_queue.end_if_queued(task)
+
+    def _check_fencing(self, invocation: Invocation, fenced: bool) -> None:
+        """Main thread: a stale leader's cancel, checkpoint message, report request or
+        disconnect is refused like its deployments; one without a token counts as epoch 0."""
+        message = invocation.message
+        if isinstance(message, _LEADER_ORDERS):
+            refused = self.registration.fence.admit(invocation.fencing_token or "",
+                                                    f"a {type(message).__name__}")
+            if refused:
+                raise FencingTokenMismatchError(refused)
 
     # -- liveness ---------------------------------------------------------------------------------
 

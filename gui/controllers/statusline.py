@@ -47,6 +47,10 @@ def cluster_event_notice(event: Any) -> tuple[str, int] | None:
     """The status bar's line for a cluster event, and for how many ms; None: not shown."""
     if isinstance(event, p.TaskManagerLost):
         return f"{event.cause} ({event.detected_by})", LOST_SHOWN_MS
+    if isinstance(event, p.LeadershipChanged):
+        did = "leads" if event.leading else "stopped leading"
+        return (f"JobManager pid {event.pid} on {event.host} {did} (epoch {event.epoch}): "
+                f"{event.cause}", LOST_SHOWN_MS)
     if isinstance(event, p.TaskManagerRegistered):
         return (f"TaskManager {event.info.id} registered ({event.info.slots_total} slots)",
                 REGISTERED_SHOWN_MS)

@@ -4,7 +4,8 @@ process.
 Rows come from two sources joined by name: the supervisor's ``ProcessInfo``s (when the
 cluster is ours) and the overview's TaskManagers (whose ids are the supervisor's process
 names). Attached to a cluster we do not supervise, the overview alone gives the rows: the
-JobManager and every TaskManager. Lives on the GUI thread; fed by the bridge's signals.
+JobManager and every TaskManager. A JobManager's state says whether it leads (and at which
+epoch) or stands by (docs/ha.md). Lives on the GUI thread; fed by the bridge's signals.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class ProcessRow:
     lost_cause: str = ""
     cpu_percent: float | None = None
     memory_bytes: int | None = None
+    leadership: str = ""  # a JobManager's: "leader, epoch N" or "standby"
+    leader_cause: str = ""
 
 
 def process_state(info: ProcessInfo) -> str:
@@ -133,6 +136,9 @@ class ProcessTableModel(FixedColumnsModel):
         if not self._processes and self._overview is not None:
             rows.append(ProcessRow("jobmanager", "jobmanager", "running",
                                    pid=self._overview.jobmanager_pid))
+            rows += [ProcessRow(f"jobmanager ({standby})", "jobmanager", "running")
+                     for standby in self._overview.standbys]
+        rows = [self._with_leadership(row) for row in rows]
         rows += [self._taskmanager_row(tm) for tm in sorted(taskmanagers.values(), key=_by_id)]
         return [self._with_resources(row) for row in rows]
 
@@ -155,6 +161,21 @@ class ProcessTableModel(FixedColumnsModel):
                           lost_cause=tm.lost_cause,
                           cpu_percent=tm.cpu_percent if live else None,
                           memory_bytes=tm.memory_bytes if live else None)
+
+    def _with_leadership(self, row: ProcessRow) -> ProcessRow:
+        """The overview names the leader by its pid and the standbys as ``pid N on host H``
+        (a standby attached to only through the overview has its identity in its name)."""
+        overview = self._overview
+        if row.role != "jobmanager" or overview is None or row.state != "running":
+            return row
+        if row.pid and row.pid == overview.jobmanager_pid:
+            return replace(row, leadership=f"leader, epoch {overview.leader_epoch}",
+                           leader_cause=overview.leader_cause)
+        if any(row.name.endswith(f"({standby})") or (
+                row.pid and standby.startswith(f"pid {row.pid} on host "))
+                for standby in overview.standbys):
+            return replace(row, leadership="standby")
+        return row
 
     def _with_resources(self, row: ProcessRow) -> ProcessRow:
         sample = self._resources.get(row.pid) if row.pid else None
@@ -193,7 +214,7 @@ class ProcessTableModel(FixedColumnsModel):
         if column == "Process":
             return row.name
         if column == "State":
-            return row.state
+            return f"{row.state} ({row.leadership})" if row.leadership else row.state
         if column == "PID":
             return str(row.pid) if row.pid else NONE
         if column == "Uptime":
@@ -221,6 +242,8 @@ class ProcessTableModel(FixedColumnsModel):
                          + (f" (signal {-row.last_exit_code})" if row.last_exit_code < 0 else ""))
         if row.lost_cause:
             lines.append(row.lost_cause)
+        if row.leader_cause:
+            lines.append(f"leading since: {row.leader_cause}")
         if row.log_path is not None:
             lines.append(f"log: {row.log_path}")
         return "\n".join(lines)

@@ -1,7 +1,8 @@
 """Cluster profiles: named recipes for a local cluster, kept in the config dir.
 
 A profile is what the cluster panel edits: how many TaskManagers with how many slots,
-which broker, which Spark master. It becomes a ``Config`` by laying its values over the
+which broker, which Spark master, how many JobManagers (one leads, the others stand by:
+docs/ha.md). It becomes a ``Config`` by laying its values over the
 user's configuration file, so everything else (heartbeats, timeouts) stays as the user
 set it. Stored as JSON, one file, written atomically. Plain Python: no Qt here.
 """
@@ -21,6 +22,7 @@ from clusterdeck.core.config import settings as cfg
 BROKER_KINDS = ("auto", "mosquitto", "amqtt", "external")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _FORMAT_VERSION = 1
+MAX_JOBMANAGERS = 8  # one leader and its standbys on one machine; more only cost memory
 
 
 class ProfileError(ValueError):
@@ -36,6 +38,7 @@ class ClusterProfile:
     slots: int = 2
     broker_kind: str = "auto"
     spark_master: str = ""
+    jobmanagers: int = 1
 
     def __post_init__(self) -> None:
         if not _NAME.fullmatch(self.name):
@@ -47,15 +50,21 @@ class ClusterProfile:
             raise ProfileError("slots per TaskManager: between 1 and 256")
         if self.broker_kind not in BROKER_KINDS:
             raise ProfileError(f"broker kind: one of {', '.join(BROKER_KINDS)}")
+        if not 1 <= self.jobmanagers <= MAX_JOBMANAGERS:
+            raise ProfileError(f"JobManagers: between 1 and {MAX_JOBMANAGERS}")
 
     def overrides(self) -> dict[str, Any]:
         return {"cluster.id": self.name, "taskmanager.count": self.taskmanagers,
                 "taskmanager.slots": self.slots, "broker.kind": self.broker_kind,
-                "spark.master": self.spark_master}
+                "spark.master": self.spark_master, "jobmanager.count": self.jobmanagers}
 
     def to_config(self, config_file: Path | None = None) -> cfg.Config:
-        """The user's configuration with this profile's values on top."""
-        return cfg.load(config_file, self.overrides())
+        """The user's configuration with this profile's values on top. Standbys need an
+        election: ha.mode local unless the user's configuration chose one."""
+        config = cfg.load(config_file, self.overrides())
+        if self.jobmanagers > 1 and config["ha.mode"] == "none":
+            config = config.with_overrides({"ha.mode": "local"})
+        return config
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> ClusterProfile:

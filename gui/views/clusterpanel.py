@@ -28,7 +28,12 @@ from PySide6.QtWidgets import (
 )
 
 from clusterdeck.gui.models.processmodel import ProcessRow, ProcessTableModel
-from clusterdeck.gui.models.profiles import BROKER_KINDS, ClusterProfile, ProfileStore
+from clusterdeck.gui.models.profiles import (
+    BROKER_KINDS,
+    MAX_JOBMANAGERS,
+    ClusterProfile,
+    ProfileStore,
+)
 from clusterdeck.gui.models.sessionstate import SessionMode, SessionState
 from clusterdeck.gui.views.actions import WindowActions
 
@@ -49,6 +54,10 @@ class ProfileEditor(QGroupBox):
         self.broker.addItems(BROKER_KINDS)
         self.spark_master = QLineEdit()
         self.spark_master.setPlaceholderText("local[<slots>]")
+        self.jobmanagers = QSpinBox()
+        self.jobmanagers.setRange(1, MAX_JOBMANAGERS)
+        self.jobmanagers.setToolTip("One leads, the others stand by to take over when it "
+                                    "dies (ha.mode local unless your configuration sets one)")
         new, save, delete = QPushButton("New"), QPushButton("Save"), QPushButton("Delete")
         choose = QHBoxLayout()
         choose.addWidget(self.choice, 1)
@@ -61,6 +70,7 @@ class ProfileEditor(QGroupBox):
         form.addRow("Slots per TaskManager", self.slots)
         form.addRow("Broker", self.broker)
         form.addRow("Spark master", self.spark_master)
+        form.addRow("JobManagers", self.jobmanagers)
         self._fill_choice(store.names()[0])
         self.choice.currentTextChanged.connect(self._load)
         new.clicked.connect(self._new)
@@ -72,7 +82,7 @@ class ProfileEditor(QGroupBox):
         """The form's profile; ProfileError names a bad field."""
         return ClusterProfile(self.name.text().strip(), self.taskmanagers.value(),
                               self.slots.value(), self.broker.currentText(),
-                              self.spark_master.text().strip())
+                              self.spark_master.text().strip(), self.jobmanagers.value())
 
     def save(self) -> ClusterProfile:
         profile = self.profile()
@@ -96,6 +106,7 @@ class ProfileEditor(QGroupBox):
         self.slots.setValue(profile.slots)
         self.broker.setCurrentText(profile.broker_kind)
         self.spark_master.setText(profile.spark_master)
+        self.jobmanagers.setValue(profile.jobmanagers)
 
     def _new(self) -> None:
         profile = ClusterProfile(self.store.unused_name())

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
 
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.supervisor import ProcessInfo, ProcessSpec, ProcessStatus, Supervisor
@@ -99,3 +101,30 @@ def test_a_changed_state_updates_the_row_in_place(qtbot):
             qtbot.assertNotEmitted(model.modelReset):
         model.update_processes([info("taskmanager-1", ProcessStatus.RESTARTING)])
     assert cell(model, "taskmanager-1", "State") == "restarting"
+
+
+def test_the_jobmanagers_show_which_one_leads_and_which_stand_by(qtbot):
+    """Two supervised JobManagers: the overview names the leader by pid and the other as a
+    standby; the leader's row says its epoch and, in its tooltip, why it leads."""
+    model = ProcessTableModel()
+    model.update_processes([info("jobmanager", ProcessStatus.RUNNING, 4000, "jobmanager"),
+                            info("jobmanager-2", ProcessStatus.RUNNING, 4001, "jobmanager")])
+    model.set_overview(replace(overview(), leader_epoch=3, leader_host="host-a",
+                               standbys=("pid 4001 on host host-a",),
+                               leader_cause="won the local election after standing by 0.1 s"))
+    assert cell(model, "jobmanager", "State") == "running (leader, epoch 3)"
+    assert cell(model, "jobmanager-2", "State") == "running (standby)"
+    tooltip = model.data(model.index(0, 0), Qt.ItemDataRole.ToolTipRole)
+    assert "leading since: won the local election after standing by 0.1 s" in tooltip
+    # The standby took over: the rows follow the next overview.
+    model.set_overview(replace(overview(jobmanager_pid=4001), leader_epoch=4))
+    assert cell(model, "jobmanager-2", "State") == "running (leader, epoch 4)"
+    assert cell(model, "jobmanager", "State") == "running"
+
+
+def test_a_cluster_attached_to_shows_its_leader_and_standbys_from_the_overview(qtbot):
+    model = ProcessTableModel()
+    model.set_overview(replace(overview(), leader_epoch=2,
+                               standbys=("pid 77 on host host-b",)))
+    assert cell(model, "jobmanager", "State") == "running (leader, epoch 2)"
+    assert cell(model, "jobmanager (pid 77 on host host-b)", "State") == "running (standby)"

@@ -44,8 +44,20 @@ def test_a_profile_becomes_the_users_configuration_with_its_values_on_top(tmp_pa
     assert config["heartbeat.interval"] == 0.5
 
 
+def test_standby_jobmanagers_get_an_election_unless_the_user_chose_one(tmp_path):
+    plain = tmp_path / "plain.toml"
+    plain.write_text("")
+    assert ClusterProfile("c1").to_config(plain)["ha.mode"] == "none"
+    config = ClusterProfile("c1", jobmanagers=2).to_config(plain)
+    assert (config["jobmanager.count"], config["ha.mode"]) == (2, "local")
+    users = tmp_path / "clusterdeck.toml"
+    users.write_text('"ha.mode" = "zookeeper"\n')
+    assert ClusterProfile("c1", jobmanagers=3).to_config(users)["ha.mode"] == "zookeeper"
+
+
 @pytest.mark.parametrize("bad", [{"name": "has/slash"}, {"taskmanagers": 0},
-                                 {"slots": 0}, {"broker_kind": "rabbit"}])
+                                 {"slots": 0}, {"broker_kind": "rabbit"},
+                                 {"jobmanagers": 0}, {"jobmanagers": 9}])
 def test_a_bad_value_is_refused_with_its_field(bad):
     with pytest.raises(ProfileError):
         ClusterProfile(**bad)

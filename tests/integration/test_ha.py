@@ -20,11 +20,21 @@ from pathlib import Path
 import pytest
 
 from clusterdeck.core.client.jobclient import JobClient, collected_rows
+from clusterdeck.core.client.localcluster import LocalCluster
 from clusterdeck.core.node import exitcodes
+from clusterdeck.core.node.service import connect_service
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol import topics
+from clusterdeck.core.protocol.gateways import TaskExecutorGateway
+from clusterdeck.core.protocol.jobgraph import JobGraph, JobKind
 from clusterdeck.core.protocol.states import JobStatus
-from clusterdeck.core.rpc import RpcError
-from tests.integration.clusters import QUICK_RESTARTS, RunningCluster, running_cluster
+from clusterdeck.core.recorder.replay import RecordedEvent, replay
+from clusterdeck.core.recorder.store import FILE_NAME
+from clusterdeck.core.rpc import RemoteError, RpcError
+from clusterdeck.core.taskmanager.taskexecutor import endpoint_id_of
+from tests.integration.clusters import QUICK_RESTARTS, RunningCluster, running_cluster, wait_result
+from tests.integration.test_failover import described
+from tests.integration.test_streaming import WINDOWS, committed, staged, windows_expected
 from tests.integration.test_up import clusterdeck
 from tests.waiting import wait_for
 
@@ -99,6 +109,10 @@ def test_a_standby_takes_over_from_a_killed_leader_and_the_job_finishes_exactly(
             submit.wait(10)
     new, serving = took_over
     assert new.pid in jobmanagers - {old.pid}
+    assert serving.leader_cause.startswith(f"won the {mode} election after standing by ")
+    took = wait_for(lambda: recorded_change(local_cluster, new.epoch, True), 30,
+                    "the takeover in the recording")
+    assert (took.pid, took.host, took.ha_mode) == (new.pid, new.host, mode)
     assert serving.standbys == () or all(str(new.pid) not in s for s in serving.standbys)
     submitted = re.search(r"job (\S+) submitted", output.read_text())
     assert submitted, output.read_text()
@@ -129,6 +143,76 @@ def kill_the_leader(client: JobClient, old: p.LeaderInfo,
     return new, serving
 
 
+def test_a_streaming_job_continues_exactly_once_across_a_takeover(
+        cluster: RunningCluster, client: JobClient, tmp_path: Path) -> None:
+    """test_streaming's keyed window count, kill -9 of the leader once windows are
+    committed: the new leader resumes every subtask from the last completed checkpoint,
+    and the committed output is the undisturbed run's, each window once."""
+    local_cluster, watcher = cluster
+    mode = local_cluster.config["ha.mode"]
+    wait_for(lambda: (o := overview(client)) and len(o.standbys) == 1, 60,
+             "a leader with one standby")
+    old = leader(client)
+    out = tmp_path / "out"
+    job_id = client.submit(WINDOWS, (str(out), "6000", "500", "2"))
+    wait_for(lambda: len(committed(out)) >= 20, 120, "some windows committed")
+    kill_the_leader(client, old, mode)
+    result = wait_result(client, job_id, 240)
+    assert result.status == JobStatus.FINISHED, described(result)
+    assert committed(out) == windows_expected(6000)
+    assert staged(out) == []
+    assert client.snapshot(job_id).graph.epoch >= 1
+    wait_for(lambda: (o := overview(client)) and len(o.standbys) == 1, 60,
+             "the restarted JobManager standing by")
+    watcher.wait_registered(["taskmanager-1", "taskmanager-2"], timeout=60)
+
+
+def test_zookeeper_killed_and_restarted_mid_job_loses_no_job(
+        cluster: RunningCluster, client: JobClient, tmp_path: Path) -> None:
+    """kill -9 of the cluster's ZooKeeper server while a batch job runs: the leader, its
+    session suspended, steps down (exit LEADERSHIP_LOST); once the supervisor has started
+    ZooKeeper again a JobManager leads at a higher epoch and the job finishes exactly."""
+    local_cluster, watcher = cluster
+    if local_cluster.config["ha.mode"] != "zookeeper":
+        pytest.skip("only ha.mode zookeeper has a ZooKeeper to kill")
+    wait_for(lambda: (o := overview(client)) and len(o.standbys) == 1, 60,
+             "a leader with one standby")
+    old = leader(client)
+    name = next(n for n in local_cluster.jobmanager_names()
+                if local_cluster.supervisor.info(n).pid == old.pid)
+    marks = tmp_path / "marks.txt"
+    job_file = tmp_path / "slow_sums.py"
+    job_file.write_text(SLOW_SUMS.format(marks=str(marks)))
+    job_id = client.submit(job_file)
+    wait_for(lambda: marks.exists() and len(marks.read_text().split()) >= 4, 180,
+             "the job's first records mapped")
+    zookeeper = local_cluster.supervisor.info("zookeeper").pid
+    assert zookeeper
+    killed_at = time.monotonic()
+    os.kill(zookeeper, signal.SIGKILL)
+    wait_for(lambda: local_cluster.supervisor.info(name).pid != old.pid, 30,
+             "the leader stepping down")
+    assert local_cluster.supervisor.info(name).last_exit_code == exitcodes.LEADERSHIP_LOST
+    new = wait_for(lambda: (lead := leader(client)).epoch > old.epoch and lead, 90,
+                   "a leader once ZooKeeper is back")
+    # The recording tells both changes with their causes.
+    stepped_down = wait_for(lambda: recorded_change(local_cluster, old.epoch, False), 30,
+                            "the step-down in the recording")
+    assert "ZooKeeper session was" in stepped_down.cause and stepped_down.pid == old.pid
+    assert "won the zookeeper election" in wait_for(
+        lambda: recorded_change(local_cluster, new.epoch, True), 30,
+        "the new leader in the recording").cause
+    print(f"\nZooKeeper killed: a leader of epoch {new.epoch} after "
+          f"{time.monotonic() - killed_at:.3f} s")
+    assert local_cluster.supervisor.info("zookeeper").pid not in (None, zookeeper)
+    result = wait_result(client, job_id, 240)
+    assert result.status == JobStatus.FINISHED, result.root_cause
+    assert dict(collected_rows(result)) == EXPECTED_SUMS
+    wait_for(lambda: (o := overview(client)) and o.leader_epoch == new.epoch
+             and len(o.standbys) == 1, 90, "the other JobManager standing by")
+    watcher.wait_registered(["taskmanager-1", "taskmanager-2"], timeout=60)
+
+
 def test_a_leader_stopped_past_its_session_is_fenced_and_stands_by(
         cluster: RunningCluster, client: JobClient) -> None:
     local_cluster, _watcher = cluster
@@ -141,6 +225,11 @@ def test_a_leader_stopped_past_its_session_is_fenced_and_stands_by(
     try:
         new = wait_for(lambda: (lead := leader(client)).epoch > old.epoch and lead, 30,
                        "a new leader while the old one is stopped")
+        # The TaskManagers follow the new leader before the stale one's orders are sent.
+        wait_for(lambda: (o := overview(client)) and o.leader_epoch == new.epoch and any(
+            t.id == "taskmanager-1" and t.state is p.TaskManagerState.REGISTERED
+            for t in o.taskmanagers), 60, "taskmanager-1 registered with the new leader")
+        stale_orders_are_refused(local_cluster, old, new)
     finally:
         os.kill(old.pid, signal.SIGCONT)
     # Resumed, the old leader finds its session gone (or the newer record) and exits to
@@ -152,3 +241,49 @@ def test_a_leader_stopped_past_its_session_is_fenced_and_stands_by(
         assert leader(late).epoch == new.epoch
     wait_for(lambda: (o := overview(client)) and o.leader_epoch == new.epoch
              and len(o.standbys) == 1, 60, "the stale leader standing by")
+
+
+def stale_orders_are_refused(local_cluster: LocalCluster, old: p.LeaderInfo,
+                             new: p.LeaderInfo) -> None:
+    """What the stopped leader had queued reaches a TaskManager once it runs again: a
+    deployment, a cancel and a disconnect with its token, sent here through the JobManager
+    login while it is still stopped. The TaskManager refuses each for its epoch, in its
+    answer (the cause a JobMaster records) and in its log."""
+    log = local_cluster.supervisor.info("taskmanager-1").log_path
+    disconnects = log.read_text().count("the ResourceManager disconnected us")
+    service = connect_service(local_cluster.config, "jobmanager", topics.JOBMANAGER,
+                              local_cluster.broker_address("jobmanager"), with_presence=False)
+    try:
+        executor = service.gateway(TaskExecutorGateway, endpoint_id_of("taskmanager-1"),
+                                   old.fencing_token)
+        attempt = "stale/v#0/a0"
+        deployment = p.SubmitTask(
+            "stale", JobGraph("stale", JobKind.DATAFLOW, ()), attempt, "v", 0, 1, 0, 0,
+            "stale-allocation", "jobmaster.stale", old.fencing_token, "0" * 64, "stale")
+        answer = executor.submit_tasks(p.SubmitTasks.of((deployment,))).result(10)
+        assert not answer.results[0].success, "a TaskManager took the stale deployment"
+        assert f"from a JobManager of epoch {old.epoch}, older than the leader of epoch " \
+               f"{new.epoch}" in answer.results[0].message
+        with pytest.raises(RemoteError, match=f"epoch {old.epoch}, older than the leader of "
+                                              f"epoch {new.epoch}"):
+            executor.cancel_task(p.CancelTask("stale", attempt)).result(10)
+        # A stale ResourceManager's disconnect (a tell) would fail every task there.
+        executor.disconnect(p.DisconnectTaskManager("taskmanager-1", "stale"))
+    finally:
+        service.close()
+    for refused in (f"the deployment of {attempt} refused", "a DisconnectTaskManager refused"):
+        wait_for(lambda r=refused: r in log.read_text(), 10,
+                 f"'{refused}' in the TaskManager's log")
+    assert log.read_text().count("the ResourceManager disconnected us") == disconnects
+
+
+
+def recorded_change(local_cluster: LocalCluster, epoch: int,
+                    leading: bool) -> p.LeadershipChanged | None:
+    """The LeadershipChanged of ``epoch`` the cluster's flight recorder kept, if any yet."""
+    path = local_cluster.cluster_dir / FILE_NAME
+    if not path.exists():
+        return None
+    return next((item.message for item in replay(path) if isinstance(item, RecordedEvent)
+                 and isinstance(item.message, p.LeadershipChanged)
+                 and (item.message.epoch, item.message.leading) == (epoch, leading)), None)

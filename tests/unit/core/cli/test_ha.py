@@ -37,11 +37,13 @@ def test_zookeeper_without_a_quorum_is_a_configuration_error(tmp_path: Path) -> 
         tmp_path / "s"
 
 
-def test_status_names_the_leader_its_epoch_and_the_standbys(
+def test_status_names_the_leader_its_epoch_why_it_leads_and_the_standbys(
         capsys: pytest.CaptureFixture[str]) -> None:
-    print_overview(p.ClusterOverview("lab", (), 0, 0, 41, 0.0, leader_epoch=3,
-                                     leader_host="host-a",
-                                     standbys=("pid 42 on host host-b",)))
+    print_overview(p.ClusterOverview(
+        "lab", (), 0, 0, 41, 0.0, leader_epoch=3, leader_host="host-a",
+        standbys=("pid 42 on host host-b",),
+        leader_cause="won the zookeeper election after standing by 2.3 s"))
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "cluster lab: JobManager pid 41 on host-a leads (epoch 3), 0/0 slots free"
-    assert out[1] == "standby JobManager: pid 42 on host host-b"
+    assert out[1] == "leading since: won the zookeeper election after standing by 2.3 s"
+    assert out[2] == "standby JobManager: pid 42 on host host-b"
