@@ -294,11 +294,12 @@ class _StreamTask:
         if gathering > 0:
             return gathering  # messages meanwhile; the source's records wait to be a batch
         now = time.time()
-        columns = isinstance(self.source, ColumnarSource) and self.chain.takes_columns
-        limit = self.chain.batch_limit(COLUMN_BATCH_RECORDS if columns else BATCH_RECORDS)
+        columnar = self.source if isinstance(self.source, ColumnarSource) \
+            and self.chain.takes_columns else None
+        limit = self.chain.batch_limit(COLUMN_BATCH_RECORDS if columnar else BATCH_RECORDS)
         batch: Batch
-        if columns:
-            batch = self.source.poll_columns(now, limit)
+        if columnar is not None:
+            batch = columnar.poll_columns(now, limit)
         else:
             batch = [(None, record) for record in self.source.poll(now, limit)]
         if not len(batch):
