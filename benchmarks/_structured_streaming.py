@@ -11,7 +11,8 @@ that gets one JSON line per micro-batch, ``query.recentProgress`` as it comes, a
 ``started``/``stopped`` lines with wall times).
 
 The query: ``rate`` source (``rowsPerSecond``, ``numPartitions`` P) -> ``key-<value mod
-KEYS>`` -> ``withWatermark(timestamp, out_of_orderness)`` -> ``groupBy(window(timestamp,
+KEYS>`` (a SQL expression; with ``key: "udf"`` the same by a Python UDF, _window_forms.py)
+-> ``withWatermark(timestamp, out_of_orderness)`` -> ``groupBy(window(timestamp,
 WINDOW), key).count()`` -> a text line ``key,start,end,count`` per key and window (times
 in epoch seconds) -> file sink, append mode, ``trigger(processingTime=INTERVAL)``.
 
@@ -56,9 +57,12 @@ def run_query(spark: Any, spec: dict[str, Any]) -> None:
     keys = int(spec["keys"])
     rows = (spark.readStream.format("rate").option("rowsPerSecond", int(spec["rate"]))
             .option("numPartitions", int(spec["parallelism"])).load())
-    keyed = rows.select("timestamp",
-                        F.concat(F.lit("key-"), (F.col("value") % keys).cast("string"))
-                        .alias("key"))
+    if spec.get("key", "sql") == "udf":  # the clusterdeck lambda job's key, in Python
+        from benchmarks._window_forms import python_key
+        key = F.udf(python_key(keys), "string")(F.col("value"))
+    else:
+        key = F.concat(F.lit("key-"), (F.col("value") % keys).cast("string"))
+    keyed = rows.select("timestamp", key.alias("key"))
     window = f"{int(spec['window'] * 1000)} milliseconds"
     counts = (keyed.withWatermark("timestamp", f"{int(spec['out_of_orderness'] * 1000)} "
                                                "milliseconds")

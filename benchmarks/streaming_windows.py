@@ -53,6 +53,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks import _window_forms
 from benchmarks._harness import (
     Children,
     LoadMeter,
@@ -358,13 +359,14 @@ class RecordsIn:
 
 
 def cluster_phase(bench: Any, phase: Phase, work: Path, duration: float, interval: float,
-                  out_of_orderness: float, parallelism: int, rounds: int = 0) -> Phase:
+                  out_of_orderness: float, parallelism: int, rounds: int = 0,
+                  job: Path = JOB) -> Phase:
     """Submit the job, let it run ``duration`` seconds (then the kills of ``rounds``),
     cancel it; what was committed, when, and its checkpoints."""
     out = work / f"cd-{phase.name}"
     meter = LoadMeter()
     phase.began = time.time()
-    job_id = bench.client.submit(JOB, (str(out), "0", f"{phase.rate:g}", str(phase.keys),
+    job_id = bench.client.submit(job, (str(out), "0", f"{phase.rate:g}", str(phase.keys),
                                        str(parallelism), f"{phase.window:g}",
                                        f"{interval:g}", f"{out_of_orderness:g}"))
     watch = JobWatch(bench.client, job_id)
@@ -474,11 +476,11 @@ class SparkDriver:
 
 
 def spark_query(work: Path, phase: Phase, interval: float, out_of_orderness: float,
-                duration: float) -> dict[str, Any]:
+                duration: float, key: str = "sql") -> dict[str, Any]:
     return {"out": str(work / f"ss-{phase.name}"), "checkpoint": str(work / f"ss-{phase.name}-chk"),
             "progress": str(work / f"ss-{phase.name}.progress"), "rate": phase.rate,
             "keys": phase.keys, "window": phase.window, "interval": interval,
-            "out_of_orderness": out_of_orderness, "duration": duration}
+            "out_of_orderness": out_of_orderness, "duration": duration, "key": key}
 
 
 def progress_of(query: dict[str, Any]) -> list[dict[str, Any]]:
@@ -723,6 +725,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-of-orderness", type=float, default=0.2,
                         help="watermark delay, seconds (0.2)")
     parser.add_argument("--parallelism", type=int, default=2)
+    _window_forms.add_arguments(parser)
     parser.add_argument("--skip-cluster", action="store_true")
     parser.add_argument("--skip-spark", action="store_true")
     parser.add_argument("-D", dest="setting", action="append", default=[],
@@ -806,7 +809,8 @@ def run_cluster(args: argparse.Namespace, work: Path, results: dict[str, list[Ph
                 print(f"clusterdeck: {phase.name}", file=sys.stderr)
                 rounds = args.rounds if name == "latency" else 0
                 cluster_phase(bench, phase, work, args.duration, args.interval,
-                              args.out_of_orderness, args.parallelism, rounds)
+                              args.out_of_orderness, args.parallelism, rounds,
+                              _window_forms.JOBS[args.job])
                 results.setdefault(name, []).append(phase)
 
 
@@ -815,7 +819,8 @@ def run_spark(args: argparse.Namespace, work: Path, results: dict[str, list[Phas
         planned = _phases("spark", args)
         for phase in planned.pop("latency", []):
             print("spark: latency and recovery", file=sys.stderr)
-            query = spark_query(work, phase, args.interval, args.out_of_orderness, 0.0)
+            query = spark_query(work, phase, args.interval, args.out_of_orderness, 0.0,
+                                args.spark_key)
             spark_latency_and_recovery(children, work, phase, query, args.duration,
                                        args.rounds, args.parallelism)
             results.setdefault("latency", []).append(phase)
@@ -823,7 +828,7 @@ def run_spark(args: argparse.Namespace, work: Path, results: dict[str, list[Phas
         if rest:
             print(f"spark: {', '.join(p.name for _, p in rest)}", file=sys.stderr)
             queries = [spark_query(work, p, args.interval, args.out_of_orderness,
-                                   args.duration) for _, p in rest]
+                                   args.duration, args.spark_key) for _, p in rest]
             spark_runs(children, work, [p for _, p in rest], queries, args.parallelism)
             for name, phase in rest:
                 results.setdefault(name, []).append(phase)

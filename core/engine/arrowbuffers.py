@@ -79,11 +79,41 @@ def encode_buffers(elements: Sequence[Element], limit: int) -> list[bytes]:
             for start, end in _cuts(_row_sizes(arrays), limit)]
 
 
+def encode_columns(batch: pa.RecordBatch, limit: int) -> list[bytes]:
+    """A batch already in this format (``timestamp`` and record columns, as
+    ``decode_columns`` gives or ``columnbatches.exchange_batch`` makes) as IPC streams of
+    about ``limit`` bytes of column data each, in order."""
+    if not batch.num_rows:
+        return []
+    return [_stream(batch.slice(start, end - start))
+            for start, end in _cuts(_row_sizes(batch.columns), limit)]
+
+
 def decode_buffer(payload: bytes) -> list[Element]:
     """The elements of one received buffer; BufferFormatError if it is not one."""
+    return elements_of(decode_columns(payload))
+
+
+def decode_columns(payload: bytes) -> pa.RecordBatch:
+    """The checked record batch of one received buffer; BufferFormatError if it is not
+    one (its ``__record`` texts are checked when ``elements_of`` decodes them)."""
     try:
         batch = _read_batch(pa.py_buffer(payload))
         batch.validate(full=True)
+        return batch
+    except BufferFormatError:
+        raise
+    except StopIteration:
+        raise BufferFormatError("a stream that ends before its record batch") from None
+    except (pa.ArrowException, ValueError, TypeError, KeyError, AttributeError,
+            ArithmeticError, RecursionError, OSError, struct.error, IndexError) as error:
+        raise BufferFormatError(f"{type(error).__name__}: {error}") from None
+
+
+def elements_of(batch: pa.RecordBatch) -> list[Element]:
+    """A batch of this format as elements, every record as it went; BufferFormatError if
+    a ``__record`` text is not a record."""
+    try:
         timestamps = batch.column(0).to_pylist()
         if batch.schema.names[1] == RECORD_COLUMN:
             texts = batch.column(1)
@@ -99,11 +129,19 @@ def decode_buffer(payload: bytes) -> list[Element]:
         return list(zip(timestamps, records, strict=True))
     except BufferFormatError:
         raise
-    except StopIteration:
-        raise BufferFormatError("a stream that ends before its record batch") from None
     except (pa.ArrowException, ValueError, TypeError, KeyError, AttributeError,
-            ArithmeticError, RecursionError, OSError, struct.error, IndexError) as error:
+            ArithmeticError, RecursionError, UnicodeError) as error:
         raise BufferFormatError(f"{type(error).__name__}: {error}") from None
+
+
+def is_native(schema: pa.Schema) -> bool:
+    """Whether a batch of this format holds its records as typed columns (not tagged
+    JSON)."""
+    try:
+        _check_schema(schema)
+    except BufferFormatError:
+        return False
+    return schema.names[1] != RECORD_COLUMN
 
 
 def native_columns(records: Sequence[Any]) -> list[tuple[str, pa.Array]] | None:

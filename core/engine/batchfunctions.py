@@ -28,9 +28,13 @@ from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from clusterdeck.core.engine.arrowbuffers import native_columns
+from clusterdeck.core.engine.arrowbuffers import elements_of, native_columns
+from clusterdeck.core.engine.columnbatches import exchange_batch
+from clusterdeck.core.engine.records import RECORD_COLUMN
 from clusterdeck.core.engine.streamfunctions import Element
 
 ARROW = "arrow"
@@ -72,6 +76,26 @@ class BatchElements:
         stamps = [stamp for stamp in map(itemgetter(0), batch) if stamp is not None]
         latest = max(stamps) if stamps else None
         return ((latest, record) for record in self.batch(map(itemgetter(1), batch)))
+
+    def over_columns(self, batch: pa.RecordBatch) -> pa.RecordBatch | list[Element]:
+        """A column batch (columnbatches.py) through a ``format="arrow"`` function: its
+        record columns are the table the function gets, its result the batch out when
+        it can be one; else the elements ``over`` would give."""
+        if self.batch.format != ARROW or batch.schema.names[1:] == [RECORD_COLUMN]:
+            return list(self.over(iter(elements_of(batch))))
+        if not batch.num_rows:
+            return []
+        latest = pc.max(batch.column(0)).as_py()
+        out = self.batch.fn(pa.Table.from_batches([batch.select(batch.schema.names[1:])]))
+        rows = out.num_rows if isinstance(out, pa.Table | pa.RecordBatch) else 0
+        columns = None
+        if rows and out.num_columns:
+            timestamps = pa.nulls(rows, pa.float64()) if latest is None \
+                else pa.array(np.full(rows, latest, dtype=np.float64))
+            columns = exchange_batch(timestamps, out)
+        if columns is None:
+            return [(latest, record) for record in _rows(out)]
+        return columns
 
 
 def _table(records: list[Any]) -> pa.Table:

@@ -24,7 +24,7 @@ record model, the window functions, the plan's names and numpy/pyarrow).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,8 @@ import numpy as np
 import pyarrow as pa
 
 from clusterdeck.core.engine import windowaggregates
+from clusterdeck.core.engine.arrowbuffers import elements_of
+from clusterdeck.core.engine.columnbatches import field_column, key_groups
 from clusterdeck.core.engine.records import SCALAR_COLUMN, field_key
 from clusterdeck.core.engine.streamfunctions import (
     LATE,
@@ -101,6 +103,45 @@ class ColumnarWindowPartials:
         contributions = self._contributions
         return list(self._fold(pair for element in batch for pair in contributions(element)))
 
+    def over_columns(self, batch: pa.RecordBatch) -> list[tuple[Any, Any]]:
+        """A column batch's partials (columnbatches.py): from its columns without a
+        Python object per record when they allow it, else as ``__call__`` gives them."""
+        if not batch.num_rows:
+            return []
+        try:
+            return self.from_columns(batch)
+        except Unvectorisable:
+            return self.per_record(elements_of(batch))
+
+    def from_columns(self, batch: pa.RecordBatch) -> list[tuple[Any, Any]]:
+        """Raises Unvectorisable unless its timestamps are all there and its key fields
+        are columns whose values compare as Python's (columnbatches.key_groups)."""
+        stamps = batch.column(0)
+        if stamps.null_count:
+            raise Unvectorisable("a record without a timestamp")
+        times = stamps.to_numpy(zero_copy_only=False)
+        if not np.isfinite(times).all():
+            raise Unvectorisable("a timestamp that is not finite")
+        groups = key_groups(batch, self.fields)
+        if groups is None:
+            raise Unvectorisable("a key field that is not a column of ints, str, bytes or "
+                                 "bools")
+        keys = groups[1]
+        key_arrays = [field_column(batch, field) for field in self.fields]
+
+        def keys_at(rows: list[int]) -> list[Any]:
+            taken = [array.take(pa.array(rows, pa.int64())).to_pylist()
+                     for array in key_arrays if array is not None]
+            return taken[0] if len(taken) == 1 else list(zip(*taken, strict=True))
+
+        def values() -> np.ndarray:
+            column = field_column(batch, self.field)
+            if column is None:
+                raise Unvectorisable(f"the field {self.field!r} is not a column")
+            return _values(column.to_pylist(), self.function)
+
+        return self._folded(times, keys, keys_at, values)
+
     def vectorised(self, batch: Sequence[Element]) -> list[tuple[Any, Any]]:
         """Raises Unvectorisable when the batch is not of the shape the module names."""
         timestamps = list(map(itemgetter(0), batch))
@@ -112,7 +153,20 @@ class ColumnarWindowPartials:
             raise Unvectorisable("a timestamp that is not finite")
         shape = _shape(records)
         key_columns = [_column(records, shape, field) for field in self.fields]
-        keys = _group_codes(key_columns)
+
+        def keys_at(rows: list[int]) -> list[Any]:
+            if len(key_columns) == 1:
+                return list(map(key_columns[0].__getitem__, rows))
+            return [tuple(column[row] for column in key_columns) for row in rows]
+
+        return self._folded(times, _group_codes(key_columns), keys_at,
+                          lambda: _values(_column(records, shape, self.field), self.function))
+
+    def _folded(self, times: np.ndarray, keys: np.ndarray,
+              keys_at: Callable[[list[int]], list[Any]],
+              values: Callable[[], np.ndarray]) -> list[tuple[Any, Any]]:
+        """The partials of records at ``times`` with key codes ``keys``: ``keys_at``
+        gives the keys of given records, ``values`` their value field (not for count)."""
         windows = _Windows(self.assigner, times, self.fired_to)
         pairs = windows.record_of_pair
         if len(pairs):
@@ -124,22 +178,29 @@ class ColumnarWindowPartials:
             groups, count = np.zeros(0, dtype=np.int64), 0
         first = np.full(count, len(pairs), dtype=np.int64)  # each group's first pair
         np.minimum.at(first, groups, np.arange(len(pairs)))
-        partials = self._partials(records, shape, pairs, groups, count)
+        partials = self._partials(values, pairs, groups, count)
         latest = np.full(count, -np.inf)
-        np.maximum.at(latest, groups, times[pairs])
-        out = self._entries(key_columns, windows, first, partials, latest.tolist())
+        paired = times[pairs]
+        np.maximum.at(latest, groups, paired)
+        # the first of the group's largest, as the per-record fold keeps it: 0.0 and -0.0
+        # are equal there, and numpy's maximum may give either
+        largest = np.flatnonzero(paired == latest[groups])
+        first_largest = np.full(count, len(pairs), dtype=np.int64)
+        np.minimum.at(first_largest, groups[largest], largest)
+        latest = paired[first_largest] if count else latest
+        out = self._entries(keys_at, windows, first, partials, latest.tolist())
         late = windows.late_records
         if len(late):
             out.append((int(late[0]) * windows.width, (LATE, Late(len(late)))))
         out.sort(key=itemgetter(0))
         return [entry for _, entry in out]
 
-    def _partials(self, records: Sequence[Any], shape: type, pairs: np.ndarray,
+    def _partials(self, values_of: Callable[[], np.ndarray], pairs: np.ndarray,
                   groups: np.ndarray, count: int) -> list[Any]:
         counts = np.bincount(groups, minlength=count).tolist()
         if self.function == "count":
             return counts
-        values = _values(_column(records, shape, self.field), self.function)[pairs]
+        values = values_of()[pairs]
         if self.function in ("sum", "mean"):
             totals = np.zeros(count, values.dtype) if values.dtype.kind == "i" \
                 else np.full(count, -0.0)  # -0.0 + v is v, for every v: a sum starts at v
@@ -156,7 +217,7 @@ class ColumnarWindowPartials:
         (np.minimum if smallest else np.maximum).at(folded, groups, values)
         return folded.tolist()
 
-    def _entries(self, key_columns: list[Sequence[Any]], windows: _Windows,
+    def _entries(self, keys_at: Callable[[list[int]], list[Any]], windows: _Windows,
                  first: np.ndarray, partials: list[Any],
                  latest: list[float]) -> list[tuple[int, Any]]:
         """One ``(position, ((key, start, end), (partial, timestamp)))`` per group, the key
@@ -165,11 +226,7 @@ class ColumnarWindowPartials:
         size = self.assigner.size
         positions = windows.position_of_pair[first].tolist()
         starts = windows.start_of_pair[first].tolist()
-        firsts = windows.record_of_pair[first].tolist()
-        if len(key_columns) == 1:
-            keys = list(map(key_columns[0].__getitem__, firsts))
-        else:
-            keys = [tuple(column[record] for column in key_columns) for record in firsts]
+        keys = keys_at(windows.record_of_pair[first].tolist())
         return [(position, ((key, start, start + size), (partial, timestamp)))
                 for position, start, key, partial, timestamp
                 in zip(positions, starts, keys, partials, latest, strict=True)]

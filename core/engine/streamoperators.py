@@ -24,8 +24,17 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import pyarrow as pa
+
+from clusterdeck.core.engine.arrowbuffers import elements_of
 from clusterdeck.core.engine.batchfunctions import BatchElements
-from clusterdeck.core.engine.columnar import window_partials
+from clusterdeck.core.engine.columnar import ColumnarWindowPartials, window_partials
+from clusterdeck.core.engine.columnbatches import (
+    ColumnarChain,
+    ColumnarStage,
+    FieldTimestamped,
+    takes_columns,
+)
 from clusterdeck.core.engine.combine import key_function
 from clusterdeck.core.engine.continuous import BatchRunner, batch_runner
 from clusterdeck.core.engine.keyedstate import (
@@ -54,12 +63,15 @@ from clusterdeck.core.engine.streamfunctions import (
 from clusterdeck.core.engine.valuestate import KeyedElement, KeyedProcess
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.loader import LoadedJob
-from clusterdeck.core.jobapi.plan import UserCode
+from clusterdeck.core.jobapi.plan import KeySpec, UserCode
 from clusterdeck.core.protocol.jobgraph import JobGraph, JobVertex, OperatorSpec, ShipStrategy
 from clusterdeck.core.streaming.eventtime import BoundedOutOfOrderness
 from clusterdeck.core.streaming.statebackend import KeyedStore
 
-__all__ = ["Element", "StreamChain", "output_key"]
+__all__ = ["Batch", "Element", "OutputKey", "StreamChain", "output_key"]
+
+Batch = list[Element] | pa.RecordBatch
+"""A batch of elements, or the same as a column batch (columnbatches.py)."""
 
 BATCH_SECONDS = 0.1
 """Seconds of its operators' work a batch holds at most, by the pace of the batches
@@ -128,6 +140,17 @@ class StreamChain:
         self._counter_names = job.counter_names
         self.restore(None)
 
+    @property
+    def takes_columns(self) -> bool:
+        """Whether its batches may come as column batches: every operator before its
+        keyed one runs over columns (``map_batches(format="arrow")``,
+        ``assign_timestamps(field=...)``) and its keyed operator, if any, is a window
+        whose pre-aggregation is vectorised (columnar.py). Its source or input gate then
+        gives it columns, and it gives the exchange columns."""
+        if not all(takes_columns(stage) for stage in self._before):
+            return False
+        return self._keyed is None or isinstance(self._columnar_tail(), ColumnarWindowPartials)
+
     def batch_limit(self, most: int) -> int:
         """How many records the next batch may hold, at most ``most``: as many as the
         batches before ran in ``BATCH_SECONDS``, at least ``FEWEST``, so that a barrier or
@@ -137,23 +160,29 @@ class StreamChain:
             return most
         return max(FEWEST, min(most, int(BATCH_SECONDS / self._pace)))
 
-    def process(self, elements: list[Element]) -> list[Element]:
+    def process(self, elements: Batch) -> Batch:
         """One batch through the chain: its stateless operators in Spark, timestamps
         assigned, keyed state updated (Spark pre-aggregates the batch per key and window,
         and the result is merged into the state here), running aggregates emitted (one
         element per key the batch updated). Windows do not fire here: ``advance`` fires
-        them. A chain with no operators passes the batch on without Spark."""
-        if not elements:
+        them. A chain with no operators passes the batch on without Spark. A column batch
+        runs over columns (``takes_columns``) and comes out as one, or as elements where
+        an operator could not keep it columns."""
+        if not len(elements):
             return []
+        if isinstance(elements, pa.RecordBatch) and not self.takes_columns:
+            elements = elements_of(elements)
         self._work = 0.0
         out = self._processed_batch(elements)
         pace = self._work / len(elements)
         self._pace = pace if self._pace <= 0 else (self._pace + pace) / 2
         return out
 
-    def _processed_batch(self, elements: list[Element]) -> list[Element]:
+    def _processed_batch(self, elements: Batch) -> Batch:
         if not self._before and self._keyed is None:
-            return list(elements)
+            return elements if isinstance(elements, pa.RecordBatch) else list(elements)
+        if isinstance(elements, pa.RecordBatch):
+            return self._processed_columns(elements)
         if self._windows is not None:
             windows = self._windows
             assert self._key is not None
@@ -170,13 +199,31 @@ class StreamChain:
             return self._after_keyed(self._processed(elements))
         return self._run(Chained(self._before), elements)
 
+    def _processed_columns(self, batch: pa.RecordBatch) -> Batch:
+        """A column batch through ``ColumnarChain`` in Spark: into the window's state,
+        or out as a column batch (or elements, where an operator fell back to them)."""
+        stages: list[ColumnarStage] = self._before  # type: ignore[assignment]
+        if self._windows is not None:
+            tail = self._columnar_tail()
+            assert isinstance(tail, ColumnarWindowPartials)
+            self._windows.merge(self._run(ColumnarChain(stages, tail), [batch]))
+            return []
+        out = self._run(ColumnarChain(stages), [batch])
+        return out[0] if out and isinstance(out[0], pa.RecordBatch) else out
+
+    def _columnar_tail(self) -> ColumnarWindowPartials | None:
+        windows, keyed = self._windows, self._keyed
+        if windows is None or keyed is None:
+            return None
+        return window_partials(keyed, windows.assigner, windows.fired_to)
+
     def _window_partials(self) -> PartitionFunction:
         """The window's pre-aggregation of a batch: vectorised over the whole batch for a
         declarative aggregate keyed by fields (columnar.py), else a Python call per
         record; both give the same partials."""
         windows = self._windows
         assert windows is not None and self._key is not None and self._keyed is not None
-        columnar = window_partials(self._keyed, windows.assigner, windows.fired_to)
+        columnar = self._columnar_tail()
         if columnar is not None:
             return columnar
         contributions = WindowContributions(self._key, windows.assigner,
@@ -290,7 +337,21 @@ class StreamChain:
         return self._run(Chained(self._after), elements)
 
 
-def output_key(job: LoadedJob, graph: JobGraph, vertex_id: str) -> Callable[[Any], str] | None:
+class OutputKey:
+    """A record's key string for a HASH exchange (``output_key``); ``fields``: the key
+    fields when the key is given by them (the exchange then groups a column batch's rows
+    by those columns, columnbatches.key_groups), None for a key function."""
+
+    def __init__(self, key: Callable[[Any], Any], fields: tuple[str | int, ...] | None) -> None:
+        self.key = key
+        self.fields = fields
+
+    def __call__(self, record: Any) -> str:
+        text = key_string(state_key(self.key(record)))
+        return NULL_KEY_PART if text is None else text
+
+
+def output_key(job: LoadedJob, graph: JobGraph, vertex_id: str) -> OutputKey | None:
     """For a vertex whose output edge is HASH: the function giving a record's key string
     (the consumer's key spec, records.key_string; lists as tuples, a missing key as
     ``NULL_KEY_PART``), which the exchange hashes with a stable hash to pick the consumer
@@ -300,13 +361,9 @@ def output_key(job: LoadedJob, graph: JobGraph, vertex_id: str) -> Callable[[Any
     if not hashed:
         return None
     head = graph.vertex(hashed[0].target).operators[0]
-    key = key_function(head, job.code[head.id])
-
-    def keyed(record: Any) -> str:
-        text = key_string(state_key(key(record)))
-        return NULL_KEY_PART if text is None else text
-
-    return keyed
+    spec = KeySpec.from_params(head.params["key"])
+    return OutputKey(key_function(head, job.code[head.id]),
+                     None if spec.by_function else tuple(spec.fields))
 
 
 def _stage(op: OperatorSpec, code: UserCode) -> Stage:
@@ -323,5 +380,7 @@ def _stage(op: OperatorSpec, code: UserCode) -> Stage:
     if op.kind == plan.MAP_BATCHES:
         return BatchElements(fn, op.params["format"])
     if op.kind == plan.ASSIGN_TIMESTAMPS:
+        if op.params.get("field") is not None:
+            return FieldTimestamped(op.params["field"])
         return Timestamped(fn)
     raise ValueError(f"{op.kind} is not a stateless streaming operator")

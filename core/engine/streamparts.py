@@ -18,8 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
+import pyarrow as pa
+
+from clusterdeck.core.engine.columnbatches import rate_batch
 from clusterdeck.core.engine.mqttparts import ClusterBroker, MqttMessages, MqttPublished
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.protocol.jobgraph import OperatorSpec
@@ -63,6 +66,14 @@ class StreamSource(Protocol):
     def close(self) -> None:
         """The task ends, fails or is cancelled: let go of what it holds."""
         ...
+
+
+@runtime_checkable
+class ColumnarSource(Protocol):
+    """A source that can also give its records as a column batch (columnbatches.py),
+    for a chain that takes columns."""
+
+    def poll_columns(self, now: float, limit: int) -> pa.RecordBatch: ...
 
 
 @dataclass(frozen=True)
@@ -142,6 +153,9 @@ class _RateRecords:
 
     def poll(self, now: float, limit: int) -> list[Any]:
         return [rate_record(index) for index in self._source.poll(now, limit)]
+
+    def poll_columns(self, now: float, limit: int) -> pa.RecordBatch:
+        return rate_batch(self._source.poll_range(now, limit))
 
     def seconds_to_next(self, now: float) -> float:
         return self._source.seconds_to_next(now)

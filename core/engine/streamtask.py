@@ -37,21 +37,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from clusterdeck.core.checkpointing import CheckpointStorage
 from clusterdeck.core.checkpointing.alignment import AbortCheckpoint, TakeSnapshot
 from clusterdeck.core.checkpointing.changelog import chain_entries
 from clusterdeck.core.checkpointing.snapshotwriter import SnapshotWriter, SnapshotWritten
+from clusterdeck.core.engine.arrowbuffers import elements_of
 from clusterdeck.core.engine.cancellation import attempt_scope
 from clusterdeck.core.engine.keyedstate import NOT_ON_HEAP
 from clusterdeck.core.engine.liveoutput import LiveOutput
 from clusterdeck.core.engine.records import text_line
 from clusterdeck.core.engine.runtime import SubtaskResult, failure_of
-from clusterdeck.core.engine.streamio import Element, GateInput, PartitionOutput
-from clusterdeck.core.engine.streamoperators import StreamChain, output_key
+from clusterdeck.core.engine.streamio import GateInput, PartitionOutput, merged
+from clusterdeck.core.engine.streamoperators import Batch, StreamChain, output_key
 from clusterdeck.core.engine.streamparts import (
     SINKS,
     SOURCES,
     ClusterBroker,
+    ColumnarSource,
     Printed,
     StreamSink,
     StreamSource,
@@ -68,6 +72,10 @@ from clusterdeck.core.streaming.network import ChannelServer
 from clusterdeck.core.streaming.statebackend import KeyedStore, StateBackend, StateBackendOptions
 
 BATCH_RECORDS = 2000  # records a batch holds at most (fewer for slow operators: StreamChain)
+COLUMN_BATCH_RECORDS = 20_000
+"""Rows a column batch holds at most (columnbatches.py): its cost is mostly per batch
+(a round trip to the Spark task, a few Arrow calls), not per row, so it may be ten times
+larger; StreamChain.batch_limit still keeps its work near ``BATCH_SECONDS``."""
 IDLE_WAIT = 0.1       # seconds a task with nothing due waits for a message at most
 BATCH_INTERVAL = 0.02
 """Seconds a task gathers records into one batch at most (Flink's buffer timeout): a
@@ -208,7 +216,8 @@ class _StreamTask:
                 raise RuntimeError(f"{self.subtask_id} reads an exchange but its deployment "
                                    f"names no input channels")
             self.input = GateInput(deployment.stream_inputs, graph.checkpointing.mode,
-                                   loop=channels.loop, consumer=channels.owner)
+                                   loop=channels.loop, consumer=channels.owner,
+                                   columnar=self.chain.takes_columns)
 
     def restore(self) -> None:
         """From the deployment's checkpoint (its state read and checked), or afresh: the
@@ -285,13 +294,19 @@ class _StreamTask:
         if gathering > 0:
             return gathering  # messages meanwhile; the source's records wait to be a batch
         now = time.time()
-        limit = self.chain.batch_limit(BATCH_RECORDS)
-        batch = self.source.poll(now, limit)
-        if not batch:
+        columnar = self.source if isinstance(self.source, ColumnarSource) \
+            and self.chain.takes_columns else None
+        limit = self.chain.batch_limit(COLUMN_BATCH_RECORDS if columnar else BATCH_RECORDS)
+        batch: Batch
+        if columnar is not None:
+            batch = columnar.poll_columns(now, limit)
+        else:
+            batch = [(None, record) for record in self.source.poll(now, limit)]
+        if not len(batch):
             return min(IDLE_WAIT, self.source.seconds_to_next(now))
         full = len(batch) >= limit
         self.batch_started = 0.0 if full else time.monotonic()  # a full one: more at once
-        self._through([(None, record) for record in batch])
+        self._through(batch)
         self._advance(None)
         self._drain_if_exhausted()
         return 0.0
@@ -308,12 +323,14 @@ class _StreamTask:
         """Records from the exchange until the next event, then what that event says."""
         assert self.input is not None
         waited = time.monotonic()
-        polled = self.input.poll(IDLE_WAIT, self.chain.batch_limit(BATCH_RECORDS),
-                                 BATCH_INTERVAL)
+        most = COLUMN_BATCH_RECORDS if self.input.columnar else BATCH_RECORDS
+        polled = self.input.poll(IDLE_WAIT, self.chain.batch_limit(most), BATCH_INTERVAL)
         if not polled.elements and not polled.actions and polled.watermark is None:
             self.counts.idle += time.monotonic() - waited
         if polled.elements:
             self._through(polled.elements)
+        if polled.batches:
+            self._through(merged(polled.batches))
         if polled.watermark is not None:
             self._advance(polled.watermark)
         for action in polled.actions:
@@ -328,7 +345,7 @@ class _StreamTask:
                 self._triggered_consumer(self.triggered)
             self.done = self.committed >= self.final
 
-    def _through(self, elements: list[Element]) -> None:
+    def _through(self, elements: Batch) -> None:
         self.counts.records_in += len(elements)
         self._emit(self.chain.process(elements))
 
@@ -340,12 +357,16 @@ class _StreamTask:
             if self.output is not None:
                 self.output.watermark(outgoing)
 
-    def _emit(self, elements: list[Element]) -> None:
-        if not elements:
+    def _emit(self, elements: Batch) -> None:
+        if not len(elements):
             return
         self.counts.records_out += len(elements)
-        if self.output is not None:
+        if self.output is not None and isinstance(elements, pa.RecordBatch):
+            self.output.emit_columns(elements)
+        elif self.output is not None:
             self.output.emit(elements)
+        elif isinstance(elements, pa.RecordBatch):
+            self._emit(elements_of(elements))
         elif self.sink is not None:
             self.sink.write(text_line(record) for _, record in elements)
 

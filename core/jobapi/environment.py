@@ -295,20 +295,33 @@ class DataStream:
         return DataStream(self._env, t)
 
     @checked_operator("assign_timestamps")
-    def assign_timestamps(self, fn: Callable[[Any], float], max_out_of_orderness: float = 0.0,
-                          *, name: str | None = None,
+    def assign_timestamps(self, fn: Callable[[Any], float] | None = None,
+                          max_out_of_orderness: float = 0.0, *, field: str | int | None = None,
+                          name: str | None = None,
                           parallelism: int | None = None) -> DataStream:
         """Event time, streaming jobs only: ``fn(record)`` is the record's time in seconds,
-        and the stream carries a watermark trailing the largest time seen by
+        or ``field`` names the field that holds it (a position or a name, as ``key_by``'s;
+        declarative, so a batch of columns gets its timestamps without a Python call per
+        record), and the stream carries a watermark trailing the largest time seen by
         ``max_out_of_orderness`` seconds (Flink's ``forBoundedOutOfOrderness``): records
         may come that much out of order before a window they belong to fires without
         them (docs/streaming.md)."""
         if not is_seconds(max_out_of_orderness) or max_out_of_orderness < 0:
             raise ValueError(f"assign_timestamps(): max_out_of_orderness is seconds, >= 0; "
                              f"got {max_out_of_orderness!r}")
+        if (fn is None) == (field is None):
+            raise TypeError("assign_timestamps(): give either a function or field=, "
+                            "not both nor neither")
+        params: dict[str, Any] = {"max_out_of_orderness": float(max_out_of_orderness)}
+        if field is not None:
+            if isinstance(field, bool) or not isinstance(field, str | int):
+                raise TypeError(f"assign_timestamps(): field is a position or a name, "
+                                f"got {field!r}")
+            params["field"] = field
+        code = UserCode(fn=user_function("assign_timestamps", fn)) if fn is not None \
+            else UserCode()
         t = self._then(plan.ASSIGN_TIMESTAMPS, name or "assign_timestamps", parallelism,
-                       {"max_out_of_orderness": float(max_out_of_orderness)},
-                       UserCode(fn=user_function("assign_timestamps", fn)))
+                       params, code)
         return DataStream(self._env, t)
 
     @checked_operator("key_by")

@@ -47,16 +47,21 @@ class RateSource:
     def poll(self, now: float, limit: int) -> list[int]:
         """The indices due by ``now`` (at most ``limit``), paced from the first poll: a
         restored source resumes at its rate, it does not catch up on the time it was down."""
+        return list(self.poll_range(now, limit))
+
+    def poll_range(self, now: float, limit: int) -> range:
+        """``poll``'s indices as a range (``start, start + p, ...``), for a source that
+        makes its records as columns without a Python object per index."""
         if self._clock_start is None:
             self._clock_start = now
         due = int((now - self._clock_start) / self._interval) + 1 - self._emitted_since_start
-        indices = []
-        for _ in range(max(0, min(due, limit))):
-            if self.exhausted:
-                break
-            indices.append(self._next)
-            self._next += self.parallelism
-        self._emitted_since_start += len(indices)
+        taken = max(0, min(due, limit))
+        if self.count is not None:
+            left = max(0, -(-(self.count - self._next) // self.parallelism))
+            taken = min(taken, left)
+        indices = range(self._next, self._next + taken * self.parallelism, self.parallelism)
+        self._next += taken * self.parallelism
+        self._emitted_since_start += taken
         return indices
 
     def seconds_to_next(self, now: float) -> float:

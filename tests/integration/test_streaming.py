@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.cluster(SPARK_UP_AND_RESTARTS
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "streaming_rate.py"
 WINDOWS = EXAMPLE.with_name("streaming_window.py")
 BATCHES = EXAMPLE.with_name("streaming_batches.py")
+COLUMNS = EXAMPLE.with_name("streaming_columns.py")
 STATE = EXAMPLE.with_name("streaming_state.py")
 TOTALS = EXAMPLE.with_name("streaming_totals.py")
 
@@ -100,17 +101,19 @@ def test_a_taskmanager_killed_before_the_first_checkpoint_starts_the_job_over(
     wait_for(lambda: local_cluster.supervisor.info(victim).pid, 60, f"{victim} restarted")
 
 
+@pytest.mark.parametrize("job", [WINDOWS, COLUMNS], ids=["per record", "columns"])
 def test_a_keyed_window_count_loses_nothing_and_repeats_nothing_across_killed_taskmanagers(
-        client, cluster, tmp_path) -> None:
+        client, cluster, tmp_path, job) -> None:
     """Two vertices joined by a keyed exchange between TaskManagers (the source and its
     timestamps, then tumbling one-second counts per key into the file sink); kill -9 of a
     TaskManager while a checkpoint is in progress, and once the job runs again, of one
     right after a checkpoint completed: every subtask resumes from the last completed
     checkpoint (windows, watermarks, positions), and the committed output is the
-    undisturbed run's, each window's count once."""
+    undisturbed run's, each window's count once; the same with the records as Arrow
+    columns from the source to the window (streaming_columns.py)."""
     local_cluster, _ = cluster
     out = tmp_path / "out"
-    job_id = client.submit(WINDOWS, (str(out), "11000", "500", "2"))
+    job_id = client.submit(job, (str(out), "11000", "500", "2"))
     wait_for(lambda: len(committed(out)) >= 20, 90, "some windows committed")
     wait_for(lambda: in_progress(client, job_id), 30, "a checkpoint in progress")
     victim = kill_taskmanager_running(local_cluster, client, job_id, "count per second")
@@ -306,6 +309,18 @@ def test_batch_functions_before_and_after_a_window_commit_exactly_its_counts(
     counts committed exactly, as the per-record job's."""
     out = tmp_path / "out"
     job_id = client.submit(BATCHES, (str(out), "2000", "1000"))
+    result = wait_result(client, job_id, 120)
+    assert result.status == JobStatus.FINISHED, result.root_cause
+    assert committed(out) == windows_expected(2000)
+    assert staged(out) == []
+
+
+def test_a_declarative_job_over_columns_commits_the_per_record_jobs_counts(
+        client, tmp_path) -> None:
+    """examples/streaming_columns.py: the rate source's Arrow batches, timestamps from a
+    field, routed by key column to two windows: streaming_window.py's output exactly."""
+    out = tmp_path / "out"
+    job_id = client.submit(COLUMNS, (str(out), "2000", "1000", "2"))
     result = wait_result(client, job_id, 120)
     assert result.status == JobStatus.FINISHED, result.root_cause
     assert committed(out) == windows_expected(2000)

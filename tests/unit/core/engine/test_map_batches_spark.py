@@ -1,7 +1,8 @@
 """``map_batches`` in real Spark: a per-record lambda, a batch function (a list of records,
-or Arrow columns) and a declarative key give the same keyed window counts on the same
-input, each streaming chain in its long-lived Spark task as in a task; and a batch job's
-batch functions give what its map gives, in Spark partitions and in local execution."""
+or Arrow columns), a declarative key and the declarative job over column batches
+(columnbatches.py) give the same keyed window counts on the same input, each streaming
+chain in its long-lived Spark task as in a task; and a batch job's batch functions give
+what its map gives, in Spark partitions and in local execution."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pyarrow as pa
 import pytest
 from pyspark import cloudpickle
 
+from clusterdeck.core.engine.columnbatches import rate_batch
 from clusterdeck.core.engine.local import run_local
 from clusterdeck.core.engine.streamoperators import StreamChain
 from clusterdeck.core.jobapi.builder import build_graph
@@ -131,6 +133,38 @@ def test_a_lambda_a_batch_function_and_a_declarative_key_count_the_same_windows(
     assert {stamp for stamp, _ in outputs["the declarative key", "batch"]} == {
         RECORDS / 100 - 0.001}
     assert [stamp for stamp, _ in outputs["the declarative key", "map"]][:10] == [0.999] * 10
+
+
+def with_times(table: pa.Table) -> pa.Table:
+    index = table["_1"].to_numpy()
+    return pa.table({"index": table["_1"], "key": table["_2"], "time": index / 100})
+
+
+def test_the_declarative_job_over_columns_counts_what_the_lambda_job_counts(spark):
+    """The rate source's Arrow batches through an arrow batch function and timestamps
+    from a field (ColumnarChain in the long-lived Spark task), out as column batches, into
+    the keyed vertex's vectorised window: the per-record jobs' windows, to the timestamp."""
+    env = ExecutionEnvironment("s").set_parallelism(1)
+    env.enable_checkpointing(1)
+    (env.rate_source(10).map_batches(with_times, format="arrow")
+        .assign_timestamps(field=2).key_by(1).window(1.0).count()
+        .map(key_and_count).print())
+    graph, code = build_graph(env)
+    job = LoadedJob(Path("job.py"), (), graph, code)
+    source = chain(spark, job, 0)
+    assert source.takes_columns
+    batches = [source.process(rate_batch(range(start, min(start + 300, RECORDS))))
+               for start in range(0, RECORDS, 300)]
+    assert all(isinstance(batch, pa.RecordBatch) for batch in batches)
+    source.close()
+    keyed = chain(spark, job, 1)
+    assert keyed.takes_columns
+    for batch in batches:
+        assert keyed.process(batch) == []
+    fired, _ = keyed.advance(math.inf)
+    assert [record for _, record in fired] == [
+        (f"key-{key}", 10) for second in range(RECORDS // 100) for key in range(10)]
+    assert [stamp for stamp, _ in fired][:10] == [0.999] * 10
 
 
 def test_a_batch_function_after_the_timestamps_gives_its_records_the_batchs_latest(spark):

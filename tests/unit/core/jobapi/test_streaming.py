@@ -281,3 +281,25 @@ def test_write_mqtt_is_refused_in_a_batch_job():
     env.from_collection([1]).write_mqtt("t")
     with pytest.raises(JobDefinitionError, match="write_mqtt"):
         build_graph(env)
+
+
+def test_timestamps_from_a_field_are_declared_by_it_with_no_function():
+    env = streaming_env()
+    env.rate_source(10).assign_timestamps(field=0, max_out_of_orderness=0.5).key_by(
+        1).window(1).count().print()
+    graph, code = build_graph(env)
+    stamps = graph.vertices[0].operators[1]
+    assert stamps.kind == "assign_timestamps"
+    assert stamps.params == {"max_out_of_orderness": 0.5, "field": 0}
+    assert code[stamps.id].fn is None
+
+
+@pytest.mark.parametrize("call, complaint", [
+    (lambda stream: stream.assign_timestamps(), "either a function or field="),
+    (lambda stream: stream.assign_timestamps(float, field=0), "either a function or field="),
+    (lambda stream: stream.assign_timestamps(field=True), "a position or a name"),
+    (lambda stream: stream.assign_timestamps(field=[0]), "a position or a name"),
+])
+def test_timestamps_need_a_function_or_a_field_not_both(call, complaint):
+    with pytest.raises(TypeError, match=complaint):
+        call(streaming_env().rate_source(10))
