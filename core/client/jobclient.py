@@ -53,6 +53,11 @@ class ClusterUnreachableError(RpcError):
     """No JobManager answered: the cluster is down, or still starting."""
 
 
+class WatchOnlyError(RpcError):
+    """An observer login was asked to ask the JobManager, which the broker would not let
+    through (broker/acl.py): said at once instead of after an ask's timeout."""
+
+
 class SubmitUnconfirmedError(ClusterUnreachableError):
     """Every try to submit a job went unanswered. The job may still have been stored (a
     lost answer): ``job_id`` says which job to look for."""
@@ -127,6 +132,10 @@ class ClusterClient:
         return self._leader
 
     def dispatcher(self, timeout: float = 5.0) -> DispatcherGateway:
+        if self.role == "observer":
+            raise WatchOnlyError("the observer login may only watch: submitting, cancelling "
+                                 "and reading results need a client login (clusterdeck "
+                                 "credentials export --role client)")
         leader = self.leader(timeout)
         return self.service.gateway(DispatcherGateway, leader.dispatcher, leader.fencing_token)
 
