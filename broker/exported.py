@@ -22,14 +22,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from clusterdeck.broker.acl import check_cluster_id
 from clusterdeck.broker.address import BrokerAddress
 from clusterdeck.broker.connection import known_connection, role_login
-from clusterdeck.broker.credentials import hand_out_taskmanager
+from clusterdeck.broker.credentials import ROLES, hand_out_taskmanager
 from clusterdeck.broker.tls import SERVER_CERT_NAME, certificate_names, covers, tls_dir
 
 FORMAT = "clusterdeck-credentials"
 _FORMAT_VERSION = 1
 STDIO = "-"
+# A file is a few kilobytes (a CA of a few hundred bytes, one login); one read from another
+# machine, or from standard input, is bounded well above that so a wrong file is not
+# read whole into memory.
+MAX_FILE_BYTES = 64 * 1024
+_MAX_FIELD_CHARS = 256  # a URL, a user name, a password, an id
 
 
 class ExportedCredentialsError(ValueError):
@@ -80,17 +86,25 @@ class ExportedCredentials:
             raise ExportedCredentialsError(f"credentials file version {data.get('version')!r}"
                                            f" is not {_FORMAT_VERSION}")
         try:
-            address = BrokerAddress.parse(str(data["broker_url"]))
+            role = _text(data, "role")
+            if role not in ROLES:
+                raise ExportedCredentialsError(f"the credentials file's role {role!r} is "
+                                               f"none of {', '.join(ROLES)}")
+            cluster_id = check_cluster_id(_text(data, "cluster_id"))
+            address = BrokerAddress.parse(_text(data, "broker_url"))
             ca_pem = data.get("ca_certificate")
             if ca_pem is not None:
                 if not address.tls:
                     raise ExportedCredentialsError("the credentials file has a CA "
                                                    "certificate but a plain mqtt:// URL")
-                address = address.with_tls(str(ca_pem))
-            address = address.with_credentials(str(data["username"]), str(data["password"]))
-            role = str(data["role"])
-            return cls(str(data["cluster_id"]), role, address,
-                       str(data.get("identity") or role))
+                if not isinstance(ca_pem, str) or "BEGIN CERTIFICATE" not in ca_pem:
+                    raise ExportedCredentialsError("the credentials file's ca_certificate "
+                                                   "is not a PEM certificate")
+                address = address.with_tls(ca_pem)
+            address = address.with_credentials(_text(data, "username"),
+                                               _text(data, "password"))
+            identity = _text(data, "identity") if data.get("identity") else role
+            return cls(cluster_id, role, address, identity)
         except KeyError as missing:
             raise ExportedCredentialsError(f"the credentials file lacks {missing}") from None
         except ExportedCredentialsError:
@@ -98,6 +112,15 @@ class ExportedCredentials:
         except ValueError as error:
             raise ExportedCredentialsError(f"the credentials file is malformed: {error}"
                                            ) from None
+
+
+def _text(data: dict, key: str) -> str:
+    """The field ``key``: a non-empty string of bounded length (KeyError when absent)."""
+    value = data[key]
+    if not isinstance(value, str) or not value or len(value) > _MAX_FIELD_CHARS:
+        raise ExportedCredentialsError(f"the credentials file's {key} is not a string of "
+                                       f"1-{_MAX_FIELD_CHARS} characters")
+    return value
 
 
 def export(cluster_dir: Path, cluster_id: str, role: str, host: str) -> ExportedCredentials:
@@ -151,13 +174,19 @@ def write(credentials: ExportedCredentials, destination: str | Path,
 
 
 def read(source: str | Path, stdin: IO[str] | None = None) -> ExportedCredentials:
-    """Read an exported file, or standard input when ``source`` is ``-``."""
-    if str(source) == STDIO:
-        return ExportedCredentials.from_json((stdin or sys.stdin).read())
+    """Read an exported file, or standard input when ``source`` is ``-``; one of more than
+    MAX_FILE_BYTES is refused unread past that."""
     try:
-        text = Path(source).read_text(encoding="utf-8")
-    except OSError as error:
+        if str(source) == STDIO:
+            text = (stdin or sys.stdin).read(MAX_FILE_BYTES + 1)
+        else:
+            with open(source, encoding="utf-8") as stream:
+                text = stream.read(MAX_FILE_BYTES + 1)
+    except (OSError, UnicodeDecodeError) as error:
         raise ExportedCredentialsError(f"cannot read the credentials file: {error}") from None
+    if len(text) > MAX_FILE_BYTES:
+        raise ExportedCredentialsError(f"not a credentials file (larger than "
+                                       f"{MAX_FILE_BYTES // 1024} KiB)")
     return ExportedCredentials.from_json(text)
 
 

@@ -25,7 +25,7 @@ from clusterdeck.core.config.settings import ConfigError, load, parse_override
 from clusterdeck.gui.collector import MainThreadCollector
 from clusterdeck.gui.controllers.mainwindow import MainWindow
 from clusterdeck.gui.models.profiles import ProfileError
-from clusterdeck.gui.session import attach_config
+from clusterdeck.gui.session import attach_config, credentials_attach
 from clusterdeck.gui.views.mainwindow import APPLICATION, HEADLESS, ORGANISATION
 
 
@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="start a local cluster from PROFILE (default: the first one)")
     start.add_argument("--attach", metavar="CLUSTER_ID",
                        help="watch a running cluster (e.g. one started by clusterdeck up)")
+    start.add_argument("--attach-credentials", metavar="FILE",
+                       help="watch a cluster, of this or another machine, with a file of "
+                       "`clusterdeck credentials export --role client` (or observer)")
     parser.add_argument("recording", nargs="?", type=Path, metavar="RECORDING",
                         help="open a flight recording (clusterdeck record export) offline")
     parser.add_argument("-D", dest="overrides", action="append", default=[],
@@ -67,7 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _begin(window: MainWindow, args: argparse.Namespace) -> None:
-    if args.recording is not None and (args.attach or args.start is not None):
+    if args.recording is not None and (args.attach or args.attach_credentials
+                                       or args.start is not None):
         raise ValueError("a recording opens without a cluster: not with --start or --attach")
     if args.recording is not None:
         if not args.recording.is_file():
@@ -75,6 +79,8 @@ def _begin(window: MainWindow, args: argparse.Namespace) -> None:
         window.open_recording(args.recording)
     elif args.attach:
         window.session.attach(attach_config(args.attach))
+    elif args.attach_credentials:
+        window.session.attach(*credentials_attach(args.attach_credentials))
     elif args.start is not None:
         store = window.cluster_panel.profiles.store
         profile = store.get(args.start) if args.start else store.profiles[0]

@@ -28,7 +28,9 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from clusterdeck.broker.address import BrokerAddress
 from clusterdeck.broker.connection import NoBrokerError
+from clusterdeck.broker.exported import read
 from clusterdeck.core.client.jobclient import JobClient
 from clusterdeck.core.client.localcluster import LocalCluster, taskmanager_name
 from clusterdeck.core.config import paths
@@ -96,8 +98,11 @@ class ClusterSession(QObject):
         self._follow(cluster, owned)
         self._connect_local(None)
 
-    def attach(self, config: Config) -> None:
-        """Watch a cluster somebody else runs, through a client only."""
+    def attach(self, config: Config, broker: BrokerAddress | None = None,
+               role: str = "client") -> None:
+        """Watch a cluster somebody else runs, through a client only: of this machine's
+        cluster folder, or, with ``broker``, of a credentials file's cluster
+        (``credentials_attach``)."""
         if self.state.active:
             self.notice.emit("stop or detach the current cluster first")
             return
@@ -105,7 +110,7 @@ class ClusterSession(QObject):
         self.config = config
         self._set(SessionState(SessionMode.ATTACHING, config["cluster.id"],
                                config["broker.kind"]))
-        self._background(self._lifecycle, lambda: _client(config, 10.0),
+        self._background(self._lifecycle, lambda: _client(config, 10.0, broker, role),
                          self._attached, self._attach_failed)
 
     def stop(self, then: Callable[[], None] | None = None, error: str = "") -> None:
@@ -268,11 +273,17 @@ def known_clusters() -> list[str]:
     return sorted(entry.name for entry in root.iterdir() if (entry / "broker.json").exists())
 
 
-def _client(config: Config, connect_timeout: float) -> JobClient:
+def _client(config: Config, connect_timeout: float, broker: BrokerAddress | None = None,
+            role: str = "client") -> JobClient:
     """A client of ``config``'s cluster (worker thread: it blocks), with the observer login
     connected for the messages view when it can be: the client login reads no one
-    else's messages (broker/acl.py). Why it could not is kept in ``observer_error``."""
-    client = JobClient(config, connect_timeout=connect_timeout)
+    else's messages (broker/acl.py). Why it could not is kept in ``observer_error``.
+    ``broker``: a credentials file's address and login, which is of ``role``."""
+    client = JobClient(config, broker, connect_timeout=connect_timeout, role=role)
+    if broker is not None and role == "client":
+        client.observer_error = ("the messages view stays empty: a client login reads no "
+                                 "one else's messages (attach with an observer file for it)")
+        return client
     try:
         client.open_observer(connect_timeout)
     except (RpcError, NoBrokerError) as error:
@@ -289,6 +300,18 @@ def savepoints_dir(config: Config) -> Path:
     if configured:
         return Path(configured)
     return paths.cluster_dir(config["cluster.id"]) / "savepoints"
+
+
+def credentials_attach(source: str | Path) -> tuple[Config, BrokerAddress, str]:
+    """The configuration, broker address and role to attach with a file of ``clusterdeck
+    credentials export --role client`` (or observer: watch only), from this or another
+    machine; ValueError (ExportedCredentialsError) says why a file will not do."""
+    exported = read(source)
+    if exported.role not in ("client", "observer"):
+        raise ValueError(f"{source} holds the {exported.role} login; attaching needs a "
+                         "client or observer one (clusterdeck credentials export --role "
+                         "client)")
+    return load(None, {"cluster.id": exported.cluster_id}), exported.address, exported.role
 
 
 def attach_config(cluster_id: str) -> Config:

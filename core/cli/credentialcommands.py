@@ -92,16 +92,7 @@ def taskmanager_broker(config: Config, args: argparse.Namespace
         return config, args.broker_url, args.resource_id
     if args.broker_url:
         raise ConfigError("give either --credentials or --broker, not both")
-    try:
-        exported: ExportedCredentials = read(source)
-    except ExportedCredentialsError as error:
-        raise ConfigError(f"--credentials {source}: {error}") from None
-    if readable_by_others(source):
-        print(f"clusterdeck: warning: {source} can be read by other users of this "
-              f"machine; chmod 600 {source}", file=sys.stderr)
-    if "cluster.id" in config.changed() and config["cluster.id"] != exported.cluster_id:
-        raise ConfigError(f"--credentials {source} is for cluster {exported.cluster_id!r}, "
-                          f"not {config['cluster.id']!r}")
+    exported = _credentials_for(config, source)
     if exported.role != "taskmanager":
         raise ConfigError(f"--credentials {source} holds the {exported.role} login; a "
                           "TaskManager needs one of its own (clusterdeck credentials export "
@@ -111,6 +102,62 @@ def taskmanager_broker(config: Config, args: argparse.Namespace
                           f"{exported.identity!r}; leave out --id {args.resource_id}")
     return (config.with_overrides({"cluster.id": exported.cluster_id}), exported.address,
             exported.identity)
+
+
+# The commands that connect to a cluster as a client, and those of them an observer login,
+# which reads everything and asks nothing (broker/acl.py), can answer from what the
+# JobManager keeps retained on the broker.
+CLIENT_COMMANDS = ("submit", "status", "list", "cancel", "result", "failures", "savepoint",
+                   "stop")
+WATCHING_COMMANDS = ("status", "list")
+
+
+def add_client_credentials(commands: argparse._SubParsersAction) -> None:
+    """``--credentials FILE`` on every command of CLIENT_COMMANDS: one place, one text."""
+    for name in CLIENT_COMMANDS:
+        commands.choices[name].add_argument(
+            "--credentials", metavar="FILE", help="a file from `clusterdeck credentials "
+            "export --role client` (or observer: status and list only; - for standard "
+            "input): the broker, login and CA of a cluster on another machine")
+
+
+def client_login(config: Config, args: argparse.Namespace
+                 ) -> tuple[Config, BrokerAddress | None, str]:
+    """The configuration, broker address and role a client command connects with: the
+    local cluster's client login (address None) unless ``--credentials`` names a file,
+    whose cluster id, address and login are used instead. A login that may not do what
+    the command asks raises ConfigError here, before anything waits on the broker."""
+    source = getattr(args, "credentials", None)
+    if source is None:
+        return config, None, "client"
+    if getattr(args, "broker_url", None):
+        raise ConfigError("give either --credentials or --broker, not both")
+    exported = _credentials_for(config, source)
+    if exported.role not in ("client", "observer") or (
+            exported.role == "observer" and args.command not in WATCHING_COMMANDS):
+        may = "only watch (" + ", ".join(WATCHING_COMMANDS) + ")" \
+            if exported.role == "observer" else "not use the job commands"
+        raise ConfigError(f"--credentials {source} holds the {exported.role} login, which "
+                          f"may {may}; `{args.command}` needs a client login (clusterdeck "
+                          "credentials export --role client)")
+    return (config.with_overrides({"cluster.id": exported.cluster_id}), exported.address,
+            exported.role)
+
+
+def _credentials_for(config: Config, source: str) -> ExportedCredentials:
+    """The file's credentials, or ConfigError when it is none or of another cluster than
+    one given with --cluster; warns when other users may read its password."""
+    try:
+        exported = read(source)
+    except ExportedCredentialsError as error:
+        raise ConfigError(f"--credentials {source}: {error}") from None
+    if readable_by_others(source):
+        print(f"clusterdeck: warning: {source} can be read by other users of this "
+              f"machine; chmod 600 {source}", file=sys.stderr)
+    if "cluster.id" in config.changed() and config["cluster.id"] != exported.cluster_id:
+        raise ConfigError(f"--credentials {source} is for cluster {exported.cluster_id!r}, "
+                          f"not {config['cluster.id']!r}")
+    return exported
 
 
 def warn_password_in_argv(broker_url: str | None) -> None:

@@ -22,7 +22,7 @@ from clusterdeck.core.protocol.checkpoints import SavepointRestore
 from clusterdeck.core.protocol.states import JobStatus
 
 if TYPE_CHECKING:
-    from clusterdeck.core.client.jobclient import FileReader
+    from clusterdeck.core.client.jobclient import FileReader, JobClient
 
 EXIT_OK, EXIT_FAILED, EXIT_CANCELED = exitcodes.OK, exitcodes.FAILED, exitcodes.CANCELED
 EXIT_REJECTED, EXIT_UNREACHABLE = exitcodes.REJECTED, exitcodes.UNREACHABLE
@@ -106,10 +106,18 @@ def _job_args(args: argparse.Namespace) -> list[str]:
     return list(getattr(args, "job_args", []))
 
 
-def cmd_submit(config: Config, args: argparse.Namespace) -> int:
+def connected(config: Config, args: argparse.Namespace, connect_timeout: float) -> JobClient:
+    """A client of the local cluster, or of the one whose ``--credentials`` file is given
+    (credentialcommands.client_login)."""
+    from clusterdeck.core.cli.credentialcommands import client_login
     from clusterdeck.core.client.jobclient import JobClient
+    config, address, role = client_login(config, args)
+    return JobClient(config, address, connect_timeout, role=role)
+
+
+def cmd_submit(config: Config, args: argparse.Namespace) -> int:
     options = job_options(args)
-    with JobClient(config, connect_timeout=10.0) as client:
+    with connected(config, args, 10.0) as client:
         return submit_and_follow(client, args.file, _job_args(args), args.parallelism,
                                  detached=args.detached, **options)
 
@@ -363,11 +371,10 @@ def print_failure(root_cause: dict[str, Any], traceback: bool = True) -> None:
 def cmd_list(config: Config, args: argparse.Namespace) -> int:
     """Every job (or the newest ``--limit``), oldest first so the newest end up next to
     the prompt; the Dispatcher sends them in pages that fit a message."""
-    from clusterdeck.core.client.jobclient import JobClient
     if args.limit < 0:
         print("clusterdeck: --limit must be 0 (all) or more", file=sys.stderr)
         return EXIT_REJECTED
-    with JobClient(config, connect_timeout=5.0) as client:
+    with connected(config, args, 5.0) as client:
         listing = client.all_jobs(args.limit)
     jobs = listing.jobs[::-1]
     if len(jobs) < listing.total:
@@ -384,8 +391,7 @@ def cmd_list(config: Config, args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(config: Config, args: argparse.Namespace) -> int:
-    from clusterdeck.core.client.jobclient import JobClient
-    with JobClient(config, connect_timeout=5.0) as client:
+    with connected(config, args, 5.0) as client:
         summary = client.cancel(args.job_id)
     print(f"cancel requested for job {summary.job_id} ({summary.status})", file=sys.stderr)
     return EXIT_OK
@@ -400,9 +406,8 @@ def cmd_stop(config: Config, args: argparse.Namespace) -> int:
 
 
 def _savepoint(config: Config, args: argparse.Namespace, stop: bool, savepoint: bool) -> int:
-    from clusterdeck.core.client.jobclient import JobClient
     from clusterdeck.core.rpc import AskTimeoutError, RemoteError
-    with JobClient(config, connect_timeout=5.0) as client:
+    with connected(config, args, 5.0) as client:
         try:
             done = client.savepoint(args.job_id, stop, savepoint, args.timeout)
         except RemoteError as error:
@@ -422,8 +427,7 @@ def _savepoint(config: Config, args: argparse.Namespace, stop: bool, savepoint: 
 
 
 def cmd_result(config: Config, args: argparse.Namespace) -> int:
-    from clusterdeck.core.client.jobclient import JobClient
-    with JobClient(config, connect_timeout=5.0) as client:
+    with connected(config, args, 5.0) as client:
         result = client.result(args.job_id)
         if args.json:
             print(json.dumps(asdict(result), indent=2))
@@ -440,8 +444,7 @@ def cmd_result(config: Config, args: argparse.Namespace) -> int:
 
 def cmd_failures(config: Config, args: argparse.Namespace) -> int:
     """The root cause first, then every failure in order: what failed, where and why."""
-    from clusterdeck.core.client.jobclient import JobClient
-    with JobClient(config, connect_timeout=5.0) as client:
+    with connected(config, args, 5.0) as client:
         result = client.result(args.job_id)
         history = list(result.failure_history) or client.failure_history(args.job_id)
     if args.json:

@@ -15,7 +15,9 @@ from clusterdeck.broker.connection import NoBrokerError
 from clusterdeck.core import __version__
 from clusterdeck.core.cli.comparecommands import add_compare_command, cmd_compare
 from clusterdeck.core.cli.credentialcommands import (
+    add_client_credentials,
     add_credentials_command,
+    client_login,
     cmd_credentials,
     taskmanager_broker,
     warn_password_in_argv,
@@ -111,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_command(commands, common)
 
     add_job_commands(commands, common)
+    add_client_credentials(commands)
     commands.add_parser("gui", help="open the desktop app (gui --help for its options)",
                         add_help=False)
 
@@ -246,8 +249,10 @@ def cmd_status(config: Config, args: argparse.Namespace) -> int:
     from clusterdeck.core.client.jobclient import ClusterClient
     from clusterdeck.core.rpc import RpcError
     warn_password_in_argv(args.broker_url)
+    config, address, role = client_login(config, args)
     try:
-        with ClusterClient(config, args.broker_url, connect_timeout=5.0) as client:
+        with ClusterClient(config, address or args.broker_url, connect_timeout=5.0,
+                           role=role) as client:
             overview = client.cluster_overview(timeout=5.0)
     except (ClusterUnreachableError, NoBrokerError, RpcError, OSError) as error:
         print(f"clusterdeck: cluster unreachable: {error}", file=sys.stderr)

@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from clusterdeck.broker.address import BrokerAddress
 from clusterdeck.core.client.outputfeed import OutputFeed
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.jobapi.artifact import pack_artifact
@@ -45,8 +46,16 @@ SAVEPOINT_TIMEOUT = 660.0  # the default checkpoint timeout (600 s), and some
 LEADER_CHANGED = frozenset({FencingTokenMismatchError.__name__, EndpointStoppedError.__name__})
 
 
+Retained = TypeVar("Retained")
+
+
 class ClusterUnreachableError(RpcError):
     """No JobManager answered: the cluster is down, or still starting."""
+
+
+class WatchOnlyError(RpcError):
+    """An observer login was asked to ask the JobManager, which the broker would not let
+    through (broker/acl.py): said at once instead of after an ask's timeout."""
 
 
 class SubmitUnconfirmedError(ClusterUnreachableError):
@@ -64,9 +73,10 @@ class ClusterClient:
     whole control plane (``tap``) takes the read-only ``observer`` login, on a connection
     of its own."""
 
-    def __init__(self, config: Config, broker_url: str | None = None,
+    def __init__(self, config: Config, broker_url: str | BrokerAddress | None = None,
                  connect_timeout: float = 10.0, *, role: str = "client") -> None:
         self.config = config
+        self.role = role
         # Every client of a login is one identity on the wire (core/rpc/_topics.py); its
         # own name is unguessable, as the broker binds its reply topic to it.
         identity = "observer" if role == "observer" else "client"
@@ -122,16 +132,43 @@ class ClusterClient:
         return self._leader
 
     def dispatcher(self, timeout: float = 5.0) -> DispatcherGateway:
+        if self.role == "observer":
+            raise WatchOnlyError("the observer login may only watch: submitting, cancelling "
+                                 "and reading results need a client login (clusterdeck "
+                                 "credentials export --role client)")
         leader = self.leader(timeout)
         return self.service.gateway(DispatcherGateway, leader.dispatcher, leader.fencing_token)
 
     def cluster_overview(self, timeout: float = 5.0) -> p.ClusterOverview:
+        if self.role == "observer":
+            return self.retained(topics.CLUSTER_STATE, p.ClusterOverview, timeout)
         try:
             return self.dispatcher(timeout).request_cluster_overview(timeout).result()
         except AskTimeoutError:
             raise ClusterUnreachableError(
                 f"the JobManager of cluster {self.config['cluster.id']!r} did not answer "
                 f"within {timeout:g} s") from None
+
+    def retained(self, topic: str, kind: type[Retained], timeout: float = 5.0) -> Retained:
+        """The message of ``kind`` retained on ``topic``: how an observer login, which may
+        read everything but ask nothing (broker/acl.py), learns the cluster's state. The
+        callback runs on paho's thread; this one waits for it."""
+        found: list[Retained] = []
+        arrived = threading.Event()
+
+        def on_message(_topic: str, message: Any) -> None:
+            if isinstance(message, kind):
+                found[:] = [message]
+                arrived.set()
+        self.service.subscribe(topic, on_message)
+        try:
+            if not arrived.wait(timeout):
+                raise ClusterUnreachableError(
+                    f"no {kind.__name__} of cluster {self.config['cluster.id']!r} is "
+                    f"retained on the broker after {timeout:g} s: is the cluster running?")
+        finally:
+            self.service.unsubscribe(topic, on_message)
+        return found[0]
 
     def close(self) -> None:
         if self._observer is not None:
@@ -255,7 +292,11 @@ class JobClient(ClusterClient):
 
     def all_jobs(self, limit: int = 0) -> p.JobList:
         """Every job, or the newest ``limit``, newest first, asked for page by page. A job
-        submitted meanwhile moves the later pages on by one: each job is listed once."""
+        submitted meanwhile moves the later pages on by one: each job is listed once.
+        An observer reads the list the Dispatcher keeps retained: the newest jobs only."""
+        if self.role == "observer":
+            retained = self.retained(topics.JOB_LIST, p.JobList)
+            return p.JobList(retained.jobs[:limit or None], retained.total, 0)
         found: dict[str, p.JobSummary] = {}
         offset = total = 0
         while not limit or len(found) < limit:

@@ -74,7 +74,10 @@ def connect_service(config: Config, role: str, service_id: str, address: BrokerA
         except BrokerUnreachableError as error:
             service.close()
             refused = "authoriz" in str(error).lower() or "password" in str(error).lower()
-            if refused or time.monotonic() > deadline:
+            if refused:
+                raise BrokerUnreachableError(f"the broker refused the {role} login: {error}"
+                                             ) from None
+            if time.monotonic() > deadline:
                 raise
             log.info("broker not reachable yet (%s); retrying", error)
             time.sleep(0.2)

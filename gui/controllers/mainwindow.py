@@ -47,12 +47,15 @@ from clusterdeck.gui.session import (
     SessionMode,
     SessionState,
     attach_config,
+    credentials_attach,
     known_clusters,
     savepoints_dir,
 )
 from clusterdeck.gui.views.comparison import ComparisonWindow
 from clusterdeck.gui.views.jobsview import job_span
 from clusterdeck.gui.views.mainwindow import CANCEL, STOP, MainWindowView
+
+FROM_CREDENTIALS = "From a credentials file\u2026"  # the attach dialog's last choice
 
 COMPARISONS_KEPT = 8
 ZOOM_STEP = 1.25
@@ -193,17 +196,35 @@ class MainWindow(MainWindowView):
         self.session.stop()
 
     def attach_cluster(self) -> None:
-        clusters = known_clusters() or ["default"]
+        clusters = [*(known_clusters() or ["default"]), FROM_CREDENTIALS]
         cluster_id, ok = QInputDialog.getItem(
             self, "Attach to a running cluster", "Cluster id (started with clusterdeck up "
-            "or by another window):", clusters, 0, True)
-        if ok and cluster_id.strip():
-            try:
-                config = attach_config(cluster_id.strip())
-            except ValueError as error:
-                self.notice(f"cannot attach: {error}")
+            "or by another window), or a cluster on another machine:", clusters, 0, True)
+        if not ok or not cluster_id.strip():
+            return
+        if cluster_id == FROM_CREDENTIALS:
+            self.attach_from_credentials()
+            return
+        try:
+            config = attach_config(cluster_id.strip())
+        except ValueError as error:
+            self.notice(f"cannot attach: {error}")
+            return
+        self.session.attach(config)
+
+    def attach_from_credentials(self, path: str | None = None) -> None:
+        """Attach with a file of ``clusterdeck credentials export``: asked for when
+        ``path`` is None."""
+        if path is None:
+            path, _ = QFileDialog.getOpenFileName(
+                self, "Attach with a credentials file", str(Path.home()),
+                "Credentials (*.json);;All files (*)")
+            if not path:
                 return
-            self.session.attach(config)
+        try:
+            self.session.attach(*credentials_attach(path))
+        except ValueError as error:
+            self.notice(f"cannot attach: {error}")
 
     # -- process commands (on the process selected in the Cluster panel) ----------------------
 

@@ -64,6 +64,41 @@ def test_a_bad_file_is_refused_with_a_reason(text, match):
         exported.ExportedCredentials.from_json(text)
 
 
+def fields(**changed):
+    return json.dumps({**json.loads(tls_credentials().to_json()), **changed})
+
+
+@pytest.mark.parametrize(("changed", "match"), [
+    ({"role": "admin"}, "role 'admin' is none of"),
+    ({"role": ["client"]}, "role is not a string"),
+    ({"cluster_id": "../../etc"}, "cluster id"),
+    ({"cluster_id": "lab/#"}, "cluster id"),
+    ({"username": ""}, "username is not a string"),
+    ({"password": "x" * 10_000}, "password is not a string of 1-256"),
+    ({"ca_certificate": 42}, "not a PEM certificate"),
+    ({"broker_url": 7}, "broker_url is not a string"),
+])
+def test_fields_from_another_machine_are_checked(changed, match):
+    with pytest.raises(exported.ExportedCredentialsError, match=match):
+        exported.ExportedCredentials.from_json(fields(**changed))
+
+
+def test_a_file_too_large_is_refused_unread_past_the_bound(tmp_path):
+    path = tmp_path / "big.json"
+    path.write_text(" " * (exported.MAX_FILE_BYTES + 1) + tls_credentials().to_json())
+    with pytest.raises(exported.ExportedCredentialsError, match="larger than 64 KiB"):
+        exported.read(path)
+    with pytest.raises(exported.ExportedCredentialsError, match="larger than"):
+        exported.read("-", stdin=io.StringIO(path.read_text()))
+
+
+def test_a_file_of_binary_garbage_is_refused(tmp_path):
+    path = tmp_path / "garbage.json"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(exported.ExportedCredentialsError, match="cannot read"):
+        exported.read(path)
+
+
 def test_a_missing_file_is_refused(tmp_path):
     with pytest.raises(exported.ExportedCredentialsError, match="cannot read"):
         exported.read(tmp_path / "missing.json")

@@ -125,3 +125,71 @@ def test_a_broker_url_without_password_is_not_warned_about(capsys):
     credentialcommands.warn_password_in_argv("mqtt://h:1883")
     credentialcommands.warn_password_in_argv(None)
     assert capsys.readouterr().err == ""
+
+
+def a_login_file(home, role, cluster_id="lab"):
+    address = BrokerAddress("node-a", 8883, f"cd-{cluster_id}-{role}", "s3cret").with_tls(
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    path = home / f"{role}.json"
+    exported.write(exported.ExportedCredentials(cluster_id, role, address), path)
+    return path
+
+
+@pytest.mark.parametrize("command", credentialcommands.CLIENT_COMMANDS)
+def test_every_client_command_takes_a_credentials_file(command):
+    extra = {"submit": ["job.py"], "cancel": ["j1"], "result": ["j1"], "failures": ["j1"],
+             "savepoint": ["j1"], "stop": ["j1"]}.get(command, [])
+    args = build_parser().parse_args([command, *extra, "--credentials", "-"])
+    assert args.credentials == "-"
+
+
+def test_a_client_file_gives_its_cluster_address_and_login(home):
+    path = a_login_file(home, "client")
+    args = build_parser().parse_args(["list", "--credentials", str(path)])
+    config, address, role = credentialcommands.client_login(Config({}), args)
+    assert (config["cluster.id"], role) == ("lab", "client")
+    assert (address.host, address.port, address.username) == ("node-a", 8883, "cd-lab-client")
+    assert address.tls
+
+
+def test_without_a_file_the_local_clusters_client_login_is_used():
+    args = build_parser().parse_args(["list"])
+    assert credentialcommands.client_login(Config({}), args)[1:] == (None, "client")
+
+
+@pytest.mark.parametrize("command", [["status"], ["list"]])
+def test_an_observer_file_may_watch(home, command):
+    path = a_login_file(home, "observer")
+    args = build_parser().parse_args([*command, "--credentials", str(path)])
+    assert credentialcommands.client_login(Config({}), args)[2] == "observer"
+
+
+@pytest.mark.parametrize("command", [["submit", "job.py"], ["cancel", "j1"], ["result", "j1"]])
+def test_an_observer_file_is_refused_at_once_for_what_it_may_not_do(home, command, capsys):
+    path = a_login_file(home, "observer")
+    assert main([*command, "--credentials", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "holds the observer login, which may only watch (status, list)" in err
+    assert f"`{command[0]}` needs a client login" in err
+
+
+def test_a_taskmanager_file_is_no_clients_login(home, capsys):
+    path = a_login_file(home, "taskmanager")
+    assert main(["list", "--credentials", str(path)]) == 2
+    assert "holds the taskmanager login" in capsys.readouterr().err
+
+
+def test_a_file_of_another_cluster_than_named_is_refused(home):
+    path = a_login_file(home, "client")
+    args = build_parser().parse_args(["list", "--cluster", "other", "--credentials",
+                                      str(path)])
+    config = Config({"cluster.id": "other"})
+    with pytest.raises(ConfigError, match="is for cluster 'lab', not 'other'"):
+        credentialcommands.client_login(config, args)
+
+
+def test_a_malformed_file_is_refused_before_connecting(home, capsys):
+    path = home / "bad.json"
+    path.write_text('{"format": "clusterdeck-credentials", "version": 1}')
+    assert main(["status", "--credentials", str(path)]) == 2
+    assert f"--credentials {path}: the credentials file lacks" in capsys.readouterr().err
