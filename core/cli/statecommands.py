@@ -168,10 +168,10 @@ def _lines(action: str, answer: dict[str, Any]) -> list[str]:
                  f"{counts['removed']:,} removed, {counts['changed']:,} changed"]
         marks = {"added": "+", "removed": "-", "changed": "~"}
         for change in answer["changes"]:
-            values = {"added": f"{change['after']!r}", "removed": f"{change['before']!r}",
-                      "changed": f"{change['before']!r} -> {change['after']!r}"}
+            values = {"added": _short(change["after"]), "removed": _short(change["before"]),
+                      "changed": f"{_short(change['before'])} -> {_short(change['after'])}"}
             lines.append(f"  {marks[change['change']]} {change['subtask']}  "
-                         f"{change['key']!r}: {values[change['change']]}")
+                         f"{_short(change['key'])}: {values[change['change']]}")
         return lines
     head = f"job {answer['job']}, {answer['snapshot']}"
     if action == "vertices":
@@ -186,6 +186,12 @@ def _lines(action: str, answer: dict[str, Any]) -> list[str]:
                  f"-{answer['offset'] + shown} of {answer['matched']:,}"]
     else:
         lines = [f"{head}, vertex {answer['vertex']}: the {len(answer['keys'])} biggest keys"]
-    lines += [f"  {row['subtask']:<12} {row['bytes']:>8,} B  {row['key']!r}: {row['value']!r}"
-              for row in answer["keys"]]
+    lines += [f"  {row['subtask']:<12} {row['bytes']:>8,} B  {_short(row['key'])}: "
+              f"{_short(row['value'])}" for row in answer["keys"]]
     return lines
+
+
+def _short(value: Any, width: int = 60) -> str:
+    """A key or value for a terminal line: its repr, cut (``--json`` gives it whole)."""
+    text = repr(value)
+    return text if len(text) <= width else f"{text[:width - 1]}\u2026"

@@ -8,11 +8,12 @@ import queue
 import time
 import tracemalloc
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from clusterdeck.core.checkpointing import CheckpointStorage, CompletedCheckpoint
+from clusterdeck.core.checkpointing import CheckpointStorage, CompletedCheckpoint, Savepoints
 from clusterdeck.core.checkpointing.changelog import chain_entries
 from clusterdeck.core.checkpointing.snapshotwriter import SnapshotWriter
 from clusterdeck.core.engine.keyedstate import ProcessState
@@ -22,6 +23,7 @@ from clusterdeck.core.stateinspector import (
     growth,
     keys,
     open_checkpoint,
+    open_savepoint,
     sizes,
     subtask_entries,
     top,
@@ -158,6 +160,20 @@ def test_diff_of_two_checkpoints_gives_keys_added_removed_and_changed(job):
         [change.kind for change in page.changes[1:3]]
 
 
+def test_a_savepoint_holds_the_state_of_its_checkpoint(job, tmp_path):
+    checkpoint = job.storage.completed(JOB)[0][-1]
+    graph = SimpleNamespace(name="sums", vertices=[SimpleNamespace(id=VERTEX, parallelism=2),
+                                                   SimpleNamespace(id="source", parallelism=1)])
+    folder = Savepoints(tmp_path / "savepoints").write(checkpoint, job.storage, graph)
+    savepoint = open_savepoint(folder)
+    assert savepoint.checkpoint_id == 3
+    assert {entry.key: list(entry.value) for entry in keys(savepoint, VERTEX, limit=1000)
+            .entries} == values_after_three_checkpoints()
+    page = diff(open_checkpoint(job.storage, JOB), savepoint)
+    assert page.counts == {"added": 0, "removed": 0, "changed": 0}
+    assert diff(open_checkpoint(job.storage, JOB, 2), savepoint).counts["added"] == 1
+
+
 def test_errors_name_what_is_missing(job):
     with pytest.raises(InspectorError, match=r"no completed checkpoint 9 \(retained: 1, 2, 3\)"):
         open_checkpoint(job.storage, JOB, 9)
@@ -166,6 +182,8 @@ def test_errors_name_what_is_missing(job):
         keys(open_checkpoint(job.storage, JOB), "nope")
     with pytest.raises(InspectorError, match="no checkpoints of job other"):
         open_checkpoint(job.storage, "other")
+    with pytest.raises(InspectorError, match="savepoint"):
+        open_savepoint(job.storage.root / JOB)
 
 
 def test_an_incremental_chain_reads_as_its_restore_leaves_the_store(tmp_path):
