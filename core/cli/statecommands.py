@@ -46,7 +46,8 @@ def add_state_command(commands: argparse._SubParsersAction,
     where = state.add_mutually_exclusive_group()
     where.add_argument("--checkpoint", type=int, metavar="N", help="this completed "
                        "checkpoint (default: the latest)")
-    where.add_argument("--savepoint", type=Path, metavar="DIR", help="this savepoint folder")
+    where.add_argument("--savepoint", metavar="DIR", help="this savepoint folder (a path, "
+                       "or its name in the cluster's savepoint folder)")
     state.add_argument("--offset", type=int, default=0, help="first key of the page")
     state.add_argument("--limit", type=int, default=50, help="keys a page holds (top: how "
                        "many)")
@@ -98,15 +99,21 @@ def _job_storage(config: Config, job: str) -> tuple[CheckpointStorage, str]:
 
 def _snapshot(storage: CheckpointStorage, job_id: str, config: Config, which: str
               ) -> Snapshot:
-    """A checkpoint id, or a savepoint folder (a name in the cluster's savepoint folder)."""
+    """A checkpoint id, or a savepoint folder (a path, or a name in the cluster's
+    savepoint folder)."""
     if which.isdigit():
         return open_checkpoint(storage, job_id, int(which))
     folder = Path(which).expanduser()
     if not folder.is_absolute() and not folder.exists():
-        root = config["state.savepoints.dir"] or storage.root.parent.parent.parent / \
-            "savepoints"
-        folder = Path(root) / folder
+        folder = _savepoint_root(config) / folder
     return open_savepoint(folder)
+
+
+def _savepoint_root(config: Config) -> Path:
+    """``state.savepoints.dir``, or where the JobManager puts savepoints by default."""
+    if config["state.savepoints.dir"]:
+        return Path(config["state.savepoints.dir"]).expanduser()
+    return ha.storage_dir(config, paths.cluster_dir(config["cluster.id"])) / "savepoints"
 
 
 def _answer(storage: CheckpointStorage, job_id: str, config: Config,
@@ -133,7 +140,7 @@ def _answer(storage: CheckpointStorage, job_id: str, config: Config,
                      "before": to_jsonable(change.before.value) if change.before else None,
                      "after": to_jsonable(change.after.value) if change.after else None}
                     for change in page.changes]}
-    snapshot = open_savepoint(args.savepoint) if args.savepoint \
+    snapshot = _snapshot(storage, job_id, config, args.savepoint) if args.savepoint \
         else open_checkpoint(storage, job_id, args.checkpoint)
     source = {"job": job_id, "snapshot": snapshot.label}
     if action == "vertices":
