@@ -16,7 +16,8 @@ import pytest
 from clusterdeck.core.checkpointing import CheckpointStorage, CompletedCheckpoint, Savepoints
 from clusterdeck.core.checkpointing.changelog import chain_entries
 from clusterdeck.core.checkpointing.snapshotwriter import SnapshotWriter
-from clusterdeck.core.engine.keyedstate import ProcessState
+from clusterdeck.core.engine.keyedstate import ProcessState, decoded, encoded
+from clusterdeck.core.engine.records import to_tagged
 from clusterdeck.core.stateinspector import (
     InspectorError,
     diff,
@@ -28,7 +29,7 @@ from clusterdeck.core.stateinspector import (
     subtask_entries,
     top,
 )
-from clusterdeck.core.streaming.statebackend import KeyedStore
+from clusterdeck.core.streaming.statebackend import KeyedStore, StoredValues, StoredWindows
 
 JOB = "job-1"
 VERTEX = "counts"
@@ -230,3 +231,38 @@ def test_reading_large_rocksdb_state_takes_memory_well_below_its_size(tmp_path):
         assert peak < state_bytes / 5, f"peak {peak:,} B for {state_bytes:,} B of state"
     finally:
         job.close()
+
+
+def test_both_backends_read_as_the_same_entries_values_and_windows_alike(tmp_path):
+    """The same state kept on the heap and in the store: the same keys (a window's as
+    ``[key, start, end]``), values and bytes, so snapshots of either compare."""
+    values = [(("a", 1), (3, "x")), ("b", 2.5)]
+    open_windows = [("k", (0.0, 1.0), 4), (("t", 1), (-2.0, -1.0), 7)]
+    storage = CheckpointStorage(tmp_path / "checkpoints")
+    inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    store = KeyedStore(1 << 20, tmp_path / "db")
+    StoredValues(store, encoded, decoded).load(values)
+    StoredWindows(store, lambda a, b: a + b, encoded, decoded).load(open_windows)
+    heap = {"chain": {"values": [[to_tagged(key), to_tagged(value)] for key, value in values],
+                      "windows": {"fired_to": None, "late": 0, "ended": False, "open": [
+                          [to_tagged(key), list(window), to_tagged(aggregate)]
+                          for key, window, aggregate in open_windows]}}}
+    handles = {}
+    try:
+        for subtask, state, changes in (("heap#0", heap, None),
+                                        ("rocksdb#0", {"chain": {}}, store.changes())):
+            writer = SnapshotWriter(storage, JOB, subtask, inbox)
+            writer.submit(1, state, 0.0, time.monotonic(), changes)
+            handles[subtask] = inbox.get(timeout=30).handle
+            writer.close()
+    finally:
+        store.close()
+    storage.commit(CompletedCheckpoint(JOB, 1, 0.0, 0.0, handles))
+    snapshot = open_checkpoint(storage, JOB)
+    heap_entries, stored_entries = (list(subtask_entries(snapshot, subtask))
+                                    for subtask in ("heap#0", "rocksdb#0"))
+    assert [(e.raw_key, e.raw_value) for e in heap_entries] == \
+        [(e.raw_key, e.raw_value) for e in stored_entries]
+    assert sorted((repr(e.key), repr(e.value)) for e in stored_entries) == sorted([
+        (repr(["k", 0.0, 1.0]), "4"), (repr([("t", 1), -2.0, -1.0]), "7"),
+        (repr(("a", 1)), repr((3, "x"))), (repr("b"), "2.5")])
