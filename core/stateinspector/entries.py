@@ -54,16 +54,28 @@ class Entry:
 
 def subtask_entries(snapshot: Snapshot, subtask_id: str) -> Iterator[Entry]:
     """The subtask's keyed state, by key; nothing for a subtask that keeps none."""
+    return keyed_state(snapshot, subtask_id) or iter(())
+
+
+def keyed_state(snapshot: Snapshot, subtask_id: str) -> Iterator[Entry] | None:
+    """The subtask's keyed state, by key; None when its chain has no keyed operator (a
+    source's, a sink's). A heap snapshot is read here, a chain's files as they go."""
     handle = snapshot.states[subtask_id]
     if handle.shared:
-        paths = [snapshot.shared_file(subtask_id, file) for file in handle.shared]
-        for path, file in zip(paths, handle.shared, strict=True):
-            check(path, file)
-        for raw_key, raw_value in merged([read_entries(path) for path in paths]):
-            yield Entry(subtask_id, raw_key, raw_value)
-        return
+        return _stored_entries(snapshot, subtask_id)
     chain = json.loads(read_checked(snapshot.state_file(handle), handle)).get("chain") or {}
-    yield from sorted(_heap_entries(subtask_id, chain), key=lambda entry: entry.raw_key)
+    if all(chain.get(part) is None for part in ("running", "values", "windows")):
+        return None
+    return iter(sorted(_heap_entries(subtask_id, chain), key=lambda entry: entry.raw_key))
+
+
+def _stored_entries(snapshot: Snapshot, subtask_id: str) -> Iterator[Entry]:
+    files = snapshot.states[subtask_id].shared
+    paths = [snapshot.shared_file(subtask_id, file) for file in files]
+    for path, file in zip(paths, files, strict=True):
+        check(path, file)
+    for raw_key, raw_value in merged([read_entries(path) for path in paths]):
+        yield Entry(subtask_id, raw_key, raw_value)
 
 
 def _heap_entries(subtask_id: str, chain: dict[str, Any]) -> Iterator[Entry]:
@@ -76,12 +88,3 @@ def _heap_entries(subtask_id: str, chain: dict[str, Any]) -> Iterator[Entry]:
         yield Entry(subtask_id, windows.PREFIX + windows.ordered(float(end))
                     + windows.ordered(float(start)) + encoded(from_tagged(key)),
                     encoded(from_tagged(aggregate)))
-
-
-def keeps_keyed_state(snapshot: Snapshot, subtask_id: str) -> bool:
-    """Whether the subtask's chain has a keyed operator (its state may still be empty)."""
-    handle = snapshot.states[subtask_id]
-    if handle.shared:
-        return True
-    chain = json.loads(read_checked(snapshot.state_file(handle), handle)).get("chain") or {}
-    return any(chain.get(part) is not None for part in ("running", "values", "windows"))

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterdeck.core.checkpointing import CheckpointStorage
-from clusterdeck.core.stateinspector.entries import Entry, keeps_keyed_state, subtask_entries
+from clusterdeck.core.stateinspector.entries import Entry, keyed_state, subtask_entries
 from clusterdeck.core.stateinspector.snapshots import (
     InspectorError,
     Snapshot,
@@ -60,9 +60,9 @@ class DiffPage:
 
 def sizes(snapshot: Snapshot) -> list[SubtaskSize]:
     """Keys and bytes of every subtask that keeps keyed state, by subtask id."""
-    return [SubtaskSize(subtask, *_count(subtask_entries(snapshot, subtask)))
-            for subtask in _ordered(snapshot.states)
-            if keeps_keyed_state(snapshot, subtask)]
+    found = ((subtask, keyed_state(snapshot, subtask)) for subtask in _ordered(snapshot.states))
+    return [SubtaskSize(subtask, *_count(entries)) for subtask, entries in found
+            if entries is not None]
 
 
 def keys(snapshot: Snapshot, vertex: str, offset: int = 0, limit: int = 50,
