@@ -36,6 +36,7 @@ from clusterdeck.core.cli.jobcommands import (
 )
 from clusterdeck.core.cli.profilecommands import add_profile_command, cmd_profile
 from clusterdeck.core.cli.recordcommands import add_record_commands, cmd_record, cmd_recorder
+from clusterdeck.core.cli.statecommands import add_state_command, cmd_state
 from clusterdeck.core.client.jobclient import ClusterUnreachableError
 from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config, ConfigError, load, parse_override
@@ -111,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_record_commands(commands, common)
     add_profile_command(commands, common)
     add_compare_command(commands, common)
+    add_state_command(commands, common)
 
     add_job_commands(commands, common)
     add_client_credentials(commands)
@@ -191,7 +193,7 @@ def _run(arguments: list[str]) -> int:
                "result": cmd_result,
                "failures": cmd_failures, "recorder": cmd_recorder,
                "record": cmd_record, "profile": cmd_profile,
-               "compare": cmd_compare}[args.command]
+               "compare": cmd_compare, "state": cmd_state}[args.command]
     try:
         return handler(config, args)
     except ConfigError as error:
