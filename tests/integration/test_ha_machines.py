@@ -37,6 +37,7 @@ from clusterdeck.core.config.settings import Config
 from clusterdeck.core.ha import zkserver
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.core.rpc import RpcError
 from tests.integration.clusters import FAST_HEARTBEATS, QUICK_RESTARTS
 from tests.integration.namespaces import (
     CLI,
@@ -61,8 +62,9 @@ def defines(settings: dict[str, object]) -> list[str]:
 @contextmanager
 def first_machine(cluster_id: str, shared: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
     """``clusterdeck up`` of one JobManager and two TaskManagers with ha.mode zookeeper and
-    ``shared`` as ha.storage-dir, until its JobManager leads; afterwards it is resumed
-    (SIGCONT) and stopped with SIGINT, killed with every child if that does not end it."""
+    ``shared`` as ha.storage-dir, its supervisor a process of its own (one the test can
+    stop); afterwards it is resumed (SIGCONT) and stopped with SIGINT, killed with every
+    child if that does not end it within a minute, whatever happened."""
     with log.open("wb") as out:
         up = subprocess.Popen(
             clusterdeck("up", "--cluster", cluster_id, "--ha", "zookeeper", "--jobmanagers",
@@ -73,7 +75,7 @@ def first_machine(cluster_id: str, shared: Path, log: Path) -> Iterator[subproce
         yield up
     finally:
         children = []
-        with suppress(psutil.Error):
+        with suppress(psutil.Error, ProcessLookupError):
             children = psutil.Process(up.pid).children(recursive=True)
             os.kill(up.pid, signal.SIGCONT)
             up.send_signal(signal.SIGINT)
@@ -121,9 +123,10 @@ def leader(client: JobClient) -> p.LeaderInfo:
 
 
 def overview(client: JobClient) -> p.ClusterOverview | None:
-    with suppress(Exception):
+    try:
         return client.cluster_overview(timeout=2.0)
-    return None
+    except RpcError:  # no leader answering yet
+        return None
 
 
 def test_a_standby_on_another_machine_takes_over_and_finishes_the_job(tmp_path: Path) -> None:
