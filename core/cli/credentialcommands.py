@@ -104,6 +104,26 @@ def taskmanager_broker(config: Config, args: argparse.Namespace
             exported.identity)
 
 
+def jobmanager_broker(config: Config, args: argparse.Namespace
+                      ) -> tuple[Config, str | BrokerAddress | None]:
+    """The configuration and broker a ``jobmanager`` command runs with: ``--credentials``
+    (``credentials export --role jobmanager``) sets the cluster id and carries the login
+    and the broker's CA, which a ``--broker`` URL cannot: a standby JobManager on another
+    machine (docs/ha.md)."""
+    source = getattr(args, "credentials", None)
+    if source is None:
+        warn_password_in_argv(args.broker_url)
+        return config, args.broker_url
+    if args.broker_url:
+        raise ConfigError("give either --credentials or --broker, not both")
+    exported = _credentials_for(config, source)
+    if exported.role != "jobmanager":
+        raise ConfigError(f"--credentials {source} holds the {exported.role} login; a "
+                          "JobManager needs the cluster's JobManager login (clusterdeck "
+                          "credentials export --role jobmanager)")
+    return config.with_overrides({"cluster.id": exported.cluster_id}), exported.address
+
+
 # The commands that connect to a cluster as a client, and those of them an observer login,
 # which reads everything and asks nothing (broker/acl.py), can answer from what the
 # JobManager keeps retained on the broker.

@@ -19,6 +19,7 @@ from clusterdeck.core.cli.credentialcommands import (
     add_credentials_command,
     client_login,
     cmd_credentials,
+    jobmanager_broker,
     taskmanager_broker,
     warn_password_in_argv,
 )
@@ -97,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     jobmanager.add_argument("--ha", choices=["none", "local", "zookeeper"], help="leader "
                             "election (ha.mode): with local or zookeeper, stand by until "
                             "this JobManager leads")
+    jobmanager.add_argument("--credentials", metavar="FILE", help="a file from `clusterdeck "
+                            "credentials export --role jobmanager` (- for standard input): "
+                            "broker, login and CA of a cluster on another machine")
     taskmanager = commands.add_parser("taskmanager", parents=[common], help="run a TaskManager")
     taskmanager.add_argument("--id", dest="resource_id", help="TaskManager id: its login, "
                              "taskmanager-<n> (default: one not yet handed out; with "
@@ -228,8 +232,8 @@ def cmd_broker(config: Config, args: argparse.Namespace) -> int:
 
 def cmd_jobmanager(config: Config, args: argparse.Namespace) -> int:
     from clusterdeck.core.jobmanager.main import run_jobmanager
-    warn_password_in_argv(args.broker_url)
-    return run_jobmanager(config, args.broker_url)
+    config, broker = jobmanager_broker(config, args)
+    return run_jobmanager(config, broker)
 
 
 def missing_java(config: Config) -> str | None:

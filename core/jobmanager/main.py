@@ -18,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+from clusterdeck.broker.address import BrokerAddress
 from clusterdeck.core import ha
 from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config
@@ -41,7 +42,7 @@ log = logging.getLogger(__name__)
 SERVICE_ID = topics.JOBMANAGER
 
 
-def run_jobmanager(config: Config, broker_url: str | None = None) -> int:
+def run_jobmanager(config: Config, broker_url: str | BrokerAddress | None = None) -> int:
     """Raises ClusterLockedError, before anything else happens, when ``ha.mode`` is none
     and another JobManager or supervisor of this cluster runs: a second JobManager would
     recover and run the same unfinished jobs again and take over the first one's MQTT
@@ -60,7 +61,7 @@ def run_jobmanager(config: Config, broker_url: str | None = None) -> int:
     return _elected(config, broker_url, cluster_dir, ha.election_for(config, cluster_dir))
 
 
-def _elected(config: Config, broker_url: str | None, cluster_dir: Path,
+def _elected(config: Config, broker_url: str | BrokerAddress | None, cluster_dir: Path,
              election: ha.LeaderElection) -> int:
     stop = threading.Event()
     try:
@@ -80,7 +81,7 @@ def _elected(config: Config, broker_url: str | None, cluster_dir: Path,
         election.close()
 
 
-def _lead(config: Config, broker_url: str | None, storage_dir: Path,
+def _lead(config: Config, broker_url: str | BrokerAddress | None, storage_dir: Path,
           election: ha.LeaderElection, leadership: ha.Leadership, cause: str) -> int:
     """Lead until the leadership or the broker is lost; ``cause``: how it came to lead,
     for the overview and the LeadershipChanged events."""

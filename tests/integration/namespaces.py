@@ -12,9 +12,11 @@ machine would be (``_SETUP`` does it inside the namespace, before the TaskManage
 3. a fresh tmpfs over a folder of its own, which holds its HOME, XDG folders, TMPDIR and
    working directory: its clusterdeck files go there through appdirs (CLUSTERDECK_HOME
    is not passed on), and the other TaskManagers see that folder empty;
-4. the credentials file from ``clusterdeck credentials export`` is copied in over
-   standard input (mode 0600, inside its tmpfs: on no shared disk), and
-   ``clusterdeck taskmanager --credentials FILE`` is exec'd (same pid as the Popen).
+4. what comes over standard input (a TaskManager's credentials file from ``clusterdeck
+   credentials export``) is copied to ``$HOME/credentials.json`` (mode 0600, inside its
+   tmpfs: on no shared disk), and the command is exec'd (same pid as the Popen):
+   ``clusterdeck taskmanager --credentials FILE``, or any other (``start_in_namespace``:
+   a standby JobManager of tests/integration/test_ha_machines.py).
 
 Everything else (the test's input files and job files under pytest's tmp folder, the
 venv, Java) stays visible to all, like a shared mount. The network is shared unless the
@@ -47,9 +49,9 @@ from tests.waiting import wait_for
 
 CLI = [sys.executable, "-m", "clusterdeck.core.cli"]
 
-# $1: the TaskManager's own folder; $2: the mount options of the tmpfs over the folders
+# $1: the machine's own folder; $2: the mount options of the tmpfs over the folders
 # to hide, which follow up to "--"; then the command. Runs as root inside the new
-# namespace; `set -e`: a failed mount ends it before the TaskManager could write into a
+# namespace; `set -e`: a failed mount ends it before the command could write into a
 # folder it shares.
 _SETUP = r'''
 set -eu
@@ -65,9 +67,9 @@ mount -t tmpfs -o mode=0700 clusterdeck-own "$own"
 mkdir -p "$HOME" "$XDG_CONFIG_HOME" "$XDG_DATA_HOME" "$XDG_CACHE_HOME" "$XDG_STATE_HOME" \
     "$TMPDIR"
 umask 077
-cat > "$HOME/taskmanager.credentials.json"
+cat > "$HOME/credentials.json"
 cd "$HOME"
-exec "$@" --credentials "$HOME/taskmanager.credentials.json" < /dev/null
+exec "$@" < /dev/null
 '''
 
 
@@ -147,31 +149,48 @@ def start_taskmanager(cluster: LocalCluster, own: Path, log: Path,
     machine has /home but no /home/alice he could create. ``network``: the command that
     enters its network namespace (tests/integration/netns.py; none: this machine's), in
     which it reaches the broker at ``broker_host``."""
-    elsewhere = "mode=0700" if writable_elsewhere else "ro,mode=0755"
     credentials = export_credentials(cluster, broker_host)
     settings = [arg for key, value in config.items() for arg in ("-D", f"{key}={value}")]
+    return start_in_namespace(
+        json.loads(credentials)["identity"],
+        [*CLI, "taskmanager", *settings, "--credentials", str(credentials_path(own))],
+        own, log, stdin=credentials, writable_elsewhere=writable_elsewhere, network=network)
+
+
+def credentials_path(own: Path) -> Path:
+    """Where ``_SETUP`` puts what the machine of folder ``own`` got on standard input."""
+    return Path(machine_environment(own)["HOME"]) / "credentials.json"
+
+
+def start_in_namespace(name: str, command: Sequence[str], own: Path, log: Path, *,
+                       stdin: str = "", writable_elsewhere: bool = True,
+                       network: Sequence[str] = ()) -> NamespacedTaskManager:
+    """Run ``command`` (a clusterdeck command) as ``name`` on a "machine" of its own, set
+    up by ``_SETUP``: the JobManager's folders hidden, HOME and the rest under ``own``,
+    ``stdin`` in ``credentials_path(own)``. Returns once it is in its own namespace;
+    killed here if it never gets there."""
+    elsewhere = "mode=0700" if writable_elsewhere else "ro,mode=0755"
     hidden = [str(folder) for folder in jobmanager_folders()]
     own.mkdir(mode=0o700, parents=True, exist_ok=True)
     with log.open("wb") as out:
         process = subprocess.Popen(
             [*network, "unshare", "--mount", "--propagation", "private", "sh", "-c", _SETUP,
-             "namespaced-taskmanager", str(own), elsewhere, *hidden, "--", *CLI, "taskmanager",
-             *settings],
+             f"namespaced-{name}", str(own), elsewhere, *hidden, "--", *command],
             stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
             env=machine_environment(own), start_new_session=True)
-    taskmanager = NamespacedTaskManager(json.loads(credentials)["identity"], process, log, own)
+    started = NamespacedTaskManager(name, process, log, own)
     try:
         assert process.stdin is not None
         with process.stdin:
-            process.stdin.write(credentials.encode())
+            process.stdin.write(stdin.encode())
         ours = _mount_namespace(os.getpid())
-        taskmanager.mount_namespace = wait_for(
-            lambda: _namespace_if_entered(taskmanager, ours), 30,
-            f"{taskmanager.id} in a mount namespace of its own")
+        started.mount_namespace = wait_for(
+            lambda: _namespace_if_entered(started, ours), 30,
+            f"{name} in a mount namespace of its own")
     except BaseException:
-        taskmanager.kill()  # not yet in the caller's hands, so not in its cleanup
+        started.kill()  # not yet in the caller's hands, so not in its cleanup
         raise
-    return taskmanager
+    return started
 
 
 def _namespace_if_entered(taskmanager: NamespacedTaskManager, ours: str) -> str:

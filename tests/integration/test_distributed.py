@@ -188,7 +188,7 @@ def test_each_taskmanager_sees_none_of_the_jobmanagers_folders_nor_the_others(
         assert [f for f in theirs if taskmanager.sees(f).exists()] == []
         own = taskmanager.sees(taskmanager.own)
         assert list(own.glob("*/clusterdeck")), "its own files are not under its XDG folders"
-        credentials = own / "home" / "taskmanager.credentials.json"
+        credentials = own / "home" / "credentials.json"
         assert stat.S_IMODE(credentials.stat().st_mode) == 0o600
         assert not any(taskmanager.own.iterdir()), "its tmpfs leaked to this machine"
         for other in taskmanagers:

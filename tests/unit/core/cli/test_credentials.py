@@ -114,6 +114,29 @@ def test_credentials_and_broker_together_are_refused(home):
         credentialcommands.taskmanager_broker(Config(), args)
 
 
+def test_a_standby_jobmanager_takes_cluster_login_and_ca_from_its_credentials_file(home):
+    path = a_login_file(home, "jobmanager")
+    args = build_parser().parse_args(["jobmanager", "--ha", "zookeeper", "--credentials",
+                                      str(path)])
+    config, address = credentialcommands.jobmanager_broker(Config(), args)
+    assert config["cluster.id"] == "lab"
+    assert isinstance(address, BrokerAddress) and address.tls and address.ca_pem
+    assert (address.host, address.username) == ("node-a", "cd-lab-jobmanager")
+
+
+def test_a_taskmanager_file_is_no_jobmanagers_login(home):
+    args = build_parser().parse_args(["jobmanager", "--credentials",
+                                      str(a_login_file(home, "taskmanager"))])
+    with pytest.raises(ConfigError, match="--role jobmanager"):
+        credentialcommands.jobmanager_broker(Config(), args)
+
+
+def test_a_jobmanager_without_a_file_keeps_its_broker_url(capsys):
+    args = build_parser().parse_args(["jobmanager", "--broker", "mqtt://u:pw@h:1883"])
+    assert credentialcommands.jobmanager_broker(Config(), args)[1] == "mqtt://u:pw@h:1883"
+    assert "visible to every user" in capsys.readouterr().err
+
+
 def test_a_password_in_broker_is_warned_about(capsys):
     credentialcommands.warn_password_in_argv("mqtt://u:secret@h:1883")
     err = capsys.readouterr().err
