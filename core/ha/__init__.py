@@ -14,7 +14,6 @@ from clusterdeck.core.config.settings import Config, ConfigError
 from clusterdeck.core.ha.election import LeaderElection, Leadership
 from clusterdeck.core.ha.local import LocalElection
 from clusterdeck.core.ha.none import NoElection
-from clusterdeck.core.ha.zookeeper import ZooKeeperElection
 
 __all__ = ["LeaderElection", "Leadership", "election_for", "storage_dir"]
 
@@ -35,6 +34,9 @@ def election_for(config: Config, cluster_dir: Path) -> LeaderElection:
         if not config["ha.zookeeper.quorum"]:
             raise ConfigError("ha.mode = zookeeper needs ha.zookeeper.quorum (host:port,...) "
                               "unless clusterdeck up runs a ZooKeeper server of its own")
+        # Here, not at the top: kazoo costs every JobManager ~40 ms to import, and only
+        # this mode needs it.
+        from clusterdeck.core.ha.zookeeper import ZooKeeperElection
         return ZooKeeperElection(config["cluster.id"], config["ha.zookeeper.quorum"],
                                  config["ha.zookeeper.session-timeout"], storage)
     return NoElection()
