@@ -309,13 +309,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sink", choices=["text", "collect"], default="text",
                         help="text (default): write_text into a temp folder; collect: "
                         "collect(), whose JobResult lists one file per subtask")
+    parser.add_argument("-D", dest="setting", action="append", default=[],
+                        metavar="KEY=VALUE", help="a setting of the cluster (ha.mode=local "
+                        "-D jobmanager.count=2, ...), as clusterdeck up -D")
     args = parser.parse_args(argv)
     exit_on_sigterm()
     subtasks = args.subtasks or (200 if args.quick else 2000)
     count = args.runs or (1 if args.quick else 2)
     runs = []
+    settings = dict(setting.split("=", 1) for setting in args.setting)
     with bench_cluster("control", **{"taskmanager.slots": args.slots,
-                                     "recorder.enabled": not args.no_recorder}) as bench:
+                                     "recorder.enabled": not args.no_recorder,
+                                     **settings}) as bench:
         bench.warm_up()
         job = write_job(bench.jobs_dir, "many_subtasks", MANY_JOB)
         for index in range(count):
