@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import time
-import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,7 +63,7 @@ from clusterdeck.core.jobapi.counters import CounterScope
 from clusterdeck.core.jobapi.errors import SubtaskCancelled, SubtaskFailed
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.jobapi.plan import KeySpec, UserCode
-from clusterdeck.core.jobapi.tracebacks import last_line, worker_traceback
+from clusterdeck.core.jobapi.tracebacks import in_process_traceback, last_line, worker_traceback
 from clusterdeck.core.protocol.jobgraph import (
     InputSplit,
     JobEdge,
@@ -391,7 +390,7 @@ def failure_of(exc: BaseException, vertex_id: str, subtask_index: int,
     if text:
         message = last_line(text)
     else:
-        text = "".join(traceback.format_exception(exc))
+        text = in_process_traceback(exc)
         first = str(exc).strip().splitlines()
         message = f"{type(exc).__name__}: {first[0]}" if first else type(exc).__name__
     return SubtaskFailed(message, text, vertex_id=vertex_id, subtask_index=subtask_index,

@@ -14,6 +14,10 @@ import traceback
 from pathlib import Path
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
+# The runtime's own code: the frames that call the user's functions when they run in the
+# TaskManager's process (local execution), not the user's examples or tests beside it.
+_CORE_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
+_IN_PROCESS_NOISE = (os.sep + "pyspark" + os.sep, os.sep + "py4j" + os.sep)
 _FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line \d+')
 _NOISE = (os.sep + "pyspark" + os.sep, "pyspark.zip", _PACKAGE_DIR)
 
@@ -36,6 +40,19 @@ def user_traceback(exc: BaseException, user_dir: str | os.PathLike[str]) -> str:
         while end - 1 > users[0] and frames[end - 1].filename.startswith(_PACKAGE_DIR):
             end -= 1
         summary.stack = traceback.StackSummary.from_list(frames[users[0]:end])
+    return "".join(summary.format())
+
+
+def in_process_traceback(exc: BaseException) -> str:
+    """The traceback of ``exc`` raised in this process, from the first frame that is not the
+    runtime's or PySpark's on: a user's function run in place shows as its own frames, as
+    it would from a Spark worker. Whole when every frame is the runtime's (its own fault)."""
+    summary = traceback.TracebackException.from_exception(exc)
+    frames = list(summary.stack)
+    first = next((index for index, frame in enumerate(frames)
+                  if not frame.filename.startswith(_CORE_DIR)
+                  and not any(noise in frame.filename for noise in _IN_PROCESS_NOISE)), 0)
+    summary.stack = traceback.StackSummary.from_list(frames[first:])
     return "".join(summary.format())
 
 

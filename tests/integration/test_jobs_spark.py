@@ -640,6 +640,8 @@ def test_a_small_subtask_that_raises_fails_with_the_users_exception(spark, tmp_p
         run_local(load_job(path), spark, tmp_path / "work")
     assert (caught.value.subtask_index, caught.value.message) == (1, "ValueError: record 3 is bad")
     assert 'bad.py", line 4, in check' in caught.value.traceback_text
+    # from the user's frame on, as from a Spark worker: not the runtime calling it in place
+    assert "localexecution.py" not in caught.value.traceback_text
 
 
 def test_more_records_than_the_local_limit_run_on_spark(spark, tmp_path):
