@@ -86,22 +86,16 @@ def taskmanager_broker(config: Config, args: argparse.Namespace
     a different ``cluster.id`` or ``--id`` given here is a mistake and raises
     ConfigError.
     """
-    source = getattr(args, "credentials", None)
-    if source is None:
-        warn_password_in_argv(args.broker_url)
-        return config, args.broker_url, args.resource_id
-    if args.broker_url:
-        raise ConfigError("give either --credentials or --broker, not both")
-    exported = _credentials_for(config, source)
-    if exported.role != "taskmanager":
-        raise ConfigError(f"--credentials {source} holds the {exported.role} login; a "
-                          "TaskManager needs one of its own (clusterdeck credentials export "
-                          "--role taskmanager)")
+    config, broker, exported = _node_login(
+        config, args, "taskmanager",
+        "a TaskManager needs one of its own (clusterdeck credentials export --role "
+        "taskmanager)")
+    if exported is None:
+        return config, broker, args.resource_id
     if args.resource_id and args.resource_id != exported.identity:
-        raise ConfigError(f"--credentials {source} is the login of TaskManager "
+        raise ConfigError(f"--credentials {args.credentials} is the login of TaskManager "
                           f"{exported.identity!r}; leave out --id {args.resource_id}")
-    return (config.with_overrides({"cluster.id": exported.cluster_id}), exported.address,
-            exported.identity)
+    return config, broker, exported.identity
 
 
 def jobmanager_broker(config: Config, args: argparse.Namespace
@@ -110,18 +104,29 @@ def jobmanager_broker(config: Config, args: argparse.Namespace
     (``credentials export --role jobmanager``) sets the cluster id and carries the login
     and the broker's CA, which a ``--broker`` URL cannot: a standby JobManager on another
     machine (docs/ha.md)."""
+    config, broker, _ = _node_login(
+        config, args, "jobmanager",
+        "a JobManager needs the cluster's JobManager login (clusterdeck credentials export "
+        "--role jobmanager)")
+    return config, broker
+
+
+def _node_login(config: Config, args: argparse.Namespace, role: str, hint: str
+                ) -> tuple[Config, str | BrokerAddress | None, ExportedCredentials | None]:
+    """What a cluster process of ``role`` connects with: its ``--broker`` URL as given
+    (no credentials file), or the cluster id and address of its ``--credentials`` file,
+    which must hold a ``role`` login (``hint`` says where to get one)."""
     source = getattr(args, "credentials", None)
     if source is None:
         warn_password_in_argv(args.broker_url)
-        return config, args.broker_url
+        return config, args.broker_url, None
     if args.broker_url:
         raise ConfigError("give either --credentials or --broker, not both")
     exported = _credentials_for(config, source)
-    if exported.role != "jobmanager":
-        raise ConfigError(f"--credentials {source} holds the {exported.role} login; a "
-                          "JobManager needs the cluster's JobManager login (clusterdeck "
-                          "credentials export --role jobmanager)")
-    return config.with_overrides({"cluster.id": exported.cluster_id}), exported.address
+    if exported.role != role:
+        raise ConfigError(f"--credentials {source} holds the {exported.role} login; {hint}")
+    return (config.with_overrides({"cluster.id": exported.cluster_id}), exported.address,
+            exported)
 
 
 # The commands that connect to a cluster as a client, and those of them an observer login,
