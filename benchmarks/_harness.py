@@ -18,11 +18,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from clusterdeck.broker.address import BrokerAddress
 from clusterdeck.broker.connection import client_address, read_connection
@@ -32,6 +32,7 @@ from clusterdeck.core.config import paths
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _PR_SET_PDEATHSIG = 1
 _PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+T = TypeVar("T")
 
 
 # -- home and signals ----------------------------------------------------------------------
@@ -247,6 +248,19 @@ def machine_summary() -> str:
 
 
 # -- numbers and tables -----------------------------------------------------------------------
+
+
+def poll(condition: Callable[[], T | None], timeout: float, what: str) -> T:
+    """The first truthy value of ``condition()``, looked at every 10 ms; TimeoutError
+    naming ``what`` past ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no {what} within {timeout:g} s")
+        time.sleep(0.01)
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:

@@ -25,10 +25,8 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -40,6 +38,7 @@ from benchmarks._harness import (
     markdown_table,
     median,
     percentile,
+    poll,
 )
 from benchmarks.submit_latency import (
     TINY_JOB,
@@ -54,7 +53,6 @@ from clusterdeck.core.rpc import RpcError
 
 MODES = ("none", "local", "zookeeper")
 TARGET_S = {"local": 1.0, "zookeeper": 3.0}
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -62,18 +60,6 @@ class Takeover:
     record_s: float    # the new leader's record seen by the client
     status_s: float    # the new leader answered status
     deployed_s: float  # a task of a job submitted to it RUNNING
-
-
-def poll(condition: Callable[[], T | None], timeout: float, what: str) -> T:
-    """The first truthy value of ``condition()``, looked at every 10 ms."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no {what} within {timeout:g} s")
-        time.sleep(0.01)
 
 
 def overview(bench: BenchCluster) -> p.ClusterOverview | None:
