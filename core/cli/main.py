@@ -280,8 +280,8 @@ def overview_json(overview: p.ClusterOverview) -> dict:
 
 def print_overview(overview: p.ClusterOverview) -> None:
     print(f"cluster {overview.cluster_id}: JobManager pid {overview.jobmanager_pid}"
-          f"{f' on {overview.leader_host}' if overview.leader_host else ''} leads "
-          f"(epoch {overview.leader_epoch}), "
+          f"{f' on {overview.leader_host}' if overview.leader_host else ''}"
+          f"{f' leads (epoch {overview.leader_epoch})' if overview.leader_epoch else ''}, "
           f"{overview.slots_free}/{overview.slots_total} slots free")
     if overview.leader_cause:
         print(f"leading since: {overview.leader_cause}")

@@ -168,6 +168,8 @@ class ProcessTableModel(FixedColumnsModel):
         overview = self._overview
         if row.role != "jobmanager" or overview is None or row.state != "running":
             return row
+        if overview.leader_epoch == 0 and not overview.standbys:
+            return row  # ha.mode none: one JobManager, nothing to lead over
         if row.pid and row.pid == overview.jobmanager_pid:
             return replace(row, leadership=f"leader, epoch {overview.leader_epoch}",
                            leader_cause=overview.leader_cause)

@@ -128,3 +128,12 @@ def test_a_cluster_attached_to_shows_its_leader_and_standbys_from_the_overview(q
                                standbys=("pid 77 on host host-b",)))
     assert cell(model, "jobmanager", "State") == "running (leader, epoch 2)"
     assert cell(model, "jobmanager (pid 77 on host host-b)", "State") == "running (standby)"
+
+
+def test_a_cluster_without_high_availability_shows_no_leadership(qtbot):
+    """ha.mode none leads at epoch 0 with no standbys: there is nothing to lead over, so the
+    row says only that the JobManager runs."""
+    model = ProcessTableModel()
+    model.update_processes([info("jobmanager", ProcessStatus.RUNNING, 4000, "jobmanager")])
+    model.set_overview(replace(overview(jobmanager_pid=4000), leader_epoch=0))
+    assert cell(model, "jobmanager", "State") == "running"

@@ -47,3 +47,10 @@ def test_status_names_the_leader_its_epoch_why_it_leads_and_the_standbys(
     assert out[0] == "cluster lab: JobManager pid 41 on host-a leads (epoch 3), 0/0 slots free"
     assert out[1] == "leading since: won the zookeeper election after standing by 2.3 s"
     assert out[2] == "standby JobManager: pid 42 on host host-b"
+
+
+def test_status_without_high_availability_names_no_epoch(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    print_overview(p.ClusterOverview("lab", (), 0, 0, 41, 0.0, leader_host="host-a"))
+    assert capsys.readouterr().out.splitlines()[0] == \
+        "cluster lab: JobManager pid 41 on host-a, 0/0 slots free"
