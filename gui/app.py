@@ -103,10 +103,12 @@ def _after_close(app: QApplication, window: MainWindow, choice: str) -> None:
 
 def _quit_on_signals(app: QApplication, window: MainWindow) -> None:
     """Ctrl-C and SIGTERM stop the cluster and quit, with or without a window. Python
-    runs signal handlers only between bytecodes, so a timer wakes the interpreter."""
+    runs signal handlers only between bytecodes, so a timer wakes the interpreter. The
+    quit is posted: a signal before ``app.exec()`` runs its handler at once, and a quit
+    called before the loop runs is ignored (the process stayed up for good)."""
     def stop(*_: object) -> None:
         window.session.shutdown()
-        app.quit()
+        QTimer.singleShot(0, app.quit)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, stop)

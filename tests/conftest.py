@@ -1,5 +1,5 @@
 """Shared by every test: one isolated clusterdeck home for the session, no display, and
-the local SparkSession of the tests that run Spark in this process.
+the one local SparkSession of the tests that run Spark in this process.
 
 The home is set once, before any fixture runs: a cluster started by a module fixture
 restarts its processes with the environment of that moment, so it must never change.
@@ -25,28 +25,35 @@ if os.environ.get("CLUSTERDECK_TEST_KEEP_HOME") != "1":  # 1: keep its logs to r
     atexit.register(shutil.rmtree, _home, True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """One local[2] SparkSession for the module (a JVM: its tests are marked integration);
-    stopped, and the Spark variables it set taken back, after the module's last test."""
+    """One local[2] SparkSession for every module that runs Spark in this process (a JVM:
+    their tests are marked integration), started at the first one's first test and
+    stopped at the end of the session: about five seconds a module against a session of
+    its own each. Its tests leave no state in it (their scripts run isolated, as the
+    TaskManagers run them). The Spark variables it needs are set only while it starts (the
+    JVM and the driver read them then), so that clusters started later do not inherit
+    them."""
     saved = {key: os.environ.get(key) for key in ("PYSPARK_PYTHON", "SPARK_LOCAL_IP")}
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # the workers' interpreter
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[2]").appName("clusterdeck-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .getOrCreate())
     try:
-        session.sparkContext.setLogLevel("ERROR")
-        yield session
+        from pyspark.sql import SparkSession
+
+        session = (SparkSession.builder.master("local[2]").appName("clusterdeck-tests")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.sql.shuffle.partitions", "2")
+                   .config("spark.default.parallelism", "2")
+                   .getOrCreate())
     finally:
-        session.stop()
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+    try:
+        session.sparkContext.setLogLevel("ERROR")
+        yield session
+    finally:
+        session.stop()

@@ -147,9 +147,14 @@ def test_a_streaming_job_continues_exactly_once_across_a_takeover(
         cluster: RunningCluster, client: JobClient, tmp_path: Path) -> None:
     """test_streaming's keyed window count, kill -9 of the leader once windows are
     committed: the new leader resumes every subtask from the last completed checkpoint,
-    and the committed output is the undisturbed run's, each window once."""
+    and the committed output is the undisturbed run's, each window once. In ha.mode
+    zookeeper only: the new leader finds the job store and the checkpoints the same way
+    in either mode (only the election differs), and a takeover in local mode is the
+    batch test's above."""
     local_cluster, watcher = cluster
     mode = local_cluster.config["ha.mode"]
+    if mode != "zookeeper":
+        pytest.skip("the resume after a takeover is the same in ha.mode local")
     wait_for(lambda: (o := overview(client)) and len(o.standbys) == 1, 60,
              "a leader with one standby")
     old = leader(client)

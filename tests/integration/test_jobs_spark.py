@@ -1,7 +1,7 @@
 """The job layer on a real Spark, in this process: every vertex's subtasks run through
 ``run_subtask`` (``run_local``), and every result is checked against plain Python.
 
-One SparkSession (local[2]) serves the module.
+The session's one SparkSession (local[2], tests/conftest.py) serves the module.
 """
 
 from __future__ import annotations

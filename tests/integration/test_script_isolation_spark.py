@@ -1,7 +1,7 @@
 """One PySpark script leaves nothing behind for the next, on a real Spark in this process:
 what sessions keep apart, and what the isolation cleans after it (``scriptisolation``).
 
-One SparkSession (local[2]) serves the module.
+The session's one SparkSession (local[2], tests/conftest.py) serves the module.
 """
 
 from __future__ import annotations

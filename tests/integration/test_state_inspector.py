@@ -2,7 +2,9 @@
 rocksdb state backend (incremental checkpoints: a chain of shared files per subtask): a
 running sum over 10,000 users, read back from its checkpoints once the job finished, key
 by key against the job's own output; paged; and the first retained checkpoint diffed
-against the last. test_state_inspector_heap.py runs the same test on the heap backend."""
+against the last. The heap backend's snapshots, written by its own state and snapshot
+writer, go through every query in tests/unit/core/stateinspector/test_queries.py; what a
+real job adds (the chain's layout, the command) is the same in both backends, read here."""
 
 from __future__ import annotations
 

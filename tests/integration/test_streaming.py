@@ -101,19 +101,21 @@ def test_a_taskmanager_killed_before_the_first_checkpoint_starts_the_job_over(
     wait_for(lambda: local_cluster.supervisor.info(victim).pid, 60, f"{victim} restarted")
 
 
-@pytest.mark.parametrize("job", [WINDOWS, COLUMNS], ids=["per record", "columns"])
 def test_a_keyed_window_count_loses_nothing_and_repeats_nothing_across_killed_taskmanagers(
-        client, cluster, tmp_path, job) -> None:
+        client, cluster, tmp_path) -> None:
     """Two vertices joined by a keyed exchange between TaskManagers (the source and its
-    timestamps, then tumbling one-second counts per key into the file sink); kill -9 of a
+    timestamps, then tumbling one-second counts per key into the file sink), the records
+    as Arrow columns from the source to the window (streaming_columns.py); kill -9 of a
     TaskManager while a checkpoint is in progress, and once the job runs again, of one
     right after a checkpoint completed: every subtask resumes from the last completed
     checkpoint (windows, watermarks, positions), and the committed output is the
-    undisturbed run's, each window's count once; the same with the records as Arrow
-    columns from the source to the window (streaming_columns.py)."""
+    undisturbed run's, each window's count once. Windows record by record resume after a
+    killed TaskManager in the three-vertex and the at-least-once tests below, in
+    test_streaming_rocksdb.py (killed while a checkpoint is in progress) and in
+    test_distributed_streaming.py, and after a killed JobManager below."""
     local_cluster, _ = cluster
     out = tmp_path / "out"
-    job_id = client.submit(job, (str(out), "11000", "500", "2"))
+    job_id = client.submit(COLUMNS, (str(out), "11000", "500", "2"))
     wait_for(lambda: len(committed(out)) >= 20, 90, "some windows committed")
     wait_for(lambda: in_progress(client, job_id), 30, "a checkpoint in progress")
     victim = kill_taskmanager_running(local_cluster, client, job_id, "count per second")

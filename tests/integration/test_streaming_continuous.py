@@ -62,6 +62,7 @@ def build(env):
     env.rate_source(500, 2000).map(parsed).map(str).write_text(env.args[0])
 '''
 NO_RESTART = {"restart-strategy.type": "none"}
+RECORDS = 12_000
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +96,10 @@ def test_a_killed_python_worker_fails_over_and_the_output_stays_exactly_once(
     workers.mkdir()
     job = tmp_path / "noted_workers.py"
     job.write_text(NOTED_WORKERS.format(folder=str(workers)))
-    # 30 s of records, the kill as soon as the first window fired: while batches still
-    # flow (a worker killed after its attempt's last batch is never needed again)
-    job_id = client.submit(job, [str(out), "30000", "1000"])
+    # 12 s of records, the kill as soon as the first window fired: while batches still
+    # flow (a worker killed after its attempt's last batch is never needed again, and
+    # the failure history asserted below would be empty)
+    job_id = client.submit(job, [str(out), str(RECORDS), "1000"])
     (pid,) = wait_for(lambda: [int(path.name) for path in workers.iterdir()], 120,
                       "the window subtask's worker noted")
     os.kill(pid, signal.SIGKILL)
@@ -110,7 +112,7 @@ def test_a_killed_python_worker_fails_over_and_the_output_stays_exactly_once(
     assert any(f"Spark Python worker (pid {pid})" in failure["message"]
                or "went away" in failure["message"]
                for failure in result.failure_history), described(result)
-    assert committed(out) == windows_expected(30000)
+    assert committed(out) == windows_expected(RECORDS)
     assert staged(out) == []
 
 
