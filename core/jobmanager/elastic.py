@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterdeck.broker.credentials import TASKMANAGER_LOGINS, taskmanager_name
+from clusterdeck.core.protocol.elastic import STOPPED_BY_DEMAND
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,7 @@ class ElasticPlanner:
         room = count - self.limits.min_taskmanagers
         stop = tuple(name for _, name in overdue[:max(0, room)])
         for name in stop:
-            self.stopping[name] = (f"stopped by the ResourceManager: idle for "
+            self.stopping[name] = (f"{STOPPED_BY_DEMAND}: idle for "
                                    f"{now - self.idle_since.pop(name):.0f} s")
             self.owned.discard(name)
         return stop

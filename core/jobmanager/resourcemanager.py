@@ -273,8 +273,8 @@ class ResourceManager(FencedRpcEndpoint):
         retry_at = self._retry_at[1] if planner.retry_at > time.monotonic() else 0.0
         demand = p.TaskManagerDemand(
             self.fencing_token or "", tuple(planner.starting), tuple(planner.stopping),
-            limits.min_taskmanagers, limits.max_taskmanagers, planner.failed_starts,
-            retry_at, planner.last_failure)
+            limits.min_taskmanagers, limits.max_taskmanagers, tuple(sorted(planner.owned)),
+            planner.failed_starts, retry_at, planner.last_failure)
         if demand == self._demand:
             return
         self._demand = demand

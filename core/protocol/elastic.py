@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from clusterdeck.core.rpc import message
 
 START_FAILURE_CHARS = 2000  # of a failed start's cause (its log's last lines), at most
+STOPPED_BY_DEMAND = "stopped by the ResourceManager"  # how a stopped one's loss cause begins
 
 
 @message
@@ -23,7 +24,8 @@ class TaskManagerDemand:
 
     ``starts``: TaskManagers (by resource id, which is also their login) the
     ResourceManager asked for and that have not registered yet; ``stops``: TaskManagers
-    it started that stay idle past ``elastic.idle-timeout``, to be stopped.
+    it started that stay idle past ``elastic.idle-timeout``, to be stopped; ``started``:
+    those it started that run (for observers: the window marks them).
     ``failed_starts`` counts the failed starts so far: a provider that saw one fail
     starts it again only in a demand that counts that failure (a later decision), never
     in the one it failed under. ``retry_at``: no start before it (back-off); 0 none."""
@@ -33,6 +35,7 @@ class TaskManagerDemand:
     stops: tuple[str, ...]
     min_taskmanagers: int
     max_taskmanagers: int
+    started: tuple[str, ...] = ()
     failed_starts: int = 0
     retry_at: float = 0.0
     last_failure: str = ""

@@ -19,6 +19,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QFont
 
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.elastic import STOPPED_BY_DEMAND
 from clusterdeck.core.supervisor import ProcessInfo, ProcessStatus
 from clusterdeck.gui.models.formatting import format_bytes, format_uptime
 from clusterdeck.gui.models.palette import PROCESS_STATE_COLOURS
@@ -56,6 +57,7 @@ class ProcessRow:
     memory_bytes: int | None = None
     leadership: str = ""  # a JobManager's: "leader, epoch N" or "standby"
     leader_cause: str = ""
+    demand: str = ""  # a TaskManager's part in the active ResourceManager's demand
 
 
 def process_state(info: ProcessInfo) -> str:
@@ -138,8 +140,9 @@ class ProcessTableModel(FixedColumnsModel):
                                    pid=self._overview.jobmanager_pid))
             rows += [ProcessRow(f"jobmanager ({standby})", "jobmanager", "running")
                      for standby in self._overview.standbys]
-        rows = [self._with_leadership(row) for row in rows]
-        rows += [self._taskmanager_row(tm) for tm in sorted(taskmanagers.values(), key=_by_id)]
+        rows = [self._with_demand(self._with_leadership(row)) for row in rows]
+        rows += [self._with_demand(self._taskmanager_row(tm))
+                 for tm in sorted(taskmanagers.values(), key=_by_id)]
         return [self._with_resources(row) for row in rows]
 
     def _supervised_row(self, info: ProcessInfo, tm: p.TaskManagerInfo | None) -> ProcessRow:
@@ -175,6 +178,19 @@ class ProcessTableModel(FixedColumnsModel):
                 row.pid and standby.startswith(f"pid {row.pid} on host "))
                 for standby in overview.standbys):
             return replace(row, leadership="standby")
+        return row
+
+    def _with_demand(self, row: ProcessRow) -> ProcessRow:
+        """Started or stopped by the active ResourceManager (docs/elastic.md)."""
+        demand = self._overview.elastic if self._overview is not None else None
+        if demand is None or row.role != "taskmanager":
+            return row
+        if row.name in demand.starts or row.name in demand.started:
+            return replace(row, demand="on demand")
+        if row.name in demand.stops:
+            return replace(row, demand="idle, stopping")
+        if STOPPED_BY_DEMAND in row.lost_cause:
+            return replace(row, demand="idle")
         return row
 
     def _with_resources(self, row: ProcessRow) -> ProcessRow:
@@ -214,7 +230,8 @@ class ProcessTableModel(FixedColumnsModel):
         if column == "Process":
             return row.name
         if column == "State":
-            return f"{row.state} ({row.leadership})" if row.leadership else row.state
+            detail = row.leadership or row.demand
+            return f"{row.state} ({detail})" if detail else row.state
         if column == "PID":
             return str(row.pid) if row.pid else NONE
         if column == "Uptime":
