@@ -185,10 +185,10 @@ class ProcessTableModel(FixedColumnsModel):
         demand = self._overview.elastic if self._overview is not None else None
         if demand is None or row.role != "taskmanager":
             return row
-        if row.name in demand.starts or row.name in demand.started:
-            return replace(row, demand="on demand")
         if row.name in demand.stops:
             return replace(row, demand="idle, stopping")
+        if row.name in demand.starts or row.name in demand.started:
+            return replace(row, demand="on demand")
         if STOPPED_BY_DEMAND in row.lost_cause:
             return replace(row, demand="idle")
         return row

@@ -141,7 +141,7 @@ def test_taskmanagers_the_resource_manager_starts_and_stops_say_so(qtbot):
         "TaskManager taskmanager-4 lost: stopped by the ResourceManager: idle for 30 s"))
     demand = p.TaskManagerDemand("1:ab", starts=("taskmanager-3",), stops=("taskmanager-2",),
                                  min_taskmanagers=1, max_taskmanagers=4,
-                                 started=("taskmanager-1", "taskmanager-2"))
+                                 started=("taskmanager-1",))
     model.set_overview(replace(overview(taskmanager("taskmanager-1"),
                                         taskmanager("taskmanager-2"), stopped),
                                elastic=demand))
