@@ -151,7 +151,9 @@ class ElasticPlanner:
         wanted = math.ceil(max(0, pending - coming) / self.limits.slots_per_taskmanager)
         wanted = max(wanted, self.limits.min_taskmanagers - count)
         wanted = min(wanted, self.limits.max_taskmanagers - count)
-        names = self._free_names(taken)[:max(0, wanted)]
+        if wanted <= 0:
+            return ()
+        names = self._free_names(taken)[:wanted]
         for name in names:
             self.starting[name] = now
             self.released.discard(name)

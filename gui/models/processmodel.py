@@ -181,17 +181,9 @@ class ProcessTableModel(FixedColumnsModel):
         return row
 
     def _with_demand(self, row: ProcessRow) -> ProcessRow:
-        """Started or stopped by the active ResourceManager (docs/elastic.md)."""
-        demand = self._overview.elastic if self._overview is not None else None
-        if demand is None or row.role != "taskmanager":
+        if self._overview is None or row.role != "taskmanager":
             return row
-        if row.name in demand.stops:
-            return replace(row, demand="idle, stopping")
-        if row.name in demand.starts or row.name in demand.started:
-            return replace(row, demand="on demand")
-        if STOPPED_BY_DEMAND in row.lost_cause:
-            return replace(row, demand="idle")
-        return row
+        return replace(row, demand=demand_word(self._overview, row.name, row.lost_cause))
 
     def _with_resources(self, row: ProcessRow) -> ProcessRow:
         sample = self._resources.get(row.pid) if row.pid else None
@@ -264,6 +256,19 @@ class ProcessTableModel(FixedColumnsModel):
         if row.log_path is not None:
             lines.append(f"log: {row.log_path}")
         return "\n".join(lines)
+
+
+def demand_word(overview: p.ClusterOverview, name: str, lost_cause: str) -> str:
+    """A TaskManager's part in the active ResourceManager's demand (docs/elastic.md):
+    started or being stopped by it, or stopped as idle; "" for one started by hand."""
+    demand = overview.elastic
+    if demand is None:
+        return ""
+    if name in demand.stops:
+        return "idle, stopping"
+    if name in demand.starts or name in demand.started:
+        return "on demand"
+    return "idle" if STOPPED_BY_DEMAND in lost_cause else ""
 
 
 def _by_id(tm: p.TaskManagerInfo) -> str:
