@@ -48,19 +48,39 @@ class _Exited:
     info: ProcessInfo
 
 
+def report_start_failure(config: Config, address: BrokerAddress,
+                         demand: p.TaskManagerDemand, failure: p.TaskManagerStartFailed
+                         ) -> None:
+    """Tell the ResourceManager, with the failed TaskManager's login (``address``)."""
+    service = connect_service(config, "taskmanager", failure.resource_id, address,
+                              connect_timeout=REPORT_TIMEOUT, with_presence=False)
+    try:
+        service.gateway(ResourceManagerGateway, "resourcemanager",
+                        demand.fencing_token).taskmanager_start_failed(failure)
+    finally:
+        service.close()
+
+
+Report = Callable[[Config, BrokerAddress, p.TaskManagerDemand, p.TaskManagerStartFailed],
+                  None]
+
+
 class TaskManagerProvider:
     """``spec_for(name)`` builds the process spec of TaskManager ``name`` (raising
     ValueError when it cannot run here, e.g. its login was handed out); ``address_for``
-    gives the broker address with that TaskManager's login."""
+    gives the broker address with that TaskManager's login; ``report`` sends a failed
+    start."""
 
     def __init__(self, config: Config, supervisor: Supervisor, client_address: BrokerAddress,
                  spec_for: Callable[[str], ProcessSpec],
-                 address_for: Callable[[str], BrokerAddress]) -> None:
+                 address_for: Callable[[str], BrokerAddress],
+                 report: Report = report_start_failure) -> None:
         self.config = config
         self.supervisor = supervisor
         self._client_address = client_address
         self._spec_for = spec_for
         self._address_for = address_for
+        self._report = report
         self._inbox: queue.SimpleQueue[p.TaskManagerDemand | _Exited | None] = \
             queue.SimpleQueue()
         self._fence = EpochFence("resource provider")
@@ -107,6 +127,7 @@ class TaskManagerProvider:
     # -- the provider's thread ---------------------------------------------------------------
 
     def _run(self) -> None:
+        """Until ``close`` posts None (tests post it and run this on their own thread)."""
         while (event := self._inbox.get()) is not None:
             try:
                 if isinstance(event, p.TaskManagerDemand):
@@ -167,22 +188,16 @@ class TaskManagerProvider:
 
     def _fail(self, name: str, demand: p.TaskManagerDemand, cause: str,
               exit_code: int | None) -> None:
-        """Tell the ResourceManager, with the TaskManager's own login."""
+        """Tell the ResourceManager; it will not be started again under this demand."""
         self._failed[name] = demand.failed_starts
         log.warning("TaskManager %s failed to start: %s", name, cause)
         try:
-            service = connect_service(self.config, "taskmanager", name, self._address_for(name),
-                                      connect_timeout=REPORT_TIMEOUT, with_presence=False)
+            self._report(self.config, self._address_for(name), demand,
+                         p.TaskManagerStartFailed(name, cause[-START_FAILURE_CHARS:],
+                                                  exit_code))
         except Exception as error:
             log.error("could not report the failed start of %s: %s (the ResourceManager "
                       "counts it failed after elastic.start-timeout)", name, error)
-            return
-        try:
-            service.gateway(ResourceManagerGateway, "resourcemanager",
-                            demand.fencing_token).taskmanager_start_failed(
-                p.TaskManagerStartFailed(name, cause[-START_FAILURE_CHARS:], exit_code))
-        finally:
-            service.close()
 
 
 def _log_tail(path: Path) -> str:
