@@ -39,7 +39,7 @@ from benchmarks._harness import (
     markdown_table,
     median,
 )
-from clusterdeck.core.client.jobclient import JobClient
+from clusterdeck.core.client.jobclient import JobClient, new_job_id
 from clusterdeck.core.client.localcluster import LocalCluster
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.protocol import messages as p
@@ -96,8 +96,9 @@ def one_run(client: JobClient, timeline: Timeline, job_file: Path) -> list[float
         timeline.moves.clear()
         demands_before = len(timeline.demands)
         before = set(timeline.live)
-    job_id = client.submit(job_file, [])
-    client.service.subscribe(topics.job_events(job_id), timeline.on_job)
+    job_id = new_job_id()
+    client.service.subscribe(topics.job_events(job_id), timeline.on_job)  # before it runs
+    client.submit(job_file, [], job_id=job_id)
     result = client.wait(job_id)
     assert result.status is p.JobStatus.FINISHED, result.root_cause
     with timeline.lock:
