@@ -168,7 +168,6 @@ class ResourceManager(FencedRpcEndpoint):
             return
         if self.elastic is not None:
             self.elastic.lost(resource_id)
-            self._plan()
         self.heartbeats.unmonitor(resource_id)
         self.slots.remove_taskmanager(resource_id)
         log.warning("%s", registration.lost_cause)
@@ -178,6 +177,7 @@ class ResourceManager(FencedRpcEndpoint):
         self._publish_snapshot()
         for listener in self._loss_listeners:
             listener(resource_id, registration.lost_cause)
+        self._plan()
 
     def _forget_lost(self) -> None:
         gone = self.registry.forget_lost(time.time(), self.lost_retention, self.max_lost)
@@ -275,12 +275,11 @@ class ResourceManager(FencedRpcEndpoint):
             self.fencing_token or "", tuple(planner.starting), tuple(planner.stopping),
             limits.min_taskmanagers, limits.max_taskmanagers, tuple(sorted(planner.owned)),
             planner.failed_starts, retry_at, planner.last_failure)
-        if demand == self._demand:
+        if self._demand is not None and demand == dataclasses.replace(self._demand,
+                                                                      taken_at=0.0):
             return
-        self._demand = demand
-        self.rpc_service.publish(topics.TASKMANAGER_DEMAND,
-                                 dataclasses.replace(demand, taken_at=time.time()),
-                                 retained=True)
+        self._demand = dataclasses.replace(demand, taken_at=time.time())
+        self.rpc_service.publish(topics.TASKMANAGER_DEMAND, self._demand, retained=True)
         self._publish_snapshot()
 
     # -- observers ------------------------------------------------------------------------------
