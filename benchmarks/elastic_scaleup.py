@@ -108,6 +108,9 @@ def one_run(client: JobClient, timeline: Timeline, job_file: Path) -> list[float
         assert new_tm not in before
         registered = timeline.registered[new_tm]
     on_new = [m for m in moves if m.taskmanager_id == new_tm]
+    if not on_new:
+        raise RuntimeError(f"no subtask ran on {new_tm}, started for this run: the first "
+                           "TaskManager took both (its first subtask ended first)")
     subtask = on_new[0].subtask
     scheduled = next(m.at for m in moves if m.subtask == subtask
                      and m.new is p.ExecutionState.SCHEDULED)

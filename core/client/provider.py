@@ -176,6 +176,12 @@ class TaskManagerProvider:
     def _exited(self, info: ProcessInfo) -> None:
         if info.name not in self._owned:
             return
+        current = next((i for i in self.supervisor.processes() if i.name == info.name), None)
+        if current is not None and current.pid is not None:
+            # The exit of an instance stopped before this one started: the ResourceManager
+            # reuses a name it stopped once that TaskManager said goodbye, which it does
+            # just before its process ends.
+            return
         if info.name in self._stopping:
             self._stopping.discard(info.name)
             return

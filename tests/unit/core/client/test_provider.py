@@ -119,6 +119,17 @@ def test_an_asked_for_stop_and_a_registered_one_going_are_no_failed_start(tmp_pa
     assert reports == []
 
 
+def test_the_late_exit_of_a_stopped_instance_is_no_failure_of_the_new_one(tmp_path) -> None:
+    made, supervisor, reports = provider(tmp_path)
+    run(made, demand(("taskmanager-2",)))
+    run(made, demand(stops=("taskmanager-2",)))
+    old_exit = supervisor.exit("taskmanager-2", 0)
+    run(made, demand(("taskmanager-2",), failed=0), old_exit)  # the name reused at once
+    assert supervisor.calls[-1] == ("start", "taskmanager-2")
+    assert supervisor.infos["taskmanager-2"].pid is not None
+    assert reports == []
+
+
 def test_a_name_supervised_by_hand_is_a_failed_start_not_taken_over(tmp_path) -> None:
     made, supervisor, reports = provider(tmp_path)
     supervisor.add(ProcessSpec("taskmanager-4", "taskmanager", ("true",)))
