@@ -52,6 +52,19 @@ log = logging.getLogger(__name__)
 
 
 
+def _check_command(template: str) -> None:
+    """Refuse an ``elastic.command`` that names no command or placeholders it does not
+    have here, rather than have every TaskManager's start fail on it."""
+    if not template.strip():
+        raise ConfigError("elastic.provider command needs elastic.command")
+    try:
+        template.format(name="taskmanager-1", index=1, cluster="c")
+    except (KeyError, IndexError, ValueError) as error:
+        raise ConfigError(f"elastic.command {template!r}: only {{name}}, {{index}} and "
+                          f"{{cluster}} are filled in (write {{{{ and }}}} for braces): "
+                          f"{error!r}") from None
+
+
 class LocalCluster:
     def __init__(self, config: Config) -> None:
         self.cluster_id: str = config["cluster.id"]
@@ -80,8 +93,8 @@ class LocalCluster:
             if config["elastic.provider"] != "none" and self.broker_kind == "external":
                 raise ConfigError("elastic.provider needs the cluster's own broker: the "
                                   "TaskManagers it starts log in with the cluster's logins")
-            if config["elastic.provider"] == "command" and not config["elastic.command"]:
-                raise ConfigError("elastic.provider command needs elastic.command")
+            if config["elastic.provider"] == "command":
+                _check_command(config["elastic.command"])
             if config["elastic.min-taskmanagers"] > config["elastic.max-taskmanagers"]:
                 raise ConfigError("elastic.min-taskmanagers exceeds "
                                   "elastic.max-taskmanagers")
