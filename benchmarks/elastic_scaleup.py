@@ -103,9 +103,10 @@ def one_run(client: JobClient, timeline: Timeline, job_file: Path) -> list[float
     assert result.status is p.JobStatus.FINISHED, result.root_cause
     with timeline.lock:
         moves = list(timeline.moves)
-        demand = next(d for d in timeline.demands[demands_before:] if d.starts)
-        new_tm = demand.starts[0]
-        assert new_tm not in before
+        # The first demand for a TaskManager beyond those running when the run began (a
+        # late copy of the minimum's demand may arrive first).
+        demand = next(d for d in timeline.demands[demands_before:] if set(d.starts) - before)
+        new_tm = min(set(demand.starts) - before)
         registered = timeline.registered[new_tm]
     on_new = [m for m in moves if m.taskmanager_id == new_tm]
     if not on_new:
