@@ -2,11 +2,12 @@
 TaskManager the active ResourceManager started for it (docs/elastic.md).
 
 One local cluster (``elastic.provider local``, min 1, max 2 TaskManagers of one slot, a
-short idle timeout) serves every run. A run submits a job of two subtasks that each sleep
-a while, so the second one's slot request finds no free slot; the timestamps, all of
-this machine's wall clock, come from the cluster itself:
+short idle timeout) serves every run. A run first submits a job that holds the only slot
+until the run ends (it waits for a file), then a one-subtask job, whose slot request
+finds no free slot; the timestamps, all of this machine's wall clock, come from the
+cluster itself:
 
-- requested: the second subtask SCHEDULED (its JobMaster asks for a slot then);
+- requested: the second job's subtask SCHEDULED (its JobMaster asks for a slot then);
 - decided: ``taken_at`` of the first ``TaskManagerDemand`` that asks for a TaskManager;
 - registered: the new TaskManager's ``registered_at`` (its process started, connected and
   registered);
@@ -45,10 +46,18 @@ from clusterdeck.core.config.settings import Config
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 
-JOB = ("import time\n"
-       "def build(env):\n"
-       "    env.set_parallelism(2)\n"
-       "    env.from_range(0, 2).map(lambda x: time.sleep(3) or x).collect()\n")
+HOLDER = ("import os, time\n"
+          "def hold(x, release):\n"
+          "    while not os.path.exists(release):\n"
+          "        time.sleep(0.05)\n"
+          "    return x\n"
+          "def build(env):\n"
+          "    release = env.args[0]\n"
+          "    env.set_parallelism(1)\n"
+          "    env.from_range(0, 1).map(lambda x: hold(x, release)).collect()\n")
+JOB = ("def build(env):\n"
+       "    env.set_parallelism(1)\n"
+       "    env.from_range(0, 1).map(lambda x: x + 1).collect()\n")
 PHASES = ("request → decision", "decision → registered", "registered → deploying",
           "deploying → running", "request → running")
 
@@ -62,6 +71,7 @@ class Timeline:
         self.registered: dict[str, float] = {}
         self.moves: list[p.ExecutionStateEvent] = []
         self.live: set[str] = set()
+        self.busy = 0  # slots taken in the latest overview
 
     def on_demand(self, _topic: str, demand: object) -> None:
         if isinstance(demand, p.TaskManagerDemand):
@@ -73,9 +83,14 @@ class Timeline:
             with self.lock:
                 self.live = {t.id for t in overview.taskmanagers
                              if t.state is p.TaskManagerState.REGISTERED}
+                self.busy = overview.slots_total - overview.slots_free
                 for info in overview.taskmanagers:
                     if info.state is p.TaskManagerState.REGISTERED:
                         self.registered[info.id] = info.registered_at
+
+    def busy_slots(self) -> int:
+        with self.lock:
+            return self.busy
 
     def on_job(self, _topic: str, event: object) -> None:
         if isinstance(event, p.ExecutionStateEvents):
@@ -91,16 +106,21 @@ def wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.02)
 
 
-def one_run(client: JobClient, timeline: Timeline, job_file: Path) -> list[float]:
+def one_run(client: JobClient, timeline: Timeline, work: Path, run: int) -> list[float]:
+    release = work / f"release-{run}"
+    holder = client.submit(work / "holder.py", [str(release)])
+    wait(lambda: timeline.busy_slots(), 120, "the holder job in the only slot")
     with timeline.lock:
         timeline.moves.clear()
         demands_before = len(timeline.demands)
         before = set(timeline.live)
     job_id = new_job_id()
     client.service.subscribe(topics.job_events(job_id), timeline.on_job)  # before it runs
-    client.submit(job_file, [], job_id=job_id)
+    client.submit(work / "job.py", [], job_id=job_id)
     result = client.wait(job_id)
+    release.touch()
     assert result.status is p.JobStatus.FINISHED, result.root_cause
+    assert client.wait(holder).status is p.JobStatus.FINISHED
     with timeline.lock:
         moves = list(timeline.moves)
         # The first demand for a TaskManager beyond those running when the run began (a
@@ -109,12 +129,7 @@ def one_run(client: JobClient, timeline: Timeline, job_file: Path) -> list[float
         new_tm = min(set(demand.starts) - before)
         registered = timeline.registered[new_tm]
     on_new = [m for m in moves if m.taskmanager_id == new_tm]
-    if not on_new:
-        raise RuntimeError(f"no subtask ran on {new_tm}, started for this run: the first "
-                           "TaskManager took both (its first subtask ended first)")
-    subtask = on_new[0].subtask
-    scheduled = next(m.at for m in moves if m.subtask == subtask
-                     and m.new is p.ExecutionState.SCHEDULED)
+    scheduled = next(m.at for m in moves if m.new is p.ExecutionState.SCHEDULED)
     deploying = next(m.at for m in on_new if m.new is p.ExecutionState.DEPLOYING)
     running = next(m.at for m in on_new if m.new is p.ExecutionState.RUNNING)
     return [demand.taken_at - scheduled, registered - demand.taken_at,
@@ -126,8 +141,8 @@ def measure(spark_start: str, runs: int, work: Path) -> list[list[float]]:
                      "elastic.provider": "local", "elastic.min-taskmanagers": 1,
                      "elastic.max-taskmanagers": 2, "elastic.idle-timeout": 1.0,
                      "heartbeat.interval": 0.2, "spark.start": spark_start})
-    job_file = work / "two_sleepers.py"
-    job_file.write_text(JOB)
+    (work / "holder.py").write_text(HOLDER)
+    (work / "job.py").write_text(JOB)
     timeline = Timeline()
     samples = []
     with LocalCluster(config) as cluster:
@@ -136,9 +151,9 @@ def measure(spark_start: str, runs: int, work: Path) -> list[list[float]]:
         with JobClient(cluster.config, connect_timeout=30) as client:
             client.service.subscribe(topics.TASKMANAGER_DEMAND, timeline.on_demand)
             client.service.subscribe(topics.CLUSTER_STATE, timeline.on_cluster)
-            for _ in range(runs):
+            for run in range(runs):
                 wait(lambda: len(timeline.live) == 1, 120, "cluster back to one TaskManager")
-                samples.append(one_run(client, timeline, job_file))
+                samples.append(one_run(client, timeline, work, run))
     return samples
 
 
