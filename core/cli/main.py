@@ -85,6 +85,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "(ha.mode; docs/ha.md)")
     up.add_argument("--check", action="store_true", help="start, wait until every "
                     "TaskManager registered, print the status, stop")
+    up.add_argument("--provider", choices=["none", "local", "command"], help="who starts "
+                    "TaskManagers on demand (elastic.provider; docs/elastic.md); --min- or "
+                    "--max-taskmanagers alone mean local")
+    up.add_argument("--min-taskmanagers", type=int, help="TaskManagers kept running "
+                    "(elastic.min-taskmanagers)")
+    up.add_argument("--max-taskmanagers", type=int, help="TaskManagers at most "
+                    "(elastic.max-taskmanagers)")
+    up.add_argument("--idle-timeout", help="stop a TaskManager started on demand once it "
+                    "was idle this long (elastic.idle-timeout, e.g. \"30 s\")")
 
     status = commands.add_parser("status", parents=[common], help="TaskManagers and slots")
     status.add_argument("--json", action="store_true", help="machine-readable output")
@@ -134,13 +143,21 @@ def effective_config(args: argparse.Namespace) -> Config:
     if getattr(args, "cluster", None):
         overrides["cluster.id"] = args.cluster
     extra = {"taskmanagers": "taskmanager.count", "slots": "taskmanager.slots",
-             "jobmanagers": "jobmanager.count", "ha": "ha.mode"}
+             "jobmanagers": "jobmanager.count", "ha": "ha.mode",
+             "provider": "elastic.provider", "min_taskmanagers": "elastic.min-taskmanagers",
+             "max_taskmanagers": "elastic.max-taskmanagers",
+             "idle_timeout": "elastic.idle-timeout"}
     for attribute, key in extra.items():
         if getattr(args, attribute, None) is not None:
             overrides[key] = getattr(args, attribute)
     if args.command in ("up", "run") and args.broker:
         overrides["broker.kind"] = args.broker
-    return load(args.config, overrides)
+    config = load(args.config, overrides)
+    limits_only = "elastic.provider" not in overrides and any(
+        key in overrides for key in ("elastic.min-taskmanagers", "elastic.max-taskmanagers"))
+    if limits_only and config["elastic.provider"] == "none":
+        config = config.with_overrides({"elastic.provider": "local"})
+    return config
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -273,6 +290,8 @@ def cmd_status(config: Config, args: argparse.Namespace) -> int:
 def overview_json(overview: p.ClusterOverview) -> dict:
     document = asdict(overview)
     document.pop("fencing_token", None)
+    if document.get("elastic"):
+        document["elastic"].pop("fencing_token", None)
     document["taskmanagers"] = [
         {**asdict(info), "state": info.state.value} for info in overview.taskmanagers]
     return document
@@ -296,6 +315,20 @@ def print_overview(overview: p.ClusterOverview) -> None:
               f"{info.slots_total:>5} {info.slots_free:>4} {age:>9}")
         if info.lost_cause:
             print(f"{'':<20} {info.lost_cause}")
+    if overview.elastic is not None:
+        print_demand(overview.elastic)
+
+
+def print_demand(demand: p.TaskManagerDemand) -> None:
+    """The active ResourceManager's side of the status (docs/elastic.md)."""
+    print(f"elastic: {demand.min_taskmanagers} to {demand.max_taskmanagers} TaskManagers; "
+          f"starting on demand: {', '.join(demand.starts) or 'none'}; stopping (idle): "
+          f"{', '.join(demand.stops) or 'none'}; failed starts: {demand.failed_starts}")
+    if demand.retry_at > time.time():
+        print(f"next start not before {time.strftime('%H:%M:%S', time.localtime(demand.retry_at))}"
+              " (back-off after a failed start)")
+    if demand.last_failure:
+        print(f"last failed start: {demand.last_failure}")
 
 
 def cmd_up(config: Config, args: argparse.Namespace) -> int:
@@ -321,7 +354,7 @@ def cmd_up(config: Config, args: argparse.Namespace) -> int:
     cluster.supervisor.add_listener(report)
     try:
         cluster.start()
-        overview = cluster.wait_for_taskmanagers(config["taskmanager.count"], timeout=60.0)
+        overview = cluster.wait_for_taskmanagers(cluster.initial_taskmanagers, timeout=60.0)
         print_overview(overview)
         print(f"logs: {paths.cluster_log_dir(cluster.cluster_id)}", file=sys.stderr)
         if args.check:

@@ -6,13 +6,15 @@ Used by ``clusterdeck up`` and ``run`` and by the desktop app. Every child is st
 this interpreter and the effective configuration written to the cluster's run directory, so
 a restarted child comes back exactly as it was. It holds the cluster's lock
 (``core/node/clusterlock.py``) from its construction until ``stop``: one cluster id runs
-one cluster at a time.
+one cluster at a time. With ``elastic.provider`` set it starts no TaskManagers itself: its
+resource provider starts and stops them as the ResourceManager asks (docs/elastic.md).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shlex
 import threading
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from clusterdeck.broker.credentials import (
     taskmanager_index,
     taskmanager_name,
 )
+from clusterdeck.broker.exported import ExportedCredentials
 from clusterdeck.broker.server import (
     choose_port,
     local_address,
@@ -33,6 +36,7 @@ from clusterdeck.broker.server import (
     wait_ready,
 )
 from clusterdeck.core.client.jobclient import ClusterClient
+from clusterdeck.core.client.provider import TaskManagerProvider
 from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config, ConfigError
 from clusterdeck.core.ha import zkserver
@@ -46,6 +50,19 @@ from clusterdeck.core.supervisor import ProcessSpec, Supervisor
 log = logging.getLogger(__name__)
 
 
+
+
+def _check_command(template: str) -> None:
+    """Refuse an ``elastic.command`` that names no command or placeholders it does not
+    have here, rather than have every TaskManager's start fail on it."""
+    if not template.strip():
+        raise ConfigError("elastic.provider command needs elastic.command")
+    try:
+        template.format(name="taskmanager-1", index=1, cluster="c")
+    except (KeyError, IndexError, ValueError) as error:
+        raise ConfigError(f"elastic.command {template!r}: only {{name}}, {{index}} and "
+                          f"{{cluster}} are filled in (write {{{{ and }}}} for braces): "
+                          f"{error!r}") from None
 
 
 class LocalCluster:
@@ -72,6 +89,15 @@ class LocalCluster:
                 config = config.with_overrides(
                     {"ha.zookeeper.quorum": f"127.0.0.1:{self.zookeeper_port}"})
             self.config = config
+            self.provider: TaskManagerProvider | None = None
+            if config["elastic.provider"] != "none" and self.broker_kind == "external":
+                raise ConfigError("elastic.provider needs the cluster's own broker: the "
+                                  "TaskManagers it starts log in with the cluster's logins")
+            if config["elastic.provider"] == "command":
+                _check_command(config["elastic.command"])
+            if config["elastic.min-taskmanagers"] > config["elastic.max-taskmanagers"]:
+                raise ConfigError("elastic.min-taskmanagers exceeds "
+                                  "elastic.max-taskmanagers")
             self.supervisor = Supervisor(config, paths.cluster_log_dir(self.cluster_id))
             self.config_path = self._write_config()
         except BaseException:
@@ -120,8 +146,40 @@ class LocalCluster:
         for name in self.jobmanager_names():
             self.supervisor.add(self._spec(name, "jobmanager", "jobmanager"))
             self.supervisor.start_process(name)
+        if self.config["elastic.provider"] != "none":
+            self.provider = TaskManagerProvider(
+                self.config, self.supervisor, self.broker_address(), self._demanded_spec,
+                lambda name: self.broker_address("taskmanager", name))
+            self.provider.start()
+            return
         for index in range(1, self.config["taskmanager.count"] + 1):
             self.add_taskmanager(index)
+
+    @property
+    def initial_taskmanagers(self) -> int:
+        """TaskManagers to wait for after ``start``: with a provider, its minimum."""
+        if self.config["elastic.provider"] != "none":
+            return self.config["elastic.min-taskmanagers"]
+        return self.config["taskmanager.count"]
+
+    def _demanded_spec(self, name: str) -> ProcessSpec:
+        """Called on the provider's thread: how TaskManager ``name`` runs, on this machine
+        or through ``elastic.command``, which gets its credentials on standard input."""
+        self._check_login(name)
+        if self.config["elastic.provider"] == "local":
+            return self._spec(name, "taskmanager", "taskmanager", "--id", name)
+        directory = ensure_private_dir(run_dir(self.cluster_id) / "credentials")
+        credentials = directory / f"{name}.json"
+        address = self.broker_address("taskmanager", name)
+        credentials.write_text(ExportedCredentials(self.cluster_id, "taskmanager", address,
+                                                   name).to_json(), encoding="utf-8")
+        credentials.chmod(0o600)
+        command = self.config["elastic.command"].format(
+            name=shlex.quote(name), index=taskmanager_index(name),
+            cluster=shlex.quote(self.cluster_id))
+        return ProcessSpec(name, "taskmanager", (
+            "/bin/sh", "-c", f"{{ {command}\n}} < {shlex.quote(str(credentials))}"),
+            env=self._spec(name, "taskmanager", "taskmanager").env)
 
     def jobmanager_names(self) -> list[str]:
         """``jobmanager``, then ``jobmanager-2`` … for the standbys started with it."""
@@ -142,15 +200,18 @@ class LocalCluster:
         (broker/credentials.py); one handed to another machine is not taken twice."""
         name = taskmanager_name(index)
         if self.broker_kind != "external":
-            credentials = load_or_create(self.cluster_dir, self.cluster_id)
-            if taskmanager_index(name) is None or name in credentials.exported:
-                raise CredentialsError(
-                    f"no login left for a local {name}: the cluster has "
-                    f"{len(credentials.taskmanagers)} TaskManager logins and "
-                    f"{len(credentials.exported)} of them were handed out")
+            self._check_login(name)
         self.supervisor.add(self._spec(name, "taskmanager", "taskmanager", "--id", name))
         self.supervisor.start_process(name)
         return name
+
+    def _check_login(self, name: str) -> None:
+        credentials = load_or_create(self.cluster_dir, self.cluster_id)
+        if taskmanager_index(name) is None or name in credentials.exported:
+            raise CredentialsError(
+                f"no login left for a local {name}: the cluster has "
+                f"{len(credentials.taskmanagers)} TaskManager logins and "
+                f"{len(credentials.exported)} of them were handed out")
 
     def broker_address(self, role: str = "client", name: str | None = None) -> BrokerAddress:
         """Known before the broker runs: its port is fixed here and the credentials are
@@ -188,6 +249,8 @@ class LocalCluster:
         """Stop every process, then let the cluster's lock go: only once its JobManager is
         down may another one start."""
         try:
+            if self.provider is not None:
+                self.provider.close()
             self.supervisor.stop()
         finally:
             self.lock.release()

@@ -267,6 +267,28 @@ OPTIONS: tuple[Option, ...] = (
            "first."),
     Option("resourcemanager.lost-taskmanager-retention", duration, 300.0, "How long a lost "
            "TaskManager stays in the cluster overview before it is forgotten."),
+    Option("elastic.provider", one_of("none", "local", "command"), "none", "Who starts "
+           "and stops TaskManagers on the ResourceManager's demand (docs/elastic.md): none, "
+           "only those started by hand; local, the supervisor on this machine; command, "
+           "the supervisor runs elastic.command for each."),
+    Option("elastic.command", text, "", "With elastic.provider command: the command line "
+           "that runs one TaskManager, with {name} (its id and login), {index} (n of "
+           "taskmanager-<n>) and {cluster}; it gets the TaskManager's credentials file on "
+           "standard input (`clusterdeck taskmanager --credentials -`)."),
+    Option("elastic.min-taskmanagers", non_negative_int, 1, "TaskManagers the "
+           "ResourceManager keeps running with a provider; idle ones beyond it are stopped."),
+    Option("elastic.max-taskmanagers", positive_int, 4, "TaskManagers at most, those "
+           "started by hand included; slot requests beyond the free slots start new ones up "
+           "to it, and a job that needs more slots at once than it allows is refused."),
+    Option("elastic.idle-timeout", duration, 30.0, "A TaskManager the ResourceManager "
+           "started that has had every slot free this long is stopped (down to "
+           "elastic.min-taskmanagers)."),
+    Option("elastic.start-timeout", duration, 60.0, "A TaskManager asked for that has not "
+           "registered within this long counts as a failed start."),
+    Option("elastic.start-backoff", duration, 1.0, "Pause after a failed start before the "
+           "next, doubling with each failure in a row."),
+    Option("elastic.max-start-backoff", duration, 60.0, "Longest pause after failed "
+           "starts."),
     Option("taskmanager.data.bind", text, "auto", "Address the TaskManager's data service "
            "(its result partitions, for TaskManagers that share no folder with it) listens "
            "on. auto: 127.0.0.1 when the broker is on loopback, every interface otherwise."),

@@ -94,3 +94,24 @@ def _check_graph(graph: JobGraph, max_parallelism: int) -> None:
         graph.topological_order()
     except ValueError as error:
         raise SubmissionRefused(str(error)) from None
+
+
+def check_slots(graph: JobGraph, config: Config) -> None:
+    """Raise SubmissionRefused when the job needs more slots at once than the cluster can
+    ever have, instead of letting it wait for ``jobmanager.slot-request-timeout``.
+
+    Only a streaming job needs every subtask's slot at once (pipelined); a batch job runs
+    its subtasks in waves on however many slots there are, and with a provider it gets
+    TaskManagers started up to the maximum. The most there can ever be is known only with
+    a provider (``elastic.max-taskmanagers``): without one, TaskManagers started by hand
+    may join at any time."""
+    if config["elastic.provider"] == "none" or graph.kind is not JobKind.STREAMING:
+        return
+    needed = sum(vertex.parallelism for vertex in graph.vertices)
+    most = config["elastic.max-taskmanagers"] * config["taskmanager.slots"]
+    if needed > most:
+        raise SubmissionRefused(
+            f"job {graph.name!r} needs {needed} slots at once (a streaming job runs every "
+            f"subtask together) and this cluster has at most {most}: "
+            f"elastic.max-taskmanagers {config['elastic.max-taskmanagers']} x "
+            f"taskmanager.slots {config['taskmanager.slots']}")

@@ -24,6 +24,7 @@ from clusterdeck.core.jobmanager.admission import (
     SubmissionRefused,
     check_restart_strategy,
     check_savepoint,
+    check_slots,
     check_submission,
 )
 from clusterdeck.core.jobmanager.checkpoints import SavepointFailed
@@ -195,6 +196,7 @@ class Dispatcher(FencedRpcEndpoint):
             return p.JobSubmitted(existing.job_id)
         artifact = self._assemble(request.upload_id, request.artifact_sha256)
         check_restart_strategy(self.config, request.restart_strategy)
+        check_slots(request.graph, self.config)
         check_savepoint(request.graph, self.savepoints)
         record = JobRecord(request.job_id, request.graph, request.artifact_sha256,
                            request.args, request.restart_strategy, request.task_timeout)

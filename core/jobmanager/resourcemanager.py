@@ -11,10 +11,16 @@ after ``resourcemanager.lost-taskmanager-retention`` or beyond
 ``resourcemanager.max-lost-taskmanagers``, and the overview is published at most every
 ``SNAPSHOT_DELAY`` (a thousand TaskManagers starting at once would otherwise encode it a
 thousand times).
+
+With a resource provider (``elastic.provider``) it is Flink's active ResourceManager: the
+``ElasticPlanner`` decides which TaskManagers to start for slot requests beyond the free
+slots and which idle ones to stop, and the decision goes out retained as a
+``TaskManagerDemand`` for the provider to carry out (docs/elastic.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import socket
@@ -24,11 +30,13 @@ from typing import Any
 
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.heartbeat import HeartbeatMonitor
+from clusterdeck.core.jobmanager.elastic import ElasticLimits, ElasticPlanner, TaskManagerLoad
 from clusterdeck.core.jobmanager.listings import fitted_overview
 from clusterdeck.core.jobmanager.slotpool import PendingRequest, SlotPool
 from clusterdeck.core.jobmanager.taskmanagers import Registration, TaskManagerRegistry
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
+from clusterdeck.core.protocol.elastic import START_FAILURE_CHARS
 from clusterdeck.core.protocol.fencing import epoch_of
 from clusterdeck.core.protocol.gateways import JobMasterGateway, TaskExecutorGateway
 from clusterdeck.core.rpc import FencedRpcEndpoint, handler
@@ -58,13 +66,17 @@ class ResourceManager(FencedRpcEndpoint):
         self.heartbeats: HeartbeatMonitor[p.SlotReport] = HeartbeatMonitor.from_config(config)
         self._loss_listeners: list[LossListener] = []
         self.standbys: tuple[str, ...] = ()  # the JobManagers waiting to take over
+        self.elastic = (ElasticPlanner(ElasticLimits.from_config(config))
+                        if config["elastic.provider"] != "none" else None)
+        self._demand: p.TaskManagerDemand | None = None  # the last one published
+        self._retry_at = (0.0, 0.0)  # the planner's retry_at (monotonic), and as wall clock
 
     def on_start(self) -> None:
         """Main thread: watch presence, then start the heartbeat rounds."""
         self.rpc_service.subscribe(
             topics.PRESENCE_ALL, lambda topic, msg: self.run_async(self._on_presence, topic, msg))
         self._publish_snapshot()
-        self._heartbeat_round()
+        self._heartbeat_round()  # plans too: a new leader's demand replaces the old one's
 
     def add_loss_listener(self, listener: LossListener) -> None:
         """``listener(resource_id, cause)`` runs on this endpoint's main thread."""
@@ -92,6 +104,8 @@ class ResourceManager(FencedRpcEndpoint):
         busy = {s.index for s in request.slot_report.slots if s.allocation_id is not None}
         self.slots.add_taskmanager(request.resource_id, len(request.slot_report.slots), busy,
                                    request.slot_report.spark_ready)
+        if self.elastic is not None:
+            self.elastic.registered(request.resource_id)
         self.run_async(self._assign_slots)
         log.info("TaskManager %s registered (%s, pid %d, %d slots)", request.resource_id,
                  request.host, request.pid, len(request.slot_report.slots))
@@ -124,6 +138,7 @@ class ResourceManager(FencedRpcEndpoint):
             age = self.heartbeats.heartbeat_age(resource_id, now) or 0.0
             self._lose(resource_id, f"no heartbeat for {age:.1f} s", "heartbeat timeout")
         self._forget_lost()
+        self._plan()
         for registration in self.registry.registered():
             self._gateway(registration).heartbeat_from_resource_manager(
                 p.ResourceManagerHeartbeat(registration.registration_id, self.fencing_token))
@@ -141,11 +156,18 @@ class ResourceManager(FencedRpcEndpoint):
 
     def _lose(self, resource_id: str, cause: str, detected_by: str,
               instance_id: str | None = None) -> None:
+        registration = self.registry.get(resource_id)
+        stopped = (self.elastic.stopping.get(resource_id) if self.elastic is not None
+                   and registration is not None and registration.is_registered else None)
+        if stopped is not None:  # went as asked: the cause is why it was stopped
+            cause, detected_by = stopped, "elastic"
         detail = f"{cause} (detected by {detected_by})"
         registration = self.registry.mark_lost(
             resource_id, f"TaskManager {resource_id} lost: {detail}", instance_id, time.time())
         if registration is None:
             return
+        if self.elastic is not None:
+            self.elastic.lost(resource_id)
         self.heartbeats.unmonitor(resource_id)
         self.slots.remove_taskmanager(resource_id)
         log.warning("%s", registration.lost_cause)
@@ -155,6 +177,7 @@ class ResourceManager(FencedRpcEndpoint):
         self._publish_snapshot()
         for listener in self._loss_listeners:
             listener(resource_id, registration.lost_cause)
+        self._plan()
 
     def _forget_lost(self) -> None:
         gone = self.registry.forget_lost(time.time(), self.lost_retention, self.max_lost)
@@ -207,6 +230,57 @@ class ResourceManager(FencedRpcEndpoint):
                 gateway.offer_slots(p.OfferSlots(tuple(batch[start:start + OFFERS_PER_MESSAGE])))
         if made:
             self._publish_snapshot()
+        self._plan()
+
+    # -- the active ResourceManager -----------------------------------------------------------
+
+    @handler(p.TaskManagerStartFailed, sender_field="resource_id")
+    def taskmanager_start_failed(self, report: p.TaskManagerStartFailed) -> None:
+        """From the provider, speaking with the failed TaskManager's own login."""
+        cause = report.cause[:START_FAILURE_CHARS]
+        if self.elastic is None or not self.elastic.start_failed(
+                report.resource_id, cause, time.monotonic()):
+            log.info("ignored a failed start of %s: not asked for", report.resource_id)
+            return
+        log.warning("TaskManager %s failed to start: %s", report.resource_id, cause)
+        self._plan()
+
+    def _plan(self) -> None:
+        """Main thread: let the planner decide on the pool as it is now, then publish the
+        demand if it changed. Stopped TaskManagers' slots leave the pool at once, so no
+        request is offered a slot that is going away."""
+        if self.elastic is None:
+            return
+        live = [TaskManagerLoad(r.resource_id, len(r.slot_report.slots),
+                                self.slots.free_count(r.resource_id))
+                for r in self.registry.registered() if r.resource_id not in self.elastic.stopping]
+        decision = self.elastic.decide(time.monotonic(), self.slots.pending, live,
+                                       {r.resource_id for r in self.registry.all()})
+        for name in decision.stop:
+            self.slots.remove_taskmanager(name)
+        if decision:
+            log.info("elastic: start %s, stop %s, timed out %s (%d slot requests waiting)",
+                     list(decision.start), list(decision.stop), list(decision.timed_out),
+                     self.slots.pending)
+        self._publish_demand()
+
+    def _publish_demand(self) -> None:
+        assert self.elastic is not None
+        planner, limits = self.elastic, self.elastic.limits
+        if planner.retry_at != self._retry_at[0]:  # the wall clock of it, taken once
+            self._retry_at = (planner.retry_at,
+                              time.time() + planner.retry_at - time.monotonic())
+        retry_at = self._retry_at[1] if planner.retry_at > time.monotonic() else 0.0
+        demand = p.TaskManagerDemand(
+            self.fencing_token or "", tuple(planner.starting), tuple(planner.stopping),
+            limits.min_taskmanagers, limits.max_taskmanagers, tuple(sorted(planner.owned)),
+            planner.failed_starts, retry_at, planner.last_failure)
+        if self._demand is not None and demand == dataclasses.replace(self._demand,
+                                                                      taken_at=0.0):
+            return
+        self._demand = dataclasses.replace(demand, taken_at=time.time())
+        self.rpc_service.publish(topics.TASKMANAGER_DEMAND, self._demand, retained=True)
+        self._publish_snapshot()
 
     # -- observers ------------------------------------------------------------------------------
 
@@ -225,7 +299,8 @@ class ResourceManager(FencedRpcEndpoint):
             slots_free=sum(i.slots_free for i in live), jobmanager_pid=os.getpid(),
             taken_at=time.time(), fencing_token=self.fencing_token,
             leader_epoch=epoch_of(self.fencing_token), leader_host=socket.gethostname(),
-            standbys=self.standbys, leader_cause=self.leader_cause), self.framesize)
+            standbys=self.standbys, leader_cause=self.leader_cause, elastic=self._demand),
+            self.framesize)
 
     def standbys_changed(self, standbys: tuple[str, ...]) -> None:
         """Main thread (posted by the JobManager's standby watch): the overview lists them."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from clusterdeck.core.protocol.elastic import TaskManagerDemand
 from clusterdeck.core.rpc import message
 
 
@@ -55,6 +56,7 @@ class ClusterOverview:
     leader_host: str = ""
     standbys: tuple[str, ...] = ()  # JobManagers waiting to take over: "pid N on host H"
     leader_cause: str = ""  # how the leader came to lead; protocol 20
+    elastic: TaskManagerDemand | None = None  # the active ResourceManager's; protocol 22
 
 
 @message

@@ -25,6 +25,9 @@ class ResourceManagerGateway(Gateway):
     def release_job_slots(self, msg: p.ReleaseJobSlots) -> None:
         self.tell(msg)
 
+    def taskmanager_start_failed(self, msg: p.TaskManagerStartFailed) -> None:
+        self.tell(msg)
+
 
 class TaskExecutorGateway(Gateway):
     def heartbeat_from_resource_manager(self, msg: p.ResourceManagerHeartbeat) -> None:

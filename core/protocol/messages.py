@@ -43,6 +43,10 @@ from clusterdeck.core.protocol.deployments import (
     SubmitTasks,
     TaskDeployment,
 )
+from clusterdeck.core.protocol.elastic import (
+    TaskManagerDemand,
+    TaskManagerStartFailed,
+)
 from clusterdeck.core.protocol.failures import (
     FailureRecord,
     TaskFailure,
@@ -152,8 +156,9 @@ from clusterdeck.core.protocol.wiring import (
 # 20: SparkWorkReport, a PySpark script's Spark jobs, stages and failed tasks;
 # JobGraphSnapshot.spark
 # 21: LeadershipChanged, ClusterOverview.leader_cause
+# 22: the active ResourceManager: TaskManagerDemand, TaskManagerStartFailed (docs/elastic.md)
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-PROTOCOL_VERSION = 21
+PROTOCOL_VERSION = 22
 
 __all__ = [
     "METRICS_ATTEMPTS",
@@ -228,11 +233,13 @@ __all__ = [
     "SubmitTasks",
     "TaskDeployment",
     "TaskFailure",
+    "TaskManagerDemand",
     "TaskManagerHeartbeat",
     "TaskManagerInfo",
     "TaskManagerLost",
     "TaskManagerMetrics",
     "TaskManagerRegistered",
+    "TaskManagerStartFailed",
     "TaskManagerState",
     "TaskOperationResult",
     "TaskOperationResults",

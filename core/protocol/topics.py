@@ -33,6 +33,7 @@ def layout(cluster_id: str) -> TopicLayout:
 LEADER = "state/leader"             # retained: who leads, with its fencing token
 CLUSTER_STATE = "state/cluster"     # retained: TaskManagers and slots now
 CLUSTER_EVENTS = "events/cluster"   # registrations, losses, slot changes
+TASKMANAGER_DEMAND = "state/taskmanager-demand"  # retained: what the provider starts, stops
 PRESENCE_ALL = "presence/+"
 
 

@@ -19,6 +19,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QFont
 
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.elastic import STOPPED_BY_DEMAND
 from clusterdeck.core.supervisor import ProcessInfo, ProcessStatus
 from clusterdeck.gui.models.formatting import format_bytes, format_uptime
 from clusterdeck.gui.models.palette import PROCESS_STATE_COLOURS
@@ -56,6 +57,7 @@ class ProcessRow:
     memory_bytes: int | None = None
     leadership: str = ""  # a JobManager's: "leader, epoch N" or "standby"
     leader_cause: str = ""
+    demand: str = ""  # a TaskManager's part in the active ResourceManager's demand
 
 
 def process_state(info: ProcessInfo) -> str:
@@ -138,8 +140,9 @@ class ProcessTableModel(FixedColumnsModel):
                                    pid=self._overview.jobmanager_pid))
             rows += [ProcessRow(f"jobmanager ({standby})", "jobmanager", "running")
                      for standby in self._overview.standbys]
-        rows = [self._with_leadership(row) for row in rows]
-        rows += [self._taskmanager_row(tm) for tm in sorted(taskmanagers.values(), key=_by_id)]
+        rows = [self._with_demand(self._with_leadership(row)) for row in rows]
+        rows += [self._with_demand(self._taskmanager_row(tm))
+                 for tm in sorted(taskmanagers.values(), key=_by_id)]
         return [self._with_resources(row) for row in rows]
 
     def _supervised_row(self, info: ProcessInfo, tm: p.TaskManagerInfo | None) -> ProcessRow:
@@ -179,6 +182,11 @@ class ProcessTableModel(FixedColumnsModel):
             return replace(row, leadership="standby")
         return row
 
+    def _with_demand(self, row: ProcessRow) -> ProcessRow:
+        if self._overview is None or row.role != "taskmanager":
+            return row
+        return replace(row, demand=demand_word(self._overview, row.name, row.lost_cause))
+
     def _with_resources(self, row: ProcessRow) -> ProcessRow:
         sample = self._resources.get(row.pid) if row.pid else None
         if sample is None:
@@ -216,7 +224,8 @@ class ProcessTableModel(FixedColumnsModel):
         if column == "Process":
             return row.name
         if column == "State":
-            return f"{row.state} ({row.leadership})" if row.leadership else row.state
+            detail = row.leadership or row.demand
+            return f"{row.state} ({detail})" if detail else row.state
         if column == "PID":
             return str(row.pid) if row.pid else NONE
         if column == "Uptime":
@@ -249,6 +258,19 @@ class ProcessTableModel(FixedColumnsModel):
         if row.log_path is not None:
             lines.append(f"log: {row.log_path}")
         return "\n".join(lines)
+
+
+def demand_word(overview: p.ClusterOverview, name: str, lost_cause: str) -> str:
+    """A TaskManager's part in the active ResourceManager's demand (docs/elastic.md):
+    started or being stopped by it, or stopped as idle; "" for one started by hand."""
+    demand = overview.elastic
+    if demand is None:
+        return ""
+    if name in demand.stops:
+        return "idle, stopping"
+    if name in demand.starts or name in demand.started:
+        return "on demand"
+    return "idle" if STOPPED_BY_DEMAND in lost_cause else ""
 
 
 def _by_id(tm: p.TaskManagerInfo) -> str:

@@ -39,6 +39,8 @@ class ClusterProfile:
     broker_kind: str = "auto"
     spark_master: str = ""
     jobmanagers: int = 1
+    # More than ``taskmanagers`` started on demand, up to this (docs/elastic.md); 0: off.
+    max_taskmanagers: int = 0
 
     def __post_init__(self) -> None:
         if not _NAME.fullmatch(self.name):
@@ -52,11 +54,20 @@ class ClusterProfile:
             raise ProfileError(f"broker kind: one of {', '.join(BROKER_KINDS)}")
         if not 1 <= self.jobmanagers <= MAX_JOBMANAGERS:
             raise ProfileError(f"JobManagers: between 1 and {MAX_JOBMANAGERS}")
+        if self.max_taskmanagers and not self.taskmanagers <= self.max_taskmanagers <= 64:
+            raise ProfileError("TaskManagers on demand: 0 (off), or at least the TaskManagers "
+                               "and at most 64")
 
     def overrides(self) -> dict[str, Any]:
+        """With TaskManagers on demand, those of ``taskmanagers`` are the minimum the
+        ResourceManager keeps, started by the local provider like the others."""
+        elastic = {"elastic.provider": "local", "elastic.min-taskmanagers": self.taskmanagers,
+                   "elastic.max-taskmanagers": self.max_taskmanagers} \
+            if self.max_taskmanagers else {}
         return {"cluster.id": self.name, "taskmanager.count": self.taskmanagers,
                 "taskmanager.slots": self.slots, "broker.kind": self.broker_kind,
-                "spark.master": self.spark_master, "jobmanager.count": self.jobmanagers}
+                "spark.master": self.spark_master, "jobmanager.count": self.jobmanagers,
+                **elastic}
 
     def to_config(self, config_file: Path | None = None) -> cfg.Config:
         """The user's configuration with this profile's values on top. Standbys need an

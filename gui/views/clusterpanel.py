@@ -58,6 +58,11 @@ class ProfileEditor(QGroupBox):
         self.jobmanagers.setRange(1, MAX_JOBMANAGERS)
         self.jobmanagers.setToolTip("One leads, the others stand by to take over when it "
                                     "dies (ha.mode local unless your configuration sets one)")
+        self.on_demand = QSpinBox()
+        self.on_demand.setRange(0, 64)
+        self.on_demand.setSpecialValueText("off")
+        self.on_demand.setToolTip("Start more TaskManagers when jobs wait for slots, up to "
+                                  "this many, and stop them when idle (docs/elastic.md)")
         new, save, delete = QPushButton("New"), QPushButton("Save"), QPushButton("Delete")
         choose = QHBoxLayout()
         choose.addWidget(self.choice, 1)
@@ -71,6 +76,7 @@ class ProfileEditor(QGroupBox):
         form.addRow("Broker", self.broker)
         form.addRow("Spark master", self.spark_master)
         form.addRow("JobManagers", self.jobmanagers)
+        form.addRow("At most, on demand", self.on_demand)
         self._fill_choice(store.names()[0])
         self.choice.currentTextChanged.connect(self._load)
         new.clicked.connect(self._new)
@@ -82,7 +88,8 @@ class ProfileEditor(QGroupBox):
         """The form's profile; ProfileError names a bad field."""
         return ClusterProfile(self.name.text().strip(), self.taskmanagers.value(),
                               self.slots.value(), self.broker.currentText(),
-                              self.spark_master.text().strip(), self.jobmanagers.value())
+                              self.spark_master.text().strip(), self.jobmanagers.value(),
+                              self.on_demand.value())
 
     def save(self) -> ClusterProfile:
         profile = self.profile()
@@ -107,6 +114,7 @@ class ProfileEditor(QGroupBox):
         self.broker.setCurrentText(profile.broker_kind)
         self.spark_master.setText(profile.spark_master)
         self.jobmanagers.setValue(profile.jobmanagers)
+        self.on_demand.setValue(profile.max_taskmanagers)
 
     def _new(self) -> None:
         profile = ClusterProfile(self.store.unused_name())

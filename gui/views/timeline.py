@@ -29,6 +29,7 @@ from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.states import ExecutionState
 from clusterdeck.gui.models.formatting import clock
 from clusterdeck.gui.models.palette import EXECUTION_STATE_COLOURS, job_colour
+from clusterdeck.gui.models.processmodel import demand_word
 
 MAX_BARS = 5000
 """The most recent bars drawn; older attempts leave the timeline."""
@@ -69,11 +70,17 @@ def slot_bars(snapshots: Mapping[str, JobGraphSnapshot]) -> list[SlotBar]:
 
 
 class _SlotAxis(pg.AxisItem):
-    """Row numbers as ``taskmanager / slot``."""
+    """Row numbers as ``taskmanager / slot``, a TaskManager the active ResourceManager
+    started or stopped marked so (``taskmanager-2 (on demand) / 0``)."""
 
     def __init__(self) -> None:
         super().__init__("left")
         self.rows: list[tuple[str, int]] = []
+        self.marks: dict[str, str] = {}
+
+    def row_label(self, taskmanager: str, slot: int) -> str:
+        mark = self.marks.get(taskmanager)
+        return f"{taskmanager} ({mark}) / {slot}" if mark else f"{taskmanager} / {slot}"
 
     def tickValues(self, minVal: float, maxVal: float, size: float) -> list[Any]:
         low, high = sorted((minVal, maxVal))  # an inverted axis gives them reversed
@@ -83,8 +90,7 @@ class _SlotAxis(pg.AxisItem):
         out = []
         for value in values:
             index = round(value)
-            out.append(f"{self.rows[index][0]} / {self.rows[index][1]}"
-                       if 0 <= index < len(self.rows) else "")
+            out.append(self.row_label(*self.rows[index]) if 0 <= index < len(self.rows) else "")
         return out
 
 
@@ -100,6 +106,7 @@ class SlotTimeline(pg.PlotWidget):
         self._snapshots: Mapping[str, JobGraphSnapshot] = {}
         self._bars: list[SlotBar] = []
         self._dirty = False
+        self._relabel = False  # the rows' marks changed: the axis is sized again
         self._brushes: dict[tuple[str, bool], QBrush] = {}
         self.moment: float | None = None
         self.showGrid(x=True, y=False, alpha=0.25)
@@ -125,8 +132,13 @@ class SlotTimeline(pg.PlotWidget):
         slots = [] if overview is None else [
             (tm.id, index) for tm in sorted(overview.taskmanagers, key=lambda tm: tm.id)
             for index in range(tm.slots_total)]
-        if slots != self._slots:
+        marks = {} if overview is None else {
+            tm.id: mark for tm in overview.taskmanagers
+            if (mark := demand_word(overview, tm.id, tm.lost_cause))}
+        if slots != self._slots or marks != self._axis.marks:
             self._slots = slots
+            self._relabel = self._relabel or marks != self._axis.marks
+            self._axis.marks = marks
             self._dirty = True
 
     def set_jobs(self, snapshots: Mapping[str, JobGraphSnapshot]) -> None:
@@ -173,13 +185,14 @@ class SlotTimeline(pg.PlotWidget):
         if self.moment is not None:
             bars = [bar for bar in bars if bar.start <= now]
         self._bars = bars
-        if rows != self._axis.rows:
+        if rows != self._axis.rows or self._relabel:
+            self._relabel = False
             self._axis.rows = rows
             # pyqtgraph drops labels wider than the axis, and grows it only later (if at
             # all): size it for the longest label now.
             metrics = QFontMetrics(self._axis.style["tickFont"] or self.font())
-            widest = max((metrics.horizontalAdvance(f"{tm} / {slot}") for tm, slot in rows),
-                         default=20)
+            widest = max((metrics.horizontalAdvance(self._axis.row_label(tm, slot))
+                          for tm, slot in rows), default=20)
             self._axis.setWidth(widest + 18)
         row_of = {row: index for index, row in enumerate(rows)}
         starts = np.array([bar.start for bar in bars], dtype=float)

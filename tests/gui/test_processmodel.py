@@ -10,6 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from clusterdeck.core.config.settings import Config
+from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.supervisor import ProcessInfo, ProcessSpec, ProcessStatus, Supervisor
 from clusterdeck.gui.bridge import ClusterBridge
 from clusterdeck.gui.models.processmodel import COLUMNS, ProcessTableModel
@@ -137,3 +138,23 @@ def test_a_cluster_without_high_availability_shows_no_leadership(qtbot):
     model.update_processes([info("jobmanager", ProcessStatus.RUNNING, 4000, "jobmanager")])
     model.set_overview(replace(overview(jobmanager_pid=4000), leader_epoch=0))
     assert cell(model, "jobmanager", "State") == "running"
+
+
+def test_taskmanagers_the_resource_manager_starts_and_stops_say_so(qtbot):
+    model = ProcessTableModel()
+    model.update_processes([info("taskmanager-1", ProcessStatus.RUNNING, 11),
+                            info("taskmanager-2", ProcessStatus.RUNNING, 12),
+                            info("taskmanager-3", ProcessStatus.STARTING, 13),
+                            info("taskmanager-4", ProcessStatus.STOPPED)])
+    stopped = replace(taskmanager("taskmanager-4", lost=True), lost_cause=(
+        "TaskManager taskmanager-4 lost: stopped by the ResourceManager: idle for 30 s"))
+    demand = p.TaskManagerDemand("1:ab", starts=("taskmanager-3",), stops=("taskmanager-2",),
+                                 min_taskmanagers=1, max_taskmanagers=4,
+                                 started=("taskmanager-1",))
+    model.set_overview(replace(overview(taskmanager("taskmanager-1"),
+                                        taskmanager("taskmanager-2"), stopped),
+                               elastic=demand))
+    assert cell(model, "taskmanager-1", "State") == "running (on demand)"
+    assert cell(model, "taskmanager-2", "State") == "running (idle, stopping)"
+    assert cell(model, "taskmanager-3", "State") == "starting (on demand)"
+    assert cell(model, "taskmanager-4", "State") == "stopped (idle)"

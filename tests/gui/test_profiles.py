@@ -55,9 +55,20 @@ def test_standby_jobmanagers_get_an_election_unless_the_user_chose_one(tmp_path)
     assert ClusterProfile("c1", jobmanagers=3).to_config(users)["ha.mode"] == "zookeeper"
 
 
+def test_taskmanagers_on_demand_make_the_taskmanagers_the_minimum(tmp_path):
+    plain = tmp_path / "plain.toml"
+    plain.write_text("")
+    assert ClusterProfile("c1").to_config(plain)["elastic.provider"] == "none"
+    config = ClusterProfile("c1", taskmanagers=1, max_taskmanagers=3).to_config(plain)
+    assert (config["elastic.provider"], config["elastic.min-taskmanagers"],
+            config["elastic.max-taskmanagers"]) == ("local", 1, 3)
+
+
 @pytest.mark.parametrize("bad", [{"name": "has/slash"}, {"taskmanagers": 0},
                                  {"slots": 0}, {"broker_kind": "rabbit"},
-                                 {"jobmanagers": 0}, {"jobmanagers": 9}])
+                                 {"jobmanagers": 0}, {"jobmanagers": 9},
+                                 {"taskmanagers": 3, "max_taskmanagers": 2},
+                                 {"max_taskmanagers": 65}])
 def test_a_bad_value_is_refused_with_its_field(bad):
     with pytest.raises(ProfileError):
         ClusterProfile(**bad)

@@ -166,3 +166,24 @@ def test_a_submit_waiting_when_its_cluster_stops_exits_with_unreachable(tmp_path
             if process is not None and process.poll() is None:
                 process.kill()
                 process.wait(10)
+
+
+def test_up_with_limits_starts_the_minimum_on_demand_and_status_shows_the_limits() -> None:
+    cluster_id = f"elastic-{uuid.uuid4().hex[:6]}"
+    up = subprocess.Popen(clusterdeck("up", "--cluster", cluster_id, "--min-taskmanagers", "1",
+                                      "--max-taskmanagers", "2", "--idle-timeout", "5 s",
+                                      "--broker", "amqtt", *NO_SPARK),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        document = wait_for(lambda: (d := status_json(cluster_id)) and d["taskmanagers"] and d,
+                            60, "a TaskManager in the status")
+        assert [t["id"] for t in document["taskmanagers"]] == ["taskmanager-1"]
+        elastic = document["elastic"]
+        assert (elastic["min_taskmanagers"], elastic["max_taskmanagers"]) == (1, 2)
+        assert elastic["started"] == ["taskmanager-1"] and "fencing_token" not in elastic
+        text = subprocess.run(clusterdeck("status", "--cluster", cluster_id),
+                              capture_output=True, text=True, timeout=30).stdout
+        assert "elastic: 1 to 2 TaskManagers; starting on demand: none" in text
+    finally:
+        up.send_signal(signal.SIGINT)
+        assert up.wait(30) == 0

@@ -6,7 +6,12 @@ from dataclasses import replace
 
 import pytest
 
-from clusterdeck.core.jobmanager.admission import SubmissionRefused, check_submission
+from clusterdeck.core.config.settings import Config
+from clusterdeck.core.jobmanager.admission import (
+    SubmissionRefused,
+    check_slots,
+    check_submission,
+)
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.jobgraph import (
     JobEdge,
@@ -70,3 +75,22 @@ def test_per_job_options_are_restart_options_with_finite_values() -> None:
     assert "finite" in refusal(replace(
         REQUEST, restart_strategy={"restart-strategy.fixed-delay.delay": float("inf")}))
     assert "timeout" in refusal(replace(REQUEST, task_timeout=float("nan")))
+
+
+ELASTIC = Config({"elastic.provider": "local", "elastic.max-taskmanagers": 3,
+                  "taskmanager.slots": 2})
+
+
+def test_a_streaming_job_wider_than_the_most_slots_there_can_be_is_refused() -> None:
+    streaming = replace(GRAPH, kind=JobKind.STREAMING,
+                        vertices=(replace(SOURCE, parallelism=6), SINK))
+    with pytest.raises(SubmissionRefused, match=r"needs 7 slots at once .* at most 6"):
+        check_slots(streaming, ELASTIC)
+    check_slots(replace(streaming, vertices=(replace(SOURCE, parallelism=5), SINK)), ELASTIC)
+
+
+def test_a_batch_job_runs_in_waves_and_a_cluster_without_provider_has_no_known_maximum(
+        ) -> None:
+    wide = (replace(SOURCE, parallelism=50), SINK)
+    check_slots(replace(GRAPH, vertices=wide), ELASTIC)
+    check_slots(replace(GRAPH, kind=JobKind.STREAMING, vertices=wide), Config({}))
