@@ -268,9 +268,13 @@ class JobCheckpoints:
             return
         self._carry_out(self.coordinator.task_finished(subtask_id, attempt_id, time.time()))
 
-    def failing_over(self, reason: str) -> None:
-        """Tasks failed: the checkpoint in progress will never complete."""
-        self._carry_out(self.coordinator.abort_in_progress(time.time(), reason))
+    def failing_over(self, reason: str) -> tuple[int, ...]:
+        """Tasks failed: the checkpoint in progress will never complete; the ids of those
+        aborted (for the job's chain of causes)."""
+        instructions = self.coordinator.abort_in_progress(time.time(), reason)
+        self._carry_out(instructions)
+        return tuple(i.checkpoint_id for i in instructions
+                     if isinstance(i, ci.CheckpointAborted))
 
     def _due(self) -> None:
         if self._stopped:

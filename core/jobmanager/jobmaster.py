@@ -24,6 +24,7 @@ from typing import Any
 from clusterdeck.core.checkpointing.stats import stats_of
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.executiongraph import instructions as ins
+from clusterdeck.core.executiongraph.causes import CauseLinker
 from clusterdeck.core.executiongraph.execution import Execution
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.executiongraph.recovery import FinishedSubtask
@@ -60,8 +61,10 @@ from clusterdeck.core.jobmanager.reconciliation import ReconciliationRounds, liv
 from clusterdeck.core.jobmanager.sparkwork import ScriptSparkWork
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
+from clusterdeck.core.protocol.causes import CarriedBy
 from clusterdeck.core.protocol.failures import TaskFailure
 from clusterdeck.core.protocol.gateways import ResourceManagerGateway, TaskExecutorGateway
+from clusterdeck.core.protocol.ids import subtask_id
 from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot, JobProgress
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
@@ -119,6 +122,8 @@ class JobMaster(FencedRpcEndpoint):
                                       self, self._snapshot, self._publish_retained)
         self._progress = ProgressReports(self, self._report_progress)
         self.spark_work = ScriptSparkWork()
+        self.causes = CauseLinker(self._host_of, "jobmanager",
+                                  lambda line: log.info("job %s: %s", self.job_id, line))
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -289,13 +294,15 @@ class JobMaster(FencedRpcEndpoint):
         if not self._running():
             return ["the job is not running"]
         state, failure = update.state, update.failure
+        carried_by = CarriedBy("UpdateTaskExecutionStates", self._host_of(update.attempt_id)
+                               or "?", time.time())
         if fetch_error is not None:
             state, failure = ExecutionState.FAILED, TaskFailure(
                 "ResultNotFetched", f"the task finished, but what it left for the client "
                 f"could not be fetched: {fetch_error}")
         out = self.scheduler.task_state_changed(update.attempt_id, state, time.time(),
                                                 failure=failure, result=update.result)
-        self._execute(out)
+        self._execute(out, carried_by)
         return [i.reason for i in out if isinstance(i, ins.Rejected)]
 
     def _check_attempt_host(self, attempt_id: str) -> None:
@@ -360,15 +367,22 @@ class JobMaster(FencedRpcEndpoint):
 
     def _on_cluster_event(self, _topic: str, event: Any) -> None:
         if isinstance(event, p.TaskManagerLost):
-            self.run_async(self._taskmanager_lost, event.resource_id, event.cause)
+            self.run_async(self._taskmanager_lost, event.resource_id, event.cause, event.at)
 
-    def _taskmanager_lost(self, resource_id: str, cause: str) -> None:
+    def _taskmanager_lost(self, resource_id: str, cause: str, at: float = 0.0) -> None:
+        """``at``: when the ResourceManager told of it (its ``TaskManagerLost``)."""
         self.slots.taskmanager_lost(resource_id)
         if self._running():
+            carried_by = CarriedBy("TaskManagerLost", "resourcemanager", at or time.time())
+            self.causes.taskmanager_lost(resource_id, cause, carried_by)
             batch = self.record.graph.kind is not JobKind.STREAMING  # files, not channels
             self._execute(self.scheduler.taskmanager_lost(
                 resource_id, cause, time.time(),
-                partitions_kept=self._partitions_here if batch else None))
+                partitions_kept=self._partitions_here if batch else None), carried_by)
+
+    def _host_of(self, attempt_id: str) -> str | None:
+        execution = self.graph.execution(attempt_id)
+        return execution.taskmanager_id if execution is not None else None
 
     def _partitions_here(self, finished: Execution) -> bool:
         """Whether a finished attempt's result partitions outlive its lost TaskManager:
@@ -409,10 +423,14 @@ class JobMaster(FencedRpcEndpoint):
 
     # -- carrying out the scheduler's instructions -------------------------------------------
 
-    def _execute(self, instructions: list[ins.Instruction]) -> None:
-        """Each instruction by the handler of its type. One of a type without a handler
-        fails the job: raised, it would reach only the asker when an ask's handler (a
-        TaskManager's update) carried it out, and the job would go on without it."""
+    def _execute(self, instructions: list[ins.Instruction],
+                 carried_by: CarriedBy | None = None) -> None:
+        """Each instruction by the handler of its type, after the chain of causes took
+        them in (``carried_by``: the message that brought the event, None for the
+        JobMaster's own). One of a type without a handler fails the job: raised, it would
+        reach only the asker when an ask's handler (a TaskManager's update) carried it
+        out, and the job would go on without it."""
+        self.causes.observe(instructions, self.graph.failures, carried_by)
         try:
             for instruction in instructions:
                 self._carry_out(instruction)
@@ -438,7 +456,10 @@ class JobMaster(FencedRpcEndpoint):
         self.events.execution_moved(execution_event(self.job_id, change, slot))
         if change.new in (ExecutionState.FAILED, ExecutionState.CANCELING) \
                 and self.checkpoints is not None:
-            self.checkpoints.failing_over(f"{change.attempt_id} is {change.new}")
+            why = f"{change.attempt_id} is {change.new}"
+            self.causes.checkpoints_aborted(
+                self.checkpoints.failing_over(why), change.attempt_id, why, change.timestamp,
+                CarriedBy("NotifyCheckpointAborted", self.endpoint_id, change.timestamp))
         if change.new.is_terminal:
             self.deployer.ended(change.attempt_id)
             self.reconciliation.ended(change.attempt_id)
@@ -472,6 +493,12 @@ class JobMaster(FencedRpcEndpoint):
     @_carry_out.register
     def _deploy(self, deploy: ins.DeployTask) -> None:
         self.deployer.deploy(deploy)
+        if deploy.attempt and self.checkpoints is not None:  # a restart: from which state
+            checkpoint_id, _ = self.checkpoints.restore_of(subtask_id(deploy.vertex_id,
+                                                                      deploy.subtask))
+            now = time.time()
+            self.causes.restored(deploy.vertex_id, deploy.subtask, checkpoint_id, now,
+                                 CarriedBy("SubmitTasks", self.endpoint_id, now))
 
     @_carry_out.register
     def _cancel_task(self, cancel: ins.CancelAttempt) -> None:
@@ -502,8 +529,8 @@ class JobMaster(FencedRpcEndpoint):
 
     @_carry_out.register
     def _job_failed(self, failed: ins.JobFailed) -> None:
-        self._end(self._result(JobStatus.FAILED, failed.duration, [],
-                               root_cause=failure_cause(failed.root_cause)))
+        self._end(self._result(JobStatus.FAILED, failed.duration, [], root_cause=failure_cause(
+            self.causes.root_failure() or failed.root_cause)))
 
     @_carry_out.register
     def _job_canceled(self, canceled: ins.JobCanceled) -> None:
@@ -543,7 +570,9 @@ class JobMaster(FencedRpcEndpoint):
         snapshot = replace(self.graph.snapshot(), hosts=dict(self.slots.hosts),
                            checkpoints=None if self.checkpoints is None
                            else stats_of(self.checkpoints.coordinator, self.deployer.restored),
-                           spark=self.spark_work.snapshot())
+                           spark=self.spark_work.snapshot(), causes=self.causes.chain())
+        if (root_cause := self.causes.root_failure()) is not None:  # the real one
+            snapshot = replace(snapshot, root_cause=root_cause)
         if snapshot.spark and not snapshot.status.is_terminal:
             finished, total = self.progress
             snapshot = replace(snapshot, progress=JobProgress(finished, total))

@@ -7,8 +7,9 @@ current attempt of each subtask, then to per-vertex counts, and says so (``trunc
 A script's Spark work shrinks with the attempts: to its newest attempt's, without the
 failed tasks' full errors. A streaming job's checkpoint history goes first, before any of
 the graph: it is the least of what the snapshot says, and the counts, the latest and the
-restored checkpoint stay in every reduction. The events of the job carry every change in
-full either way.
+restored checkpoint stay in every reduction. The chain of causes stays too (it is bounded,
+``clusterdeck.core.protocol.causes``), its evidence's log lines cut with the failures'.
+The events of the job carry every change in full either way.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
+from clusterdeck.core.protocol.causes import CauseChain
 from clusterdeck.core.protocol.failures import FailureRecord
 from clusterdeck.core.protocol.snapshots import (
     AttemptSnapshot,
@@ -52,6 +54,14 @@ def _trim_failure(record: FailureRecord) -> FailureRecord:
         lost_producers=failure.lost_producers[:LOST_PRODUCERS_KEPT]))
 
 
+def _trim_causes(chain: CauseChain | None, lines: int) -> CauseChain | None:
+    if chain is None:
+        return None
+    return replace(chain, events=tuple(
+        replace(event, log_lines=event.log_lines[-lines:] if lines
+                else ()) for event in chain.events))
+
+
 def _trim_attempt(attempt: AttemptSnapshot) -> AttemptSnapshot:
     return replace(attempt, failure=_trim_failure(attempt.failure) if attempt.failure else None)
 
@@ -81,7 +91,8 @@ def _current_attempts_only(snapshot: JobGraphSnapshot) -> JobGraphSnapshot:
     return replace(_without_history(snapshot), vertices=vertices,
                    failures=tuple(_trim_failure(f) for f in snapshot.failures[-FAILURES_KEPT:]),
                    root_cause=_trim_failure(root) if root else None,
-                   truncated=Truncation.ATTEMPTS, spark=_newest_spark_work(snapshot))
+                   truncated=Truncation.ATTEMPTS, spark=_newest_spark_work(snapshot),
+                   causes=_trim_causes(snapshot.causes, 2))
 
 
 def _counts_only(snapshot: JobGraphSnapshot) -> JobGraphSnapshot:
@@ -89,7 +100,8 @@ def _counts_only(snapshot: JobGraphSnapshot) -> JobGraphSnapshot:
     return replace(_without_history(snapshot),
                    vertices=tuple(_counted(vertex) for vertex in snapshot.vertices),
                    failures=(), root_cause=_trim_failure(root) if root else None,
-                   truncated=Truncation.SUBTASKS, spark=_newest_spark_work(snapshot))
+                   truncated=Truncation.SUBTASKS, spark=_newest_spark_work(snapshot),
+                   causes=_trim_causes(snapshot.causes, 0))
 
 
 def _newest_spark_work(snapshot: JobGraphSnapshot) -> tuple[SparkWork, ...]:

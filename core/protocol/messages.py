@@ -157,8 +157,9 @@ from clusterdeck.core.protocol.wiring import (
 # JobGraphSnapshot.spark
 # 21: LeadershipChanged, ClusterOverview.leader_cause
 # 22: the active ResourceManager: TaskManagerDemand, TaskManagerStartFailed (docs/elastic.md)
+# 23: JobGraphSnapshot.causes, the job's failover events linked by cause
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-PROTOCOL_VERSION = 22
+PROTOCOL_VERSION = 23
 
 __all__ = [
     "METRICS_ATTEMPTS",

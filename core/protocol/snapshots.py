@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from clusterdeck.core.protocol.causes import CauseChain
 from clusterdeck.core.protocol.checkpointstats import CheckpointStatsSnapshot
 from clusterdeck.core.protocol.failures import FailureRecord
 from clusterdeck.core.protocol.jobgraph import JobEdge, JobKind
@@ -122,13 +123,15 @@ class JobGraphSnapshot:
 
     ``epoch`` numbers the JobManager runs of the job (0 first); ``status_timestamps``
     says when the job last entered each status; ``failures`` is every failure, oldest
-    first, and ``root_cause`` the first of them. ``hosts`` (TaskManager id -> host) is
-    filled by the JobMaster from the slots it was offered. ``checkpoints``: a streaming
-    job's checkpoints, summed up by its JobMaster; None for a batch job (and in the
-    snapshot of a sender that predates them). ``spark``: a PySpark script's Spark jobs,
-    stages and failed tasks, of its last attempts (oldest first; each bounded,
-    ``clusterdeck.core.protocol.sparkwork``); its ``progress`` then counts the newest
-    attempt's Spark stages done, not subtasks.
+    first, and ``root_cause`` the first of them, or the first caused by the root of its
+    chain of causes when that came later (``causes``: the job's failover events linked
+    by cause, ``clusterdeck.core.protocol.causes``; None before its first). ``hosts``
+    (TaskManager id -> host) is filled by the JobMaster from the slots it was offered.
+    ``checkpoints``: a streaming job's checkpoints, summed up by its JobMaster; None for
+    a batch job (and in the snapshot of a sender that predates them). ``spark``: a
+    PySpark script's Spark jobs, stages and failed tasks, of its last attempts (oldest
+    first; each bounded, ``clusterdeck.core.protocol.sparkwork``); its ``progress`` then
+    counts the newest attempt's Spark stages done, not subtasks.
     """
 
     job_id: str
@@ -146,6 +149,7 @@ class JobGraphSnapshot:
     truncated: Truncation = Truncation.NONE
     checkpoints: CheckpointStatsSnapshot | None = None
     spark: tuple[SparkWork, ...] = ()
+    causes: CauseChain | None = None
 
     def vertex(self, vertex_id: str) -> VertexSnapshot | None:
         return next((vertex for vertex in self.vertices if vertex.id == vertex_id), None)

@@ -8,7 +8,9 @@ attempt), when, the traceback with the user's frames marked (gui/views/failurete
 the task's last log lines. A streaming job that resumed from a checkpoint after a
 failover says which, and when (from its snapshot's checkpoint summary). Clicking a
 failure emits ``failure_selected(vertex_id, subtask)``, which the window uses to select
-and centre that subtask in the ExecutionGraph.
+and centre that subtask in the ExecutionGraph. Above the failures, the chain of causes
+(gui/models/causesmodel.py) draws the job's failover events as a tree, each with its
+evidence; clicking an attempt's failure there selects it below.
 While the view is off screen (another tab of its dock area is on top: ``set_on_screen``)
 it only keeps the data and redraws when it is back, so a job failing many times costs
 nothing there. GUI thread only.
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QShowEvent
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -30,6 +32,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSplitter,
     QTextBrowser,
+    QTreeView,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -37,10 +40,12 @@ from PySide6.QtWidgets import (
 )
 
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.causes import CauseChain
 from clusterdeck.core.protocol.checkpointstats import RestoredCheckpointStats
 from clusterdeck.core.protocol.failures import FailureRecord
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.core.protocol.sparkwork import SparkWork
+from clusterdeck.gui.models.causesmodel import EVENT_ROLE, NO_CHAIN, CauseChainModel
 from clusterdeck.gui.models.checkpointsmodel import restored_text
 from clusterdeck.gui.models.formatting import clock_millis
 from clusterdeck.gui.views.failuretext import USER_COLOUR, attempt_number, failure_html
@@ -63,12 +68,13 @@ class JobFailures:
     final: bool = False  # from the JobResult: later snapshots do not replace it
     restored: RestoredCheckpointStats | None = None  # a streaming job resumed from it
     spark: tuple[SparkWork, ...] = ()  # a script's Spark work, of its last attempts
+    causes: CauseChain | None = None  # its failover events linked by cause (snapshots')
 
     @property
     def key(self) -> tuple[Any, ...]:
         return (self.root_cause.attempt_id if self.root_cause else None,
                 tuple(f.attempt_id for f in self.history), self.restored,
-                tuple((w.attempt_id, w.failed_tasks) for w in self.spark))
+                tuple((w.attempt_id, w.failed_tasks) for w in self.spark), self.causes)
 
     def spark_of(self, attempt_id: str) -> SparkWork | None:
         return next((work for work in self.spark if work.attempt_id == attempt_id), None)
@@ -108,11 +114,26 @@ class FailuresView(QWidget):
         header.setStretchLastSection(True)
         for column, width in enumerate(_WIDTHS):
             self.tree.setColumnWidth(column, width)
+        self.causes = CauseChainModel()
+        self.chain = QTreeView()
+        self.chain.setModel(self.causes)
+        self.chain.setUniformRowHeights(True)
+        self.chain.header().setStretchLastSection(True)
+        self.chain.setColumnWidth(0, 420)
+        self.chain_title = QLabel(NO_CHAIN)
         self.detail = QTextBrowser()
         self.detail.setOpenLinks(False)
         self.detail.setPlaceholderText(NO_FAILURES)
+        chain_box = QWidget()
+        chain_layout = QVBoxLayout(chain_box)
+        chain_layout.setContentsMargins(0, 0, 0, 0)
+        chain_layout.addWidget(self.chain_title)
+        chain_layout.addWidget(self.chain, 1)
+        left = QSplitter(Qt.Orientation.Vertical)
+        left.addWidget(chain_box)
+        left.addWidget(self.tree)
         splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(self.tree)
+        splitter.addWidget(left)
         splitter.addWidget(self.detail)
         splitter.setSizes([600, 600])
         layout = QVBoxLayout(self)
@@ -125,6 +146,7 @@ class FailuresView(QWidget):
         layout.addWidget(splitter, 1)
         self.tree.currentItemChanged.connect(self._on_current)
         self.tree.itemClicked.connect(self._on_clicked)
+        self.chain.clicked.connect(self._on_chain_clicked)
 
     # -- inputs (bridge) ----------------------------------------------------------------------
 
@@ -134,13 +156,15 @@ class FailuresView(QWidget):
         checkpoints = snapshot.checkpoints
         restored = checkpoints.restored if checkpoints is not None else None
         if known is not None and known.final:
-            if not known.vertex_names or known.restored != restored:
+            if not known.vertex_names or known.restored != restored \
+                    or known.causes != snapshot.causes:
                 self._put(job_id, JobFailures(known.root_cause, known.history,
                                               known.vertex_names or names, True, restored,
-                                              known.spark))
+                                              known.spark, snapshot.causes))
             return
         self._put(job_id, JobFailures(snapshot.root_cause, snapshot.failures, names,
-                                      restored=restored, spark=snapshot.spark))
+                                      restored=restored, spark=snapshot.spark,
+                                      causes=snapshot.causes))
 
     def set_result(self, job_id: str, result: p.JobResult) -> None:
         known = self._jobs.get(job_id)
@@ -149,7 +173,8 @@ class FailuresView(QWidget):
             root, tuple(FailureRecord.from_dict(f) for f in result.failure_history),
             known.vertex_names if known else {}, final=True,
             restored=known.restored if known else None,
-            spark=(known.spark if known else ()) or result.spark))
+            spark=(known.spark if known else ()) or result.spark,
+            causes=known.causes if known else None))
 
     def show_job(self, job_id: str | None) -> None:
         """Show ``job_id``'s failures (the job chosen in the window)."""
@@ -164,6 +189,7 @@ class FailuresView(QWidget):
         self.job_id = None
         self._shown_key = None
         self.tree.clear()
+        self._show_chain(None)
         self.detail.clear()
         self.log_button.setEnabled(False)
         self.title.setText("Select a job to see its failures.")
@@ -200,6 +226,7 @@ class FailuresView(QWidget):
         failures = self._jobs.get(self.job_id or "")
         if failures is None:
             self.tree.clear()
+            self._show_chain(None)
             self.detail.clear()
             self.log_button.setEnabled(False)
             self.title.setText("Select a job to see its failures." if self.job_id is None
@@ -210,6 +237,7 @@ class FailuresView(QWidget):
             return
         selected = self._selected_attempt()
         self._shown_key = failures.key
+        self._show_chain(failures)
         count = len(failures.history)
         self.title.setText(f"{count} failure{'s' if count != 1 else ''} in job {self.job_id}"
                            if count else NO_FAILURES)
@@ -267,6 +295,26 @@ class FailuresView(QWidget):
         if root:
             item.setForeground(0, QBrush(QColor(USER_COLOUR)))
         return item
+
+    def _show_chain(self, failures: JobFailures | None) -> None:
+        chain = failures.causes if failures is not None else None
+        self.causes.set_chain(chain, failures.vertex_names if failures is not None else {})
+        self.chain.expandAll()
+        roots = len(chain.roots()) if chain is not None else 0
+        self.chain_title.setText(
+            NO_CHAIN if chain is None else
+            f"Chain of causes: {roots} root cause{'s' if roots != 1 else ''}, "
+            f"{len(chain.events)} events linked by cause, each with its evidence")
+
+    def _on_chain_clicked(self, index: QModelIndex) -> None:
+        """An attempt's failure in the chain: the same failure selected below."""
+        event = index.siblingAtColumn(0).data(EVENT_ROLE)
+        if event is None or not event.attempt_id:
+            return
+        item = next((item for item in self.failure_items()
+                     if item.data(0, FAILURE_ROLE)[0].attempt_id == event.attempt_id), None)
+        if item is not None:
+            self.tree.setCurrentItem(item)
 
     def _selected_attempt(self) -> str | None:
         item = self.tree.currentItem()

@@ -106,6 +106,10 @@ def test_a_job_that_failed_once_then_finished_shows_its_failure_offline(qtbot, r
     failure = window.failures.failure_items()[0].data(0, FAILURE_ROLE)[0]
     assert failure.exception_type == "ValueError"
     assert "record 777 fails the first time" in window.failures.detail.toPlainText()
+    # the chain of causes, as the JobMaster linked it, from the recorded snapshot
+    rows = window.failures.causes.event_rows()
+    assert rows[0] == (0, "Attempt failed: ValueError: record 777 fails the first time")
+    assert rows[1][0] == 1 and rows[1][1].startswith("Region restarted: a region of")
     # the failed attempt's deployment is among the recorded messages
     window.messages_dock.raise_()
     qtbot.waitUntil(lambda: window.messages.model.row_count() > 0, timeout=5000)

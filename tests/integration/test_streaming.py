@@ -13,7 +13,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from clusterdeck.core.protocol.causes import CauseKind, check_cause_chain
+from clusterdeck.core.protocol.failures import TASKMANAGER_LOST
 from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.core.recorder.replay import recorded_runs
+from clusterdeck.core.recorder.store import FILE_NAME
 from tests.integration.clusters import SPARK_UP_AND_RESTARTS, wait_result
 from tests.integration.test_failover import described, pid_of, running_on
 from tests.waiting import wait_for
@@ -135,6 +139,88 @@ def test_a_keyed_window_count_loses_nothing_and_repeats_nothing_across_killed_ta
     # failure or as their peers' (the connection to them closed), whichever came first.
     assert len(result.failure_history) >= 2, described(result)
     wait_for(lambda: local_cluster.supervisor.info(second).pid, 60, f"{second} restarted")
+
+
+STALLING_JOB = '''
+import os
+import time
+
+MARKER = {marker!r}
+OUT = {out!r}
+
+
+def stall_once(record):
+    """Once a checkpoint committed output, the first attempt stalls for four seconds: the
+    checkpoint triggered then stays in progress until the stall ends (its barrier waits
+    behind this record)."""
+    if not os.path.exists(MARKER) and os.path.isdir(OUT) and any(
+            name.startswith("part-") for name in os.listdir(OUT)):
+        open(MARKER, "w").close()
+        time.sleep(4)
+    return record
+
+
+def build(env):
+    env.set_parallelism(1)
+    env.enable_checkpointing(0.2)
+    env.rate_source(50.0).map(stall_once, name="stall once").write_text(env.args[0])
+'''
+
+
+def links(chain) -> set:
+    return {(e.id, e.kind, e.cause_id) for e in chain.events}
+
+
+def under(chain, event) -> list:
+    """Every event caused by ``event``, directly or not."""
+    return [e for child in chain.children(event.id) for e in (child, *under(chain, child))]
+
+
+def test_a_killed_taskmanagers_chain_of_causes_is_the_same_live_and_in_the_recording(
+        client, cluster, tmp_path) -> None:
+    """kill -9 of a TaskManager while a checkpoint is in progress (its barrier waits behind
+    a record the job stalls on): the job's chain of causes has the loss at its root and
+    the failed attempts, the restart, the aborted checkpoint and the restore from the
+    last completed one under it, in the live snapshot and in the recording."""
+    local_cluster, _ = cluster
+    job = tmp_path / "stalling.py"
+    job.write_text(STALLING_JOB.format(marker=str(tmp_path / "stalled"),
+                                       out=str(tmp_path / "out")))
+    job_id = client.submit(job, (str(tmp_path / "out"),))
+    wait_for(lambda: (tmp_path / "stalled").exists()
+             or ((s := client.snapshot(job_id, 1.0)) and s.graph.status.is_terminal), 120,
+             "the stall")
+    wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and (stats := s.graph.checkpoints)
+             and stats.completed and stats.in_progress, 3, "a checkpoint held up by the stall")
+    victim = kill_taskmanager_running(local_cluster, client, job_id, "stall once")
+
+    def chain_with_all_of_it():
+        snapshot = client.snapshot(job_id, 1.0)
+        chain = snapshot.graph.causes if snapshot else None
+        root = next((e for e in chain.roots() if e.kind is CauseKind.TASKMANAGER_LOST
+                     and e.taskmanager_id == victim), None) if chain else None
+        kinds = {e.kind for e in under(chain, root)} if root else set()
+        return chain if {CauseKind.ATTEMPT_FAILED, CauseKind.REGION_RESTARTED,
+                         CauseKind.CHECKPOINT_ABORTED, CauseKind.RESTORED} <= kinds else None
+    live = wait_for(chain_with_all_of_it, 30, f"the chain of {victim}'s loss")
+    check_cause_chain(live)
+    (root,) = [e for e in live.roots() if e.taskmanager_id == victim]
+    assert root.carried_by.type == "TaskManagerLost"
+    assert all(e.taskmanager_id == victim for e in live.children(root.id)
+               if e.kind is CauseKind.ATTEMPT_FAILED)
+    restored = next(e for e in under(live, root) if e.kind is CauseKind.RESTORED)
+    assert restored.checkpoint_id >= 1
+    graph = wait_for(lambda: (s := client.snapshot(job_id, 1.0)) and s.graph, 10, "a snapshot")
+    assert graph.root_cause.exception_type == TASKMANAGER_LOST
+    client.cancel(job_id)
+    assert wait_result(client, job_id, 60).status == JobStatus.CANCELED
+
+    recording = local_cluster.cluster_dir / FILE_NAME
+    recorded = wait_for(lambda: (graph := recorded_runs(recording).get(job_id, (None,))[0])
+                        and graph.status is JobStatus.CANCELED and graph.causes, 30,
+                        "the job's last snapshot in the recording")
+    assert links(live) <= links(recorded)
+    wait_for(lambda: local_cluster.supervisor.info(victim).pid, 60, f"{victim} restarted")
 
 
 def test_a_killed_jobmanager_resumes_the_windows_from_their_last_checkpoint(
