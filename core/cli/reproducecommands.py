@@ -13,6 +13,7 @@ from clusterdeck.core.config.settings import Config
 from clusterdeck.core.node import exitcodes
 from clusterdeck.core.reproduce.command import add_run_options, run_folder
 from clusterdeck.core.reproduce.folder import DEFAULT_MAX_INPUT_BYTES, ReproductionError
+from clusterdeck.core.reproduce.stored import RECORDING_LACKS
 
 
 def add_reproduce_command(commands: argparse._SubParsersAction,
@@ -66,10 +67,3 @@ def cmd_reproduce(config: Config, args: argparse.Namespace) -> int:
     print(f"run it: clusterdeck reproduce --run {folder} [--pdb]   (see {folder}/run.txt)")
     return exitcodes.OK
 
-
-RECORDING_LACKS = (
-    "reproducing from a recording is not supported: a recording keeps the messages "
-    "(the job's graph, its artifact's upload, deployments, failures) but not the files "
-    "a subtask reads: its input files, the result partitions of the subtasks before it, "
-    "the checkpoint it was restored from. Run `clusterdeck reproduce JOB` on the "
-    "JobManager's machine, whose job store and work dir keep them")

@@ -26,6 +26,12 @@ from clusterdeck.core.protocol.workdir import job_work_dir
 from clusterdeck.core.reproduce.folder import ReproductionError
 
 MAX_ARTIFACT_BYTES = 512 * 1024 * 1024
+RECORDING_LACKS = (
+    "reproducing from a recording is not supported: a recording keeps the messages "
+    "(the job's graph, its artifact's upload, deployments, failures) but not the files "
+    "a subtask reads: its input files, the result partitions of the subtasks before it, "
+    "the checkpoint it was restored from. Run `clusterdeck reproduce JOB` on the "
+    "JobManager's machine, whose job store and work dir keep them")
 _SUBTASK = re.compile(r"(?P<vertex>[^#/\s]+)(?:[#/](?P<index>\d+))?")
 
 

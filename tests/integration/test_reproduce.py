@@ -82,7 +82,7 @@ def failed_job(client, tmp_path: Path, name: str, source: str, args: tuple[str, 
     job_file.write_text(source)
     job_id = client.submit(job_file, args, restart_strategy=restart or NO_RESTART,
                            cwd=str(tmp_path))
-    result = wait_result(client, job_id, 120)
+    result = wait_result(client, job_id, 240)
     assert result.status is JobStatus.FAILED, result
     return job_id, result
 
