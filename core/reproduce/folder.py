@@ -169,12 +169,6 @@ def expected_failure(exception_type: str, message: str, traceback: str,
     return ExpectedFailure(exception_type, message, file, line, traceback)
 
 
-def last_user_frame(traceback: str, job_files: set[str]) -> tuple[str, int]:
-    """The base name and line of the last frame of ``traceback`` in ``job_files``."""
-    failure = expected_failure("", "", traceback, job_files)
-    return failure.file, failure.line
-
-
 def run_text(reproduction: Reproduction, folder: Path) -> str:
     """run.txt: what failed, what the folder holds, how to run it."""
     expected = reproduction.expected

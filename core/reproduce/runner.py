@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import pdb
+import re
 import sys
 import types
 import uuid
@@ -52,6 +53,8 @@ DEBUG_MAX_RECORDS = 1_000_000
 _REFUSED_SPARK_KEYS = ("spark.master", "spark.remote", "spark.api.mode",
                        "spark.submit.deployMode")
 
+_PY_PATH = re.compile(r"""(?<![^\s("'])(?:[A-Za-z]:)?(?:[\\/][^\s:()'"\\/]+)+?[\\/]"""
+                      r"""([^\s:()'"\\/]+\.py)\b""")
 EXIT_DID_NOT_FAIL = 0
 EXIT_FAILED = 1
 
@@ -102,10 +105,18 @@ def run_loaded(spark: Any, job: LoadedJob, folder: Path, reproduction: Reproduct
         seen = expected_failure(reported.exception_type, reported.user_message,
                                 failure.traceback_text, job_files)
         expected = reproduction.expected
-        same = (seen.exception_type, seen.message, seen.file, seen.line) == (
-            expected.exception_type, expected.message, expected.file, expected.line)
+        same = (seen.exception_type, without_folders(seen.message), seen.file,
+                seen.line) == (expected.exception_type, without_folders(expected.message),
+                               expected.file, expected.line)
         return Outcome(seen, same, failure)
     return Outcome(None, False)
+
+
+def without_folders(message: str) -> str:
+    """``message`` with every path of a Python file reduced to the file's name: Spark's
+    messages name the script where it ran (``collect at /srv/.../job.py:12``), on the
+    cluster a TaskManager's folder, here the reproduction's."""
+    return _PY_PATH.sub(r"\1", message)
 
 
 def _run_batch(spark: Any, job: LoadedJob, folder: Path, reproduction: Reproduction,

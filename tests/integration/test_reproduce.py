@@ -29,7 +29,7 @@ NO_RESTART = {"restart-strategy.type": "none"}
 ONE_RESTART = {"restart-strategy.type": "fixed-delay",
                "restart-strategy.fixed-delay.attempts": 1,
                "restart-strategy.fixed-delay.delay": 0.2}
-RUN_DEADLINE = 120.0
+RUN_DEADLINE = 300.0
 
 DATAFLOW = """\
 def double(value):
