@@ -31,6 +31,8 @@ from typing import Any, TextIO
 from clusterdeck.core.engine.exchange import InputPartition, result_partition_path
 from clusterdeck.core.engine.localexecution import DEFAULT_MAX_RECORDS
 from clusterdeck.core.engine.runtime import run_subtask
+from clusterdeck.core.engine.sparkstatus import with_spark_cause
+from clusterdeck.core.engine.sparkwatch import SparkWatch
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.errors import JobLoadError, SubtaskFailed
 from clusterdeck.core.jobapi.loader import LoadedJob, load_job
@@ -93,6 +95,8 @@ def run_loaded(spark: Any, job: LoadedJob, folder: Path, reproduction: Reproduct
     """The subtask run once on ``spark``; its failure compared with the expected one."""
     attempt_id = f"{reproduction.job_id}/{reproduction.vertex_id}#{reproduction.subtask}" \
                  f"/local-{uuid.uuid4().hex[:6]}"
+    watch = SparkWatch(lambda: spark.sparkContext, attempt_id) \
+        if job.kind is JobKind.PYSPARK_SCRIPT else None
     try:
         if job.kind is JobKind.STREAMING:
             from clusterdeck.core.reproduce.streamrun import run_streaming
@@ -101,9 +105,12 @@ def run_loaded(spark: Any, job: LoadedJob, folder: Path, reproduction: Reproduct
             _run_batch(spark, job, folder, reproduction, attempt_id, debugging)
     except SubtaskFailed as failure:
         reported = UserCodeFailure(failure)
+        message = reported.user_message
+        if watch is not None:  # as the TaskManager names a script's failure
+            message = with_spark_cause(message, watch.poll())
         job_files = {path.name for path in inside(folder, "job").rglob("*.py")}
-        seen = expected_failure(reported.exception_type, reported.user_message,
-                                failure.traceback_text, job_files)
+        seen = expected_failure(reported.exception_type, message, failure.traceback_text,
+                                job_files)
         expected = reproduction.expected
         same = (seen.exception_type, without_folders(seen.message), seen.file,
                 seen.line) == (expected.exception_type, without_folders(expected.message),
@@ -184,7 +191,10 @@ def _spark_session(reproduction: Reproduction) -> Any:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(f"local[{reproduction.cores}]").appName(
         f"clusterdeck-reproduce-{reproduction.job_name}")
-    settings = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+    # The UI on a free port, as a TaskManager's: a script's failure is named by what
+    # its REST API says failed (sparkwatch.py), on the cluster and here alike.
+    settings = {"spark.ui.enabled": "true", "spark.ui.port": "0",
+                "spark.ui.showConsoleProgress": "false",
                 "spark.sql.shuffle.partitions": str(max(2, reproduction.cores))}
     settings.update({key: value for key, value in reproduction.spark_conf.items()
                      if key.startswith("spark.") and key not in _REFUSED_SPARK_KEYS})

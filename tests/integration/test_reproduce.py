@@ -94,18 +94,20 @@ def reproduce(cluster_id: str, job_id: str, out: Path, *extra: str) -> Path:
     return out
 
 
-def run_elsewhere(folder: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def run_elsewhere(folder: Path, tmp_path: Path, *options: str,
+                  typed: str = "") -> subprocess.CompletedProcess[str]:
     """The folder copied to another place and run by a fresh interpreter whose
-    clusterdeck home is empty: no cluster, no job store, no work dir."""
+    clusterdeck home is empty: no cluster, no job store, no work dir. ``typed``: its
+    standard input (pdb's commands)."""
     moved = tmp_path / "moved" / folder.name
     shutil.copytree(folder, moved)
     shutil.rmtree(folder)
     home = tmp_path / "empty-home"
     home.mkdir()
     env = {**os.environ, "CLUSTERDECK_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "clusterdeck.core.reproduce", str(moved)],
-                          capture_output=True, text=True, env=env, timeout=RUN_DEADLINE,
-                          cwd=tmp_path, check=False)
+    return subprocess.run([sys.executable, "-m", "clusterdeck.core.reproduce", str(moved),
+                           *options], input=typed, capture_output=True, text=True, env=env,
+                          timeout=RUN_DEADLINE, cwd=tmp_path, check=False)
 
 
 def assert_same_failure(run: subprocess.CompletedProcess[str], expected: str,
@@ -123,8 +125,9 @@ def test_a_user_exception_in_a_dataflow_subtask_fails_again_at_its_line(
     manifest = read_manifest(folder)
     assert manifest.expected.file == "doubling.py" and manifest.expected.line == 3
     assert manifest.splits  # its part of the collection
-    assert_same_failure(run_elsewhere(folder, tmp_path), "ValueError: cannot double 7",
-                        "doubling.py:3")
+    run = run_elsewhere(folder, tmp_path, "--pdb", typed="p value * 100\nq\n")
+    assert_same_failure(run, "ValueError: cannot double 7", "doubling.py:3")
+    assert "700" in run.stdout, run.stdout  # pdb stopped in double(), where value is 7
 
 
 def test_a_script_failing_on_one_input_line_fails_again_on_the_copy_of_its_input(
