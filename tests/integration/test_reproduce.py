@@ -88,8 +88,9 @@ def failed_job(client, tmp_path: Path, name: str, source: str, args: tuple[str, 
 
 
 def reproduce(cluster_id: str, job_id: str, out: Path, *extra: str) -> Path:
-    assert main(["reproduce", job_id, "--cluster", cluster_id, "--out", str(out),
-                 *extra]) == 0
+    """``clusterdeck reproduce JOB [SUBTASK --attempt N]`` (``extra``) into ``out``."""
+    assert main(["reproduce", job_id, *extra, "--cluster", cluster_id,
+                 "--out", str(out)]) == 0
     assert (out / "run.txt").is_file()
     return out
 
@@ -110,10 +111,13 @@ def run_elsewhere(folder: Path, tmp_path: Path, *options: str,
                           timeout=RUN_DEADLINE, cwd=tmp_path, check=False)
 
 
-def assert_same_failure(run: subprocess.CompletedProcess[str], expected: str,
-                        line: str) -> None:
+def assert_same_failure(run: subprocess.CompletedProcess[str], exception_type: str,
+                        message: str, line: str) -> None:
+    """The run failed with ``exception_type`` and a message ending in ``message``, at
+    ``line`` of the job's file, and found it the cluster's failure."""
     assert run.returncode == 1, run.stderr[-3000:]
-    assert f"failed: {expected} at {line}" in run.stderr, run.stderr[-3000:]
+    assert f"failed: {exception_type}: " in run.stderr, run.stderr[-3000:]
+    assert f"{message} at {line}\n" in run.stderr, run.stderr[-3000:]
     assert "reproduced: the same failure" in run.stderr, run.stderr[-3000:]
 
 
@@ -126,7 +130,7 @@ def test_a_user_exception_in_a_dataflow_subtask_fails_again_at_its_line(
     assert manifest.expected.file == "doubling.py" and manifest.expected.line == 3
     assert manifest.splits  # its part of the collection
     run = run_elsewhere(folder, tmp_path, "--pdb", typed="p value * 100\nq\n")
-    assert_same_failure(run, "ValueError: cannot double 7", "doubling.py:3")
+    assert_same_failure(run, "ValueError", "cannot double 7", "doubling.py:3")
     assert "700" in run.stdout, run.stdout  # pdb stopped in double(), where value is 7
 
 
@@ -139,7 +143,7 @@ def test_a_script_failing_on_one_input_line_fails_again_on_the_copy_of_its_input
     manifest = read_manifest(folder)
     assert manifest.script_args == ("input/args/0-amounts.csv",)
     data.unlink()  # the run reads the folder's copy
-    assert_same_failure(run_elsewhere(folder, tmp_path),
+    assert_same_failure(run_elsewhere(folder, tmp_path), "ValueError",
                         "ValueError: invalid literal for int() with base 10: 'x'",
                         "amounts.py:8")
 
@@ -155,6 +159,5 @@ def test_a_streaming_failure_that_needs_its_restored_state_fails_again(
                        restored["vertex_id"], "--attempt", str(restored["attempt"]))
     manifest = read_manifest(folder)
     assert manifest.checkpoint_id > 0 and manifest.states
-    assert_same_failure(run_elsewhere(folder, tmp_path),
-                        f"RuntimeError: {restored['message'].partition(': ')[2]}",
-                        "counting.py:8")
+    assert_same_failure(run_elsewhere(folder, tmp_path), "RuntimeError",
+                        restored["message"], "counting.py:8")
