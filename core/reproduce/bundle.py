@@ -244,27 +244,37 @@ def _streaming(reproduction: Reproduction, job: StoredJob, failure: FailureRecor
         raise ReproductionError("the attempt started from a savepoint: reproducing from a "
                                 "savepoint is not supported yet")
     storage = CheckpointStorage(checkpoints_dir(job.work_dir))
-    checkpoint = _restored_from(storage, job.record.job_id, failure)
+    checkpoint, note = restored_checkpoint(storage, job.record.job_id, failure)
+    notes = (*reproduction.notes, note) if note else reproduction.notes
     if checkpoint is None:
-        return replace(reproduction, notes=(*reproduction.notes, "no checkpoint had "
-                                            "completed before the attempt started: it "
-                                            "started afresh"))
+        return replace(reproduction, notes=notes)
     states = _copy_checkpoint(storage, checkpoint, out, budget)
-    return replace(reproduction, checkpoint_id=checkpoint.checkpoint_id, states=states)
+    return replace(reproduction, checkpoint_id=checkpoint.checkpoint_id, states=states,
+                   notes=notes)
 
 
-def _restored_from(storage: CheckpointStorage, job_id: str,
-                   failure: FailureRecord) -> CompletedCheckpoint | None:
+def restored_checkpoint(storage: CheckpointStorage, job_id: str, failure: FailureRecord
+                   ) -> tuple[CompletedCheckpoint | None, str]:
     """The newest checkpoint completed before the attempt started: the one its
-    deployment restored (the JobMaster restores the latest completed one)."""
+    deployment restored (the JobMaster restores the latest completed one; retention drops
+    the oldest first, so if any checkpoint that old is kept, that one is). When retention
+    dropped it since, the newest one the attempt itself completed before it failed: its
+    state on its way to the same failure. With a note saying so."""
     completed, _problems = storage.completed(job_id)
     started = failure.start_time if failure.start_time is not None else failure.timestamp
     before = [c for c in completed if c.completed <= started]
-    if completed and not before:
+    if before:
+        return before[-1], ""
+    later = [c for c in completed if started < c.completed <= failure.timestamp]
+    if later:
+        return later[-1], (f"the checkpoint the attempt was restored from is no longer "
+                           f"kept; checkpoint {later[-1].checkpoint_id}, which the attempt "
+                           f"completed before it failed, is restored instead")
+    if completed:
         raise ReproductionError(
             f"the checkpoint the attempt was restored from is gone (the oldest kept is "
             f"{completed[0].checkpoint_id}): raise the job's retained checkpoints")
-    return before[-1] if before else None
+    return None, "no checkpoint had completed before the attempt started: it started afresh"
 
 
 def _copy_checkpoint(storage: CheckpointStorage, checkpoint: CompletedCheckpoint, out: Path,

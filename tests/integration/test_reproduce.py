@@ -71,7 +71,7 @@ def count(record, state):
 
 def build(env):
     env.set_parallelism(1)
-    env.enable_checkpointing(0.2)
+    env.enable_checkpointing(0.2, retained=1000)  # the one restored from stays
     env.rate_source(200, count=100_000).key_by(1).process(count).print()
 """
 

@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from clusterdeck.core.checkpointing import CheckpointStorage
+from clusterdeck.core.checkpointing.checkpoints import CompletedCheckpoint
 from clusterdeck.core.jobapi.artifact import pack_artifact
 from clusterdeck.core.jobapi.loader import load_job
 from clusterdeck.core.jobmanager.jobstore import JobRecord
 from clusterdeck.core.protocol.failures import FailureRecord, TaskFailure
-from clusterdeck.core.reproduce.bundle import write_reproduction
+from clusterdeck.core.reproduce.bundle import restored_checkpoint, write_reproduction
 from clusterdeck.core.reproduce.copies import InputTooLarge
 from clusterdeck.core.reproduce.folder import ReproductionError, read_manifest
 from clusterdeck.core.reproduce.stored import StoredJob, chosen_failure
@@ -127,3 +129,29 @@ def test_a_failure_naming_a_vertex_the_job_lacks_is_refused(tmp_path) -> None:
     job = stored(tmp_path, DATAFLOW, ("x",), (failure("vertex-9"),))
     with pytest.raises(ReproductionError, match="does not have"):
         chosen_failure(job)
+
+
+def committed(tmp_path: Path, *completions: float) -> CheckpointStorage:
+    storage = CheckpointStorage(tmp_path / "checkpoints")
+    for number, completed in enumerate(completions, 1):
+        storage.commit(CompletedCheckpoint("job1", number, completed - 0.1, completed))
+    return storage
+
+
+def test_a_restored_attempts_checkpoint_is_the_newest_completed_before_it_started(
+        tmp_path) -> None:
+    storage = committed(tmp_path, 90.0, 95.0, 99.5)  # failure(): started 99, failed 100
+    checkpoint, note = restored_checkpoint(storage, "job1", failure(attempt=1))
+    assert (checkpoint.checkpoint_id, note) == (2, "")
+
+
+def test_when_retention_dropped_it_the_attempts_own_last_checkpoint_stands_in(
+        tmp_path) -> None:
+    storage = committed(tmp_path, 99.2, 99.6, 101.0)
+    checkpoint, note = restored_checkpoint(storage, "job1", failure(attempt=1))
+    assert checkpoint.checkpoint_id == 2 and "no longer kept" in note
+
+
+def test_an_attempt_with_no_checkpoint_before_it_starts_afresh(tmp_path) -> None:
+    checkpoint, note = restored_checkpoint(committed(tmp_path), "job1", failure(attempt=1))
+    assert checkpoint is None and "afresh" in note
