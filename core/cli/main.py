@@ -37,6 +37,7 @@ from clusterdeck.core.cli.jobcommands import (
 )
 from clusterdeck.core.cli.profilecommands import add_profile_command, cmd_profile
 from clusterdeck.core.cli.recordcommands import add_record_commands, cmd_record, cmd_recorder
+from clusterdeck.core.cli.reproducecommands import add_reproduce_command, cmd_reproduce
 from clusterdeck.core.cli.statecommands import add_state_command, cmd_state
 from clusterdeck.core.client.jobclient import ClusterUnreachableError
 from clusterdeck.core.config import paths
@@ -126,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_profile_command(commands, common)
     add_compare_command(commands, common)
     add_state_command(commands, common)
+    add_reproduce_command(commands, common)
 
     add_job_commands(commands, common)
     add_client_credentials(commands)
@@ -214,7 +216,8 @@ def _run(arguments: list[str]) -> int:
                "result": cmd_result,
                "failures": cmd_failures, "recorder": cmd_recorder,
                "record": cmd_record, "profile": cmd_profile,
-               "compare": cmd_compare, "state": cmd_state}[args.command]
+               "compare": cmd_compare, "state": cmd_state,
+               "reproduce": cmd_reproduce}[args.command]
     try:
         return handler(config, args)
     except ConfigError as error:

@@ -216,3 +216,12 @@ def spark_cause(work: SparkWork) -> str | None:
         return where
     return (f"{where}: task {task.index}.{task.attempt} (TID {task.task_id}) on executor "
             f"{task.executor}, after {stage.failed} failed task attempt(s): {task.summary}")
+
+
+def with_spark_cause(message: str, work: SparkWork) -> str:
+    """A failed script's message named by what failed in Spark (``spark_cause``), the
+    message kept when the cause does not already say it."""
+    cause = spark_cause(work)
+    if cause is None:
+        return message
+    return cause if message in cause else f"{cause} ({message})"

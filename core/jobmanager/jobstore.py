@@ -158,6 +158,13 @@ class JobStore:
                 set_aside.append(self._set_aside(folder, str(error)))
         return StoredJobs(sorted(records, key=lambda r: r.submitted_at), set_aside)
 
+    def load(self, job_id: str) -> JobRecord:
+        """One job's record, read as a restarted JobManager reads it (any thread: it only
+        reads); BrokenRecordError says what is wrong, or that there is no such job."""
+        if not JOB_ID.fullmatch(job_id) or not self.folder(job_id).is_dir():
+            raise BrokenRecordError(f"no job {job_id[:80]!r} in the job store {self.root}")
+        return self._load(self.folder(job_id))
+
     def _load(self, folder: Path) -> JobRecord:
         if not JOB_ID.fullmatch(folder.name):
             raise BrokenRecordError(f"{folder.name!r} is not a job id")

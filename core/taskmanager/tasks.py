@@ -22,7 +22,7 @@ from typing import Any
 from clusterdeck.core.engine.cancellation import cancel_subtask
 from clusterdeck.core.engine.liveoutput import LiveOutput
 from clusterdeck.core.engine.mqttparts import ClusterBroker
-from clusterdeck.core.engine.sparkstatus import spark_cause
+from clusterdeck.core.engine.sparkstatus import with_spark_cause
 from clusterdeck.core.engine.sparkwatch import SparkWatch
 from clusterdeck.core.engine.tally import LiveCounts
 from clusterdeck.core.jobapi.loader import LoadedJob
@@ -217,12 +217,10 @@ class Task:
         if self.spark_watch is None or not self.spark_ready or self.failure is not None:
             return outcome
         self.final_spark_work = work = self.spark_watch.poll()
-        cause = spark_cause(work)
-        if outcome.failure is None or cause is None:
+        if outcome.failure is None:
             return outcome
-        message = outcome.failure.message
         return dataclasses.replace(outcome, failure=dataclasses.replace(
-            outcome.failure, message=cause if message in cause else f"{cause} ({message})"))
+            outcome.failure, message=with_spark_cause(outcome.failure.message, work)))
 
     def interrupt(self) -> None:
         """Raise TaskCanceled inside the slot thread at its next Python instruction: the

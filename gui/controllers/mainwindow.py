@@ -27,6 +27,7 @@ from clusterdeck.gui.controllers.actionstate import enable_actions
 from clusterdeck.gui.controllers.inspection import ProcessInspector
 from clusterdeck.gui.controllers.jobcalls import JobCommands, JobWorker, SavepointAsk
 from clusterdeck.gui.controllers.recordings import RecordingOpener
+from clusterdeck.gui.controllers.reproduction import ReproductionFlow
 from clusterdeck.gui.controllers.statusline import (
     broker_style,
     broker_text,
@@ -85,6 +86,7 @@ class MainWindow(MainWindowView):
         self.commands = JobCommands(self.bridge, self.worker, self)
         self.recordings = RecordingOpener(self, self.bridge, self.session, self.notice)
         self.inspector = ProcessInspector(self.bridge, self)
+        self.reproduction = ReproductionFlow(self, self.session, worker, self.notice)
         self.notifier = DesktopNotifier(self, self.show_notice, self.bridge.call_on_gui_thread)
         self.comparisons: list[ComparisonWindow] = []
         self._overview: p.ClusterOverview | None = None
@@ -144,6 +146,7 @@ class MainWindow(MainWindowView):
         self.job_model.rowsInserted.connect(self.update_actions)
         self.failures.failure_selected.connect(self.jobs.graph.focus)
         self.failures.logs_wanted.connect(self._show_attempt_logs)
+        self.failures.reproduce_wanted.connect(self.reproduction.reproduce)
         self.logs.subtask_named.connect(self._find_subtask)
         self.result.rows_wanted.connect(self.commands.load_rows)
         self.commands.rows_loaded.connect(self.result.show_rows)

@@ -87,6 +87,9 @@ class FailuresView(QWidget):
     """``(vertex_id, subtask)`` of a failure the user clicked."""
     logs_wanted = Signal(str, str)
     """``(attempt_id, taskmanager_id)``: show the log lines of the selected failure."""
+    reproduce_wanted = Signal(str, str, int, int)
+    """``(job_id, vertex_id, subtask, attempt)``: write a folder that runs the selected
+    failure's attempt again on this machine (core/reproduce)."""
 
     def __init__(self, job_files: Mapping[str, Path] | None = None,
                  parent: QWidget | None = None) -> None:
@@ -104,6 +107,12 @@ class FailuresView(QWidget):
                                    "every process, in the Logs tab")
         self.log_button.setEnabled(False)
         self.log_button.clicked.connect(self._want_logs)
+        self.reproduce_button = QPushButton("Reproduce locally…")
+        self.reproduce_button.setToolTip("Write a folder with the job file, this attempt's "
+                                         "input, arguments, Spark settings and restored "
+                                         "state, to run it again here (docs/reproduce.md)")
+        self.reproduce_button.setEnabled(False)
+        self.reproduce_button.clicked.connect(self._want_reproduction)
         self.tree = QTreeWidget()
         self.tree.setColumnCount(len(_COLUMNS))
         self.tree.setHeaderLabels(_COLUMNS)
@@ -141,6 +150,7 @@ class FailuresView(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.title, 1)
         top.addWidget(self.log_button)
+        top.addWidget(self.reproduce_button)
         layout.addLayout(top)
         layout.addWidget(self.restored)
         layout.addWidget(splitter, 1)
@@ -192,6 +202,7 @@ class FailuresView(QWidget):
         self._show_chain(None)
         self.detail.clear()
         self.log_button.setEnabled(False)
+        self.reproduce_button.setEnabled(False)
         self.title.setText("Select a job to see its failures.")
         self.restored.setVisible(False)
 
@@ -229,6 +240,7 @@ class FailuresView(QWidget):
             self._show_chain(None)
             self.detail.clear()
             self.log_button.setEnabled(False)
+            self.reproduce_button.setEnabled(False)
             self.title.setText("Select a job to see its failures." if self.job_id is None
                                else NO_FAILURES)
             self.restored.setVisible(False)
@@ -279,6 +291,7 @@ class FailuresView(QWidget):
         else:
             self.detail.clear()
             self.log_button.setEnabled(False)
+            self.reproduce_button.setEnabled(False)
 
     def _item(self, failure: FailureRecord, failures: JobFailures,
               root: bool = False) -> QTreeWidgetItem:
@@ -324,6 +337,7 @@ class FailuresView(QWidget):
     def _show(self, item: QTreeWidgetItem) -> None:
         data = item.data(0, FAILURE_ROLE)
         self.log_button.setEnabled(bool(data))
+        self.reproduce_button.setEnabled(bool(data) and data[0].attempt >= 0)
         if not data:
             return
         failure, root = data
@@ -352,3 +366,11 @@ class FailuresView(QWidget):
         if data:
             failure = data[0]
             self.logs_wanted.emit(failure.attempt_id, failure.taskmanager_id or "")
+
+    def _want_reproduction(self) -> None:
+        item = self.tree.currentItem()
+        data = item.data(0, FAILURE_ROLE) if item is not None else None
+        if data and self.job_id:
+            failure = data[0]
+            self.reproduce_wanted.emit(self.job_id, failure.vertex_id, failure.subtask,
+                                       failure.attempt)
