@@ -151,9 +151,9 @@ from clusterdeck.core.protocol.wiring import (
 # its leader and standbys (docs/ha.md)
 # 20: SparkWorkReport, a PySpark script's Spark jobs, stages and failed tasks;
 # JobGraphSnapshot.spark
-# 21: LeadershipChanged, ClusterOverview.leader_cause
+# 21: LeadershipChanged, ClusterOverview.leader_cause; 22: JobGraph.max_parallelism (key groups)
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-PROTOCOL_VERSION = 21
+PROTOCOL_VERSION = 22
 
 __all__ = [
     "METRICS_ATTEMPTS",
