@@ -128,7 +128,7 @@ def jobmanager_broker(config: Config, args: argparse.Namespace
 # which reads everything and asks nothing (broker/acl.py), can answer from what the
 # JobManager keeps retained on the broker.
 CLIENT_COMMANDS = ("submit", "status", "list", "cancel", "result", "failures", "savepoint",
-                   "stop")
+                   "stop", "rescale")
 WATCHING_COMMANDS = ("status", "list")
 
 
