@@ -71,21 +71,27 @@ def stop_with_savepoint(client, job_id: str, out: Path, lines: int,
     return stopped.path
 
 
+@pytest.mark.timeout(480)  # three jobs, each restoring and starting its Spark tasks
 def test_a_keyed_job_rescaled_from_2_to_3_to_1_subtasks_writes_exactly_once(
         client, tmp_path) -> None:
-    job, out, count = tmp_path / "numbered.py", tmp_path / "out", 3000
+    """The first two runs' source has no end in sight (it must not end before its stop,
+    however long Spark takes to start); the last one ends a little after the indices the
+    others reached, so that its output is all of ``range(count)``."""
+    job, out = tmp_path / "numbered.py", tmp_path / "out"
     job.write_text(NUMBERED_JOB)
-    args = (str(out), str(count), "250")
-    first = client.submit(job, args, parallelism=2)
+    endless = (str(out), "1000000", "250")
+    first = client.submit(job, endless, parallelism=2)
     savepoint = stop_with_savepoint(client, first, out, 300, 180)  # Spark starts first
     assert not list(out.glob("part-2-*"))
 
-    wider = client.submit(job, args, parallelism=3, savepoint=SavepointRestore(savepoint))
-    savepoint = stop_with_savepoint(client, wider, out, len(committed(out)) + 300)
+    wider = client.submit(job, endless, parallelism=3, savepoint=SavepointRestore(savepoint))
+    savepoint = stop_with_savepoint(client, wider, out, len(committed(out)) + 300, 120)
     assert list(out.glob("part-2-*"))  # the third subtask wrote
     check_exactly_once(committed(out), None)  # no index twice, every key numbered on
 
-    narrower = client.submit(job, args, parallelism=1, savepoint=SavepointRestore(savepoint))
+    count = max(int(line.split(",")[0]) for line in committed(out)) + 500
+    narrower = client.submit(job, (str(out), str(count), "250"), parallelism=1,
+                             savepoint=SavepointRestore(savepoint))
     result = wait_result(client, narrower, 90)
     assert result.status == JobStatus.FINISHED, described(result)
     check_exactly_once(committed(out), count)
