@@ -18,9 +18,13 @@ from tests.integration.test_failover import described
 from tests.integration.test_streaming import committed
 from tests.waiting import wait_for
 
-# a streaming job holds a slot per subtask of each vertex: 2 x 3 at parallelism 3
+# A streaming job holds a slot per subtask of each vertex: 2 x 3 at parallelism 3. Nothing
+# is killed here: the default heartbeats, not the quick ones that take a TaskManager on a
+# loaded machine as lost.
 pytestmark = [pytest.mark.integration,
-              pytest.mark.cluster({**SPARK_UP_AND_RESTARTS, "taskmanager.count": 3})]
+              pytest.mark.cluster({**SPARK_UP_AND_RESTARTS, "taskmanager.count": 3,
+                                   "heartbeat.interval": 1.0, "heartbeat.timeout": 10.0,
+                                   "rpc.ask-timeout": 30.0})]
 
 KEYS = 40
 NUMBERED_JOB = f'''
