@@ -15,8 +15,13 @@ The folder is assembled under a hidden name and renamed once whole, so a savepoi
 either exists completely or not at all. A new job adopts a savepoint by copying it into
 its own checkpoints as a completed checkpoint of the same number (Flink's ``NO_CLAIM``
 mode: the savepoint is never changed or deleted by the job that started from it), after
-checking that its state fits the job: every subtask it holds state for exists with the
-same parallelism. Paths from a request are resolved and must lie inside the savepoint
+checking that its state fits the job: every vertex it holds state for exists, with the
+same max parallelism (key groups). A vertex whose parallelism changed is *rescaled*
+(``rescaled_state``): each new subtask's state names every old subtask's snapshot and
+the shared files of those whose key groups overlap its own; the task takes what is its
+own (core/engine/rescaling.py). Format 1 (before key groups, when keys went to a hash
+modulo the parallelism) is read too: its keyed state is always redistributed so. Paths
+from a request are resolved and must lie inside the savepoint
 folder: a client names a savepoint, never an arbitrary file of the JobManager's machine.
 
 Blocking file work: called on worker threads, never on an endpoint's main thread.
@@ -30,6 +35,7 @@ import secrets
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from clusterdeck.core.checkpointing.changelog import copy_checked
 from clusterdeck.core.checkpointing.checkpoints import CompletedCheckpoint
@@ -43,11 +49,16 @@ from clusterdeck.core.checkpointing.storage import (
     shared_path,
     write_whole,
 )
+from clusterdeck.core.jobapi import plan
 from clusterdeck.core.protocol.checkpoints import SavepointRestore, SharedStateFile, StateHandle
+from clusterdeck.core.protocol.ids import subtask_id
 from clusterdeck.core.protocol.jobgraph import JobGraph
+from clusterdeck.core.protocol.keygroups import DEFAULT_MAX_PARALLELISM, key_group_range
 from clusterdeck.core.rpc import CodecError, from_data, to_data
 
-FORMAT = 1
+FORMAT = 2
+"""2: key groups (``max_parallelism``); 1, before them, is still read (``adopt``)."""
+READABLE = (1, 2)
 MAX_METADATA_BYTES = 16 * 1024 * 1024
 PREFIX = "savepoint-"
 
@@ -65,6 +76,7 @@ class SavepointMetadata:
     completed: float
     parallelism: dict[str, int] = field(default_factory=dict)  # vertex id -> subtasks
     states: dict[str, StateHandle] = field(default_factory=dict)  # paths: <name>.state
+    max_parallelism: int = DEFAULT_MAX_PARALLELISM  # the job's key groups (format 2)
 
 
 class Savepoints:
@@ -95,7 +107,8 @@ class Savepoints:
             metadata = SavepointMetadata(
                 FORMAT, checkpoint.job_id, graph.name, checkpoint.checkpoint_id,
                 checkpoint.triggered, checkpoint.completed,
-                {vertex.id: vertex.parallelism for vertex in graph.vertices}, states)
+                {vertex.id: vertex.parallelism for vertex in graph.vertices}, states,
+                graph.max_parallelism)
             write_whole(building / METADATA, json.dumps(to_data(metadata)).encode())
             os.replace(building, self.root / name)
         except BaseException:
@@ -130,9 +143,10 @@ class Savepoints:
         except (ValueError, CodecError) as error:
             raise CheckpointStorageError(f"savepoint {folder.name}: metadata is not valid: "
                                          f"{error}") from None
-        if metadata.format != FORMAT:
+        if metadata.format not in READABLE:
             raise CheckpointStorageError(f"savepoint {folder.name} is of format "
-                                         f"{metadata.format}; this version reads {FORMAT}")
+                                         f"{metadata.format}; this version reads formats "
+                                         f"{', '.join(map(str, READABLE))}")
         for handle in metadata.states.values():
             if "/" in handle.path or not handle.path.endswith(".state"):
                 raise CheckpointStorageError(f"savepoint {folder.name} names {handle.path!r}")
@@ -153,42 +167,122 @@ class Savepoints:
         kept = fitting_states(metadata, graph, restore.allow_non_restored_state)
         folder = self.locate(restore.path)
         states = {}
-        for subtask_id, handle in kept.items():
-            if handle.size > MAX_STATE_BYTES:
-                raise CheckpointStorageError(f"savepoint state {handle.path} of {handle.size}"
-                                             f" bytes is over the limit of {MAX_STATE_BYTES}")
-            data = read_checked(folder / handle.path, handle)
-            shared = []
-            for file in handle.shared:
-                relative = shared_path(subtask_id, metadata.checkpoint_id,
-                                       file.path.rpartition(".")[2])
-                copy_checked(folder / file.path, job.job_folder(job_id) / relative, file)
-                shared.append(SharedStateFile(relative, file.size, file.sha256))
-            written = job.write_state(job_id, metadata.checkpoint_id, subtask_id, data)
-            states[subtask_id] = StateHandle(written.path, written.size, written.sha256,
-                                             tuple(shared))
+        for vertex in graph.vertices:
+            old = metadata.parallelism.get(vertex.id)
+            if not any(name.rpartition("#")[0] == vertex.id for name in kept):
+                continue
+            assert old is not None  # fitting_states: a vertex with state has its count
+            keyed = any(op.kind in plan.STREAMING_KEYED for op in vertex.operators)
+            if old == vertex.parallelism and (metadata.format == FORMAT or not keyed):
+                for index in range(old):
+                    found = kept.get(subtask_id(vertex.id, index))
+                    if found is not None:
+                        states[subtask_id(vertex.id, index)] = self._copied(
+                            folder, metadata.checkpoint_id, subtask_id(vertex.id, index),
+                            found, job_id, job)
+                continue
+            old_states = [kept.get(subtask_id(vertex.id, index)) for index in range(old)]
+            for index in range(vertex.parallelism):
+                new_id = subtask_id(vertex.id, index)
+                states[new_id] = self._rescaled(folder, metadata, old_states, index,
+                                                vertex.parallelism, new_id, job_id, job)
         checkpoint = CompletedCheckpoint(job_id, metadata.checkpoint_id, metadata.triggered,
                                          metadata.completed, states)
         job.commit(checkpoint)
         return checkpoint
 
+    def _copied(self, folder: Path, checkpoint_id: int, subtask: str, handle: StateHandle,
+                job_id: str, job: CheckpointStorage) -> StateHandle:
+        """One subtask's state copied as it is (the same parallelism)."""
+        data = _read_state(folder, handle)
+        shared = tuple(self._shared(folder, checkpoint_id, subtask, file, job_id, job)
+                       for file in handle.shared)
+        written = job.write_state(job_id, checkpoint_id, subtask, data)
+        return StateHandle(written.path, written.size, written.sha256, shared)
+
+    def _rescaled(self, folder: Path, metadata: SavepointMetadata,
+                  old: list[StateHandle | None], index: int, parallelism: int,
+                  subtask: str, job_id: str, job: CheckpointStorage) -> StateHandle:
+        """New subtask ``index`` of ``parallelism``'s state: every old subtask's snapshot
+        (each a part), with the shared files of those whose key groups overlap its own
+        (all of them from a format 1 savepoint, which had no key groups)."""
+        owned = key_group_range(metadata.max_parallelism, parallelism, index)
+        parts, shared = [], []
+        for old_index, handle in enumerate(old):
+            if handle is None:
+                parts.append({"subtask": old_index, "state": {}, "shared": []})
+                continue
+            had = key_group_range(metadata.max_parallelism, len(old), old_index)
+            overlaps = metadata.format == 1 or (had.start <= owned[-1] and owned.start <= had[-1])
+            indices = []
+            for file in handle.shared if overlaps else ():
+                indices.append(len(shared))
+                shared.append(self._shared(folder, metadata.checkpoint_id, subtask, file,
+                                           job_id, job))
+            parts.append({"subtask": old_index, "state": json.loads(_read_state(folder, handle)),
+                          "shared": indices})
+        data = json.dumps(rescaled_state(metadata.max_parallelism, parts)).encode()
+        if len(data) > MAX_STATE_BYTES:
+            raise CheckpointStorageError(f"the rescaled state of {subtask} would be "
+                                         f"{len(data)} bytes, over the limit of "
+                                         f"{MAX_STATE_BYTES}")
+        written = job.write_state(job_id, metadata.checkpoint_id, subtask, data)
+        return StateHandle(written.path, written.size, written.sha256, tuple(shared))
+
+    @staticmethod
+    def _shared(folder: Path, checkpoint_id: int, subtask: str, file: SharedStateFile,
+                job_id: str, job: CheckpointStorage) -> SharedStateFile:
+        """A savepoint's shared file copied into the job's folder of ``subtask``."""
+        relative = shared_path(subtask, checkpoint_id, file.path.rpartition(".")[2])
+        copy_checked(folder / file.path, job.job_folder(job_id) / relative, file)
+        return SharedStateFile(relative, file.size, file.sha256)
+
+
+def rescaled_state(max_parallelism: int, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """A rescaled subtask's state file: ``parts``, each old subtask's ``{"subtask": index,
+    "state": its snapshot's JSON, "shared": indices of its chain among the handle's
+    shared files}``; the task makes its own state from them (core/engine/rescaling.py)."""
+    return {"rescaled": {"max_parallelism": max_parallelism, "parts": parts}}
+
+
+def _read_state(folder: Path, handle: StateHandle) -> bytes:
+    if handle.size > MAX_STATE_BYTES:
+        raise CheckpointStorageError(f"savepoint state {handle.path} of {handle.size}"
+                                     f" bytes is over the limit of {MAX_STATE_BYTES}")
+    return read_checked(folder / handle.path, handle)
+
 
 def fitting_states(metadata: SavepointMetadata, graph: JobGraph,
                    allow_non_restored_state: bool) -> dict[str, StateHandle]:
     """The savepoint's states ``graph`` takes; ValueError when it cannot start from it."""
-    parallelism = {vertex.id: vertex.parallelism for vertex in graph.vertices}
+    if metadata.format >= 2 and metadata.max_parallelism != graph.max_parallelism:
+        raise ValueError(f"the savepoint's job had a max parallelism of "
+                         f"{metadata.max_parallelism} (its key groups) and this one "
+                         f"{graph.max_parallelism}: a job's max parallelism is fixed for its "
+                         f"life (env.set_max_parallelism)")
+    vertices = {vertex.id: vertex for vertex in graph.vertices}
     kept, skipped = {}, []
-    for subtask_id, handle in metadata.states.items():
-        vertex_id = subtask_id.rpartition("#")[0]
-        if vertex_id not in parallelism:
-            skipped.append(subtask_id)
+    for subtask, handle in metadata.states.items():
+        vertex_id = subtask.rpartition("#")[0]
+        vertex = vertices.get(vertex_id)
+        if vertex is None:
+            skipped.append(subtask)
             continue
-        if metadata.parallelism.get(vertex_id) != parallelism[vertex_id]:
-            raise ValueError(
-                f"vertex {vertex_id} ran {metadata.parallelism.get(vertex_id)} subtasks in "
-                f"the savepoint and has {parallelism[vertex_id]} now: rescaling from a "
-                f"savepoint is not supported yet")
-        kept[subtask_id] = handle
+        old = metadata.parallelism.get(vertex_id)
+        if old is None:
+            raise ValueError(f"the savepoint holds state of {subtask} but not how many "
+                             f"subtasks vertex {vertex_id} ran")
+        if old != vertex.parallelism:
+            if vertex.parallelism > metadata.max_parallelism:
+                raise ValueError(f"vertex {vertex.name} cannot have {vertex.parallelism} "
+                                 f"subtasks: the savepoint's max parallelism (key groups) "
+                                 f"is {metadata.max_parallelism}")
+            if vertex.operators[0].kind == plan.SOURCE_FOLDER:
+                raise ValueError(f"vertex {vertex.name} ran {old} subtasks in the savepoint "
+                                 f"and has {vertex.parallelism} now: a watched folder's "
+                                 f"position cannot be redistributed to another parallelism "
+                                 f"yet (its files belong to subtasks by a hash of their name)")
+        kept[subtask] = handle
     if skipped and not allow_non_restored_state:
         raise ValueError(
             f"the savepoint holds state of {len(skipped)} subtasks this job does not have "

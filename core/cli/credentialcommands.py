@@ -133,7 +133,7 @@ def _node_login(config: Config, args: argparse.Namespace, role: str, hint: str
 # which reads everything and asks nothing (broker/acl.py), can answer from what the
 # JobManager keeps retained on the broker.
 CLIENT_COMMANDS = ("submit", "status", "list", "cancel", "result", "failures", "savepoint",
-                   "stop")
+                   "stop", "rescale")
 WATCHING_COMMANDS = ("status", "list")
 
 

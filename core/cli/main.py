@@ -38,6 +38,7 @@ from clusterdeck.core.cli.jobcommands import (
 from clusterdeck.core.cli.profilecommands import add_profile_command, cmd_profile
 from clusterdeck.core.cli.recordcommands import add_record_commands, cmd_record, cmd_recorder
 from clusterdeck.core.cli.reproducecommands import add_reproduce_command, cmd_reproduce
+from clusterdeck.core.cli.rescalecommand import add_rescale_command, cmd_rescale
 from clusterdeck.core.cli.statecommands import add_state_command, cmd_state
 from clusterdeck.core.client.jobclient import ClusterUnreachableError
 from clusterdeck.core.config import paths
@@ -130,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_reproduce_command(commands, common)
 
     add_job_commands(commands, common)
+    add_rescale_command(commands, common)
     add_client_credentials(commands)
     commands.add_parser("gui", help="open the desktop app (gui --help for its options)",
                         add_help=False)
@@ -217,7 +219,7 @@ def _run(arguments: list[str]) -> int:
                "failures": cmd_failures, "recorder": cmd_recorder,
                "record": cmd_record, "profile": cmd_profile,
                "compare": cmd_compare, "state": cmd_state,
-               "reproduce": cmd_reproduce}[args.command]
+               "reproduce": cmd_reproduce, "rescale": cmd_rescale}[args.command]
     try:
         return handler(config, args)
     except ConfigError as error:

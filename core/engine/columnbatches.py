@@ -76,9 +76,10 @@ def takes_columns(stage: Any) -> bool:
     return callable(getattr(stage, "over_columns", None))
 
 
-def rate_batch(indices: range) -> pa.RecordBatch:
+def rate_batch(indices: range | list[int]) -> pa.RecordBatch:
     """``rate_record(i)`` for each index, as a column batch with no timestamps."""
-    values = np.arange(indices.start, indices.stop, indices.step, dtype=np.int64)
+    values = np.arange(indices.start, indices.stop, indices.step, dtype=np.int64) \
+        if isinstance(indices, range) else np.array(indices, dtype=np.int64)
     keys = pa.DictionaryArray.from_arrays(pa.array(values % len(_RATE_KEYS)), _RATE_KEYS)
     return pa.record_batch([pa.nulls(len(values), pa.float64()), pa.array(values),
                             keys.dictionary_decode()],

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from clusterdeck.core.engine import windowaggregates
-from clusterdeck.core.engine.records import from_tagged, key_string, to_tagged
+from clusterdeck.core.engine.records import NULL_KEY_PART, from_tagged, key_string, to_tagged
 from clusterdeck.core.engine.streamfunctions import (
     Accumulated,
     Element,
@@ -36,6 +36,7 @@ from clusterdeck.core.engine.streamfunctions import (
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.plan import UserCode
 from clusterdeck.core.protocol.jobgraph import OperatorSpec
+from clusterdeck.core.protocol.keygroups import key_group_of
 from clusterdeck.core.streaming.eventtime import SlidingWindows, TumblingWindows, WindowAssigner
 from clusterdeck.core.streaming.statebackend import (
     HeapValues,
@@ -95,6 +96,13 @@ def window_assigner(params: dict[str, Any]) -> WindowAssigner:
     if slide == size:
         return TumblingWindows(size, offset)
     return SlidingWindows(size, slide, offset)
+
+
+def key_group_of_key(key: Any, max_parallelism: int) -> int:
+    """The key group of a key as keyed state holds it: that of the key string the
+    exchange routed its records by (streamoperators.OutputKey)."""
+    text = key_string(key)
+    return key_group_of(NULL_KEY_PART if text is None else text, max_parallelism)
 
 
 def _ordered(key: Any) -> tuple[str, str]:

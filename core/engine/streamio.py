@@ -9,8 +9,10 @@ JSON object, ``{"barrier": n}``, ``{"cancel": n}`` (checkpoint n was declined up
 ``{"watermark": t}`` (``"inf"``: event time is over). Whatever a peer sends is checked
 when read: a buffer or event that is not one of these fails the task, naming its channel.
 
-A keyed output picks a record's consumer by a stable hash of its key string (BLAKE2b, the
-same in every process and run; Python's ``hash`` of a string is not), so a restored job
+A keyed output picks a record's consumer by its key group (core/protocol/keygroups.py):
+a stable hash of its key string (BLAKE2b, the same in every process and run; Python's
+``hash`` of a string is not) modulo the job's max parallelism, sent to the subtask whose
+range of key groups holds it, so a restored job, at its old parallelism or another,
 sends every key where its state is. A column batch (columnbatches.py) is routed the same
 way without a Python call per record: its rows grouped by their key columns' values, one
 representative record of each group keyed and hashed as above, every row of the group
@@ -23,7 +25,6 @@ Slot thread only; the network's own thread is behind the writer and the gate.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
@@ -45,6 +46,7 @@ from clusterdeck.core.engine.arrowbuffers import (
 )
 from clusterdeck.core.engine.columnbatches import key_groups, representatives
 from clusterdeck.core.protocol.checkpoints import CheckpointingMode
+from clusterdeck.core.protocol.keygroups import DEFAULT_MAX_PARALLELISM, subtask_of
 from clusterdeck.core.protocol.wiring import StreamChannel
 from clusterdeck.core.streaming.eventtime import InputWatermarks
 from clusterdeck.core.streaming.network import (
@@ -65,13 +67,14 @@ EMIT_TIMEOUT = 600.0
 taken as stuck and the task fails (a slow consumer only slows this one down)."""
 
 
-def subpartition_of(key: str, subpartitions: int) -> int:
-    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") % subpartitions
+def subpartition_of(key: str, subpartitions: int,
+                    max_parallelism: int = DEFAULT_MAX_PARALLELISM) -> int:
+    """The consumer subtask owning ``key``'s key group."""
+    return subtask_of(key, max_parallelism, subpartitions)
 
 
-def keyed_subpartitions(batch: pa.RecordBatch, key_of: Callable[[Any], str],
-                        count: int) -> np.ndarray | None:
+def keyed_subpartitions(batch: pa.RecordBatch, key_of: Callable[[Any], str], count: int,
+                        max_parallelism: int = DEFAULT_MAX_PARALLELISM) -> np.ndarray | None:
     """Each row's subpartition of ``count``: ``subpartition_of(key_of(record))`` of one
     representative record per key (``key_of.fields``, columnbatches.key_groups); None
     when ``key_of`` names no fields or they do not allow it."""
@@ -80,7 +83,7 @@ def keyed_subpartitions(batch: pa.RecordBatch, key_of: Callable[[Any], str],
     if groups is None:
         return None
     firsts, of_row = groups
-    chosen = np.array([subpartition_of(key_of(record), count)
+    chosen = np.array([subpartition_of(key_of(record), count, max_parallelism)
                        for record in representatives(batch, firsts)], dtype=np.int64)
     return chosen[of_row]
 
@@ -89,11 +92,13 @@ class PartitionOutput:
     """A producing task's result partition: one subpartition per consumer subtask."""
 
     def __init__(self, server: ChannelServer, partition_id: str, subpartitions: int,
-                 key_of: Callable[[Any], str] | None, cancelled: Callable[[], bool]) -> None:
+                 key_of: Callable[[Any], str] | None, cancelled: Callable[[], bool],
+                 max_parallelism: int = DEFAULT_MAX_PARALLELISM) -> None:
         """``key_of``: a record's key string (None: an unkeyed edge, records go round
-        robin)."""
+        robin); ``max_parallelism``: the job's key groups."""
         self.writer = server.register(partition_id, subpartitions, cancelled=cancelled)
         self.key_of = key_of
+        self.max_parallelism = max_parallelism
         self._waited: tuple[float, float | None] = (0.0, None)  # before, the wait's start
         self._next = 0
 
@@ -121,7 +126,7 @@ class PartitionOutput:
                 key = key_of(element[1])
                 index = chosen.get(key)
                 if index is None:
-                    index = chosen[key] = subpartition_of(key, count)
+                    index = chosen[key] = subpartition_of(key, count, self.max_parallelism)
                 parts[index].append(element)
         for index, part in enumerate(parts):
             for payload in encode_buffers(part, BUFFER_BYTES):
@@ -155,7 +160,7 @@ class PartitionOutput:
             chosen = (self._next + np.arange(batch.num_rows)) % count
             self._next = (self._next + batch.num_rows) % count
             return chosen
-        return keyed_subpartitions(batch, self.key_of, count)
+        return keyed_subpartitions(batch, self.key_of, count, self.max_parallelism)
 
     def barrier(self, checkpoint_id: int) -> None:
         self._event({"barrier": checkpoint_id})

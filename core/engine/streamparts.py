@@ -161,17 +161,29 @@ class _RateRecords:
         return self._source.seconds_to_next(now)
 
     def snapshot(self, checkpoint_id: int) -> Any:
-        return self._source.position().next_index
+        position = self._source.position()
+        if not position.backlog:
+            return position.next_index
+        return {"next": position.next_index, "backlog": list(position.backlog)}
 
     def committed(self, checkpoint_id: int) -> None:
         """Replayable: nothing waits for a checkpoint."""
 
     def restore(self, state: Any) -> None:
-        position = RatePosition(int(state)) if state is not None else None
-        self._source = RateSource(*self._args, position)
+        self._source = RateSource(*self._args, rate_position(state))
 
     def close(self) -> None:
         """Holds nothing."""
+
+
+def rate_position(state: Any) -> RatePosition | None:
+    """A rate source's position from its checkpointed state: the next index, or with a
+    backlog after a rescale ``{"next": n, "backlog": [...]}``."""
+    if state is None:
+        return None
+    if isinstance(state, dict):
+        return RatePosition(int(state["next"]), tuple(int(i) for i in state["backlog"]))
+    return RatePosition(int(state))
 
 
 class _FolderLines:

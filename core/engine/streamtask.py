@@ -45,9 +45,16 @@ from clusterdeck.core.checkpointing.changelog import chain_entries
 from clusterdeck.core.checkpointing.snapshotwriter import SnapshotWriter, SnapshotWritten
 from clusterdeck.core.engine.arrowbuffers import elements_of
 from clusterdeck.core.engine.cancellation import attempt_scope
-from clusterdeck.core.engine.keyedstate import NOT_ON_HEAP
+from clusterdeck.core.engine.keyedstate import NOT_ON_HEAP, decoded
 from clusterdeck.core.engine.liveoutput import LiveOutput
 from clusterdeck.core.engine.records import text_line
+from clusterdeck.core.engine.rescaling import (
+    OldPart,
+    Rescaled,
+    counted,
+    heap_or_stored,
+    state_format_error,
+)
 from clusterdeck.core.engine.runtime import SubtaskResult, failure_of
 from clusterdeck.core.engine.streamio import GateInput, PartitionOutput, merged
 from clusterdeck.core.engine.streamoperators import Batch, StreamChain, output_key
@@ -67,9 +74,15 @@ from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.errors import SubtaskCancelled, SubtaskFailed
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.checkpoints import StateHandle
 from clusterdeck.core.protocol.ids import attempt_part_of, subtask_id
 from clusterdeck.core.streaming.network import ChannelServer
-from clusterdeck.core.streaming.statebackend import KeyedStore, StateBackend, StateBackendOptions
+from clusterdeck.core.streaming.statebackend import (
+    KeyedStore,
+    StateBackend,
+    StateBackendOptions,
+    stored_counts,
+)
 
 BATCH_RECORDS = 2000  # records a batch holds at most (fewer for slow operators: StreamChain)
 COLUMN_BATCH_RECORDS = 20_000
@@ -168,6 +181,8 @@ class _StreamTask:
             broker) if last.kind in SINKS else None
         self.sink_id = last.id
         keyed = any(op.kind in plan.STREAMING_KEYED for op in vertex.operators)
+        self.keyed, self.vertex = keyed, vertex
+        self.max_parallelism = job.graph.max_parallelism
         backend = backend or StateBackendOptions()
         self.store = KeyedStore(backend.memory, backend.folder) \
             if keyed and backend.backend is StateBackend.ROCKSDB else None
@@ -207,7 +222,7 @@ class _StreamTask:
             consumers = graph.vertex(outputs[0].target).parallelism
             self.output = PartitionOutput(channels, deployment.attempt_id, consumers,
                                           output_key(job, graph, deployment.vertex_id),
-                                          cancelled)
+                                          cancelled, graph.max_parallelism)
             output = self.output  # its backpressure, read live for the live numbers
             self.counts.consumers_waited = lambda: output.backpressured
         if self.source is None:
@@ -228,11 +243,16 @@ class _StreamTask:
         handle = deployment.restore_state
         if handle is not None:
             data = json.loads(self.storage.read_state(deployment.job_id, handle))
+            if "rescaled" in data:  # the first restore after a rescale
+                data = self._rescaled(data["rescaled"], handle)
+            elif self.keyed and data.get("max_parallelism") != self.max_parallelism:
+                raise ValueError(state_format_error(data.get("max_parallelism"),
+                                                    self.max_parallelism))
         if self.sink is not None:
             self.sink.restore(data.get("sink"))
         if self.source is not None:
             self.source.restore(data.get("source"))
-        if handle is not None and handle.shared:
+        if handle is not None and handle.shared and "rescaled" not in data:
             if self.store is None:
                 raise ValueError(NOT_ON_HEAP)
             self.store.apply(chain_entries(self.storage, deployment.job_id, self.subtask_id,
@@ -240,6 +260,37 @@ class _StreamTask:
             self.writer.restored(handle.shared)
         self.chain.restore(data.get("chain"))
         self.committed = deployment.restore_checkpoint
+
+    def _rescaled(self, rescaled: dict[str, Any], handle: StateHandle) -> dict[str, Any]:
+        """The state of this subtask made from every old subtask's (rescaling.py); a
+        ``rocksdb`` store filled with the entries of its key groups meanwhile. Marked
+        ``rescaled``: the handle's shared files are the old chains, not this store's."""
+        deployment = self.deployment
+        if rescaled["max_parallelism"] != self.max_parallelism:
+            raise ValueError(state_format_error(rescaled["max_parallelism"],
+                                                self.max_parallelism))
+        storage, job_id, subtask_id = self.storage, deployment.job_id, self.subtask_id
+
+        def entries(indices: list[int]) -> Callable[[], Any]:
+            chain = tuple(handle.shared[index] for index in indices)
+            return lambda: chain_entries(storage, job_id, subtask_id, chain)
+
+        parts = [OldPart(part["subtask"], part["state"], entries(part["shared"]))
+                 for part in rescaled["parts"]]
+        made = Rescaled(parts, deployment.subtask, deployment.parallelism,
+                        self.max_parallelism)
+        chain = made.chain()
+        if chain is not None and self.store is not None:
+            self.store.clear()
+            self.store.write(made.stored_entries(decoded))  # logged: the next delta has all
+            chain = counted(chain, *stored_counts(self.store))
+        elif chain is not None and any(heap_or_stored(chain.get(part))
+                                       for part in ("windows", "running", "values")):
+            raise ValueError(NOT_ON_HEAP)
+        vertex = self.vertex
+        return {"rescaled": True, "chain": chain,
+                "source": made.source(vertex.operators[0]) if self.source else None,
+                "sink": made.sink(vertex.operators[-1]) if self.sink else None}
 
     def finish(self) -> None:
         """Done: the consumers' inputs from this task end; the gate closes; the source
@@ -411,7 +462,7 @@ class _StreamTask:
         self._drain_if_exhausted()
         exhausted = self.source is not None and self.source.exhausted
         try:
-            state = {"chain": self.chain.snapshot()}
+            state = {"max_parallelism": self.max_parallelism, "chain": self.chain.snapshot()}
             if self.source is not None:
                 state["source"] = self.source.snapshot(checkpoint_id)
             if self.sink is not None:

@@ -57,6 +57,11 @@ def build_graph(env: ExecutionEnvironment) -> tuple[JobGraph, dict[str, UserCode
             consumers[ref.source.id] += 1
     for t in nodes:
         _check(t, parallelism)
+        if streaming and t.kind in plan.STREAMING_KEYED \
+                and parallelism[t.id] > env.max_parallelism:
+            raise JobDefinitionError(f"{t.name!r} has {parallelism[t.id]} subtasks, more than "
+                                     f"the job's max parallelism of {env.max_parallelism} "
+                                     f"(its key groups): env.set_max_parallelism(n)")
 
     chain_of: dict[str, list[Transformation]] = {}   # operator id -> its chain
     chains: list[list[Transformation]] = []
@@ -104,7 +109,8 @@ def build_graph(env: ExecutionEnvironment) -> tuple[JobGraph, dict[str, UserCode
                     "reduce/sum/count/aggregate, or sql")
     graph = JobGraph(name=env.job_name, kind=JobKind.STREAMING if streaming else JobKind.DATAFLOW,
                      vertices=vertices, edges=job_edges, default_parallelism=env.parallelism,
-                     checkpointing=env.checkpointing if streaming else None)
+                     checkpointing=env.checkpointing if streaming else None,
+                     max_parallelism=env.max_parallelism)
     return graph, {t.id: t.code for t in nodes}
 
 

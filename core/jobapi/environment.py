@@ -34,6 +34,7 @@ from clusterdeck.core.jobapi.counters import Counter
 from clusterdeck.core.jobapi.keyedstreams import KeyedStream, WindowedStream
 from clusterdeck.core.jobapi.plan import InputRef, KeySpec, Transformation, UserCode
 from clusterdeck.core.protocol.checkpoints import CheckpointingMode, CheckpointOptions
+from clusterdeck.core.protocol.keygroups import DEFAULT_MAX_PARALLELISM, check_max_parallelism
 
 # What a job file may name (KeyedStream and WindowedStream live in keyedstreams).
 __all__ = ["DataStream", "DataStreamSink", "ExecutionEnvironment", "KeyedStream",
@@ -47,6 +48,7 @@ class ExecutionEnvironment:
         self.job_name = job_name
         self.args: list[str] = list(args)
         self._parallelism = 1
+        self._max_parallelism = DEFAULT_MAX_PARALLELISM
         self._transformations: list[Transformation] = []
         self._counters: dict[str, Counter] = {}
         self.checkpointing: CheckpointOptions | None = None
@@ -54,6 +56,10 @@ class ExecutionEnvironment:
     @property
     def parallelism(self) -> int:
         return self._parallelism
+
+    @property
+    def max_parallelism(self) -> int:
+        return self._max_parallelism
 
     @property
     def transformations(self) -> tuple[Transformation, ...]:
@@ -66,6 +72,13 @@ class ExecutionEnvironment:
     def set_parallelism(self, parallelism: int) -> ExecutionEnvironment:
         """The default parallelism of every operator declared without ``parallelism=``."""
         self._parallelism = checked_parallelism("set_parallelism", parallelism)
+        return self
+
+    def set_max_parallelism(self, max_parallelism: int) -> ExecutionEnvironment:
+        """The key groups a streaming job's keyed state is split into (Flink's max
+        parallelism, 128 by default): the widest a keyed vertex may ever be rescaled to.
+        Fixed for the job's life: a savepoint restores only into a job with the same."""
+        self._max_parallelism = check_max_parallelism(max_parallelism)
         return self
 
     def set_job_name(self, name: str) -> ExecutionEnvironment:

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from clusterdeck.core.protocol.checkpoints import CheckpointOptions, SavepointRestore
+from clusterdeck.core.protocol.keygroups import DEFAULT_MAX_PARALLELISM
 
 
 class ShipStrategy(StrEnum):
@@ -81,6 +82,7 @@ class JobGraph:
     default_parallelism: int = 1
     checkpointing: CheckpointOptions | None = None  # a streaming job's
     savepoint: SavepointRestore | None = None  # a streaming job started from a savepoint
+    max_parallelism: int = DEFAULT_MAX_PARALLELISM  # key groups of its keyed state (keygroups.py)
 
     def vertex(self, vertex_id: str) -> JobVertex:
         for vertex in self.vertices:
@@ -133,7 +135,9 @@ class JobGraph:
         return JobGraph(name=data["name"], kind=JobKind(data["kind"]), vertices=vertices,
                         edges=edges, default_parallelism=int(data.get("default_parallelism", 1)),
                         checkpointing=CheckpointOptions(**checkpointing) if checkpointing
-                        else None)
+                        else None,
+                        max_parallelism=int(data.get("max_parallelism",
+                                                     DEFAULT_MAX_PARALLELISM)))
 
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")

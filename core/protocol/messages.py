@@ -158,8 +158,10 @@ from clusterdeck.core.protocol.wiring import (
 # 21: LeadershipChanged, ClusterOverview.leader_cause
 # 22: the active ResourceManager: TaskManagerDemand, TaskManagerStartFailed (docs/elastic.md)
 # 23: JobGraphSnapshot.causes, the job's failover events linked by cause
+# 24: JobGraph.max_parallelism (key groups)
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-PROTOCOL_VERSION = 23
+
+PROTOCOL_VERSION = 24
 
 __all__ = [
     "METRICS_ATTEMPTS",

@@ -138,6 +138,19 @@ class TwoPhaseFileSink:
             return []
 
 
+def next_free_file(folder: Path, subtask: int) -> int:
+    """The number after the highest of any file of ``subtask`` in ``folder``, committed
+    or not: where a subtask restored at another parallelism numbers on (an earlier run at
+    a larger parallelism may have left files under its number)."""
+    pattern = re.compile(rf"\.?part-{subtask}-(\d+)(\..*)?")
+    try:
+        numbers = [int(found.group(1)) for entry in os.scandir(folder)
+                   if (found := pattern.fullmatch(entry.name))]
+    except FileNotFoundError:
+        return 0
+    return max(numbers, default=-1) + 1
+
+
 def _final_name(pending_name: str) -> str:
     """``.part-3-7.e1a2.pending-12`` -> ``part-3-7``."""
     return pending_name[1:].split(".", 1)[0]

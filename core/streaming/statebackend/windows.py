@@ -40,6 +40,11 @@ def unordered(data: bytes) -> float:
     return _FLOAT.unpack(bits.to_bytes(8, "big"))[0]
 
 
+def window_key(entry: bytes) -> bytes:
+    """The encoded key of a window's entry."""
+    return entry[_BOUNDS:]
+
+
 class StoredWindows:
     def __init__(self, store: KeyedStore, combine: Combine, encode: Encode,
                  decode: Decode) -> None:

@@ -6,6 +6,7 @@ own cluster that fits it."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -167,6 +168,31 @@ def test_a_new_job_adopts_a_savepoint_as_its_first_completed_checkpoint(tmp_path
     assert json.loads(job.read_state("job-2", adopted.states["v1#1"])) == {"source": 1}
 
 
+def test_a_job_at_another_parallelism_gets_every_old_state_in_each_new_subtask(tmp_path):
+    storage, checkpoint = completed(tmp_path)
+    savepoints = Savepoints(tmp_path / "savepoints")
+    path = savepoints.write(checkpoint, storage, graph())
+    job = CheckpointStorage(tmp_path / "job-2")
+    adopted = savepoints.adopt(SavepointRestore(path.name), graph(parallelism=3), "job-2", job)
+    assert sorted(adopted.states) == ["v1#0", "v1#1", "v1#2"]
+    for handle in adopted.states.values():
+        assert json.loads(job.read_state("job-2", handle)) == {"rescaled": {
+            "max_parallelism": 128,
+            "parts": [{"subtask": 0, "state": {"source": 0}, "shared": []},
+                      {"subtask": 1, "state": {"source": 1}, "shared": []}]}}
+
+
+def test_a_savepoint_of_a_format_this_version_does_not_read_names_both(tmp_path):
+    storage, checkpoint = completed(tmp_path)
+    savepoints = Savepoints(tmp_path / "savepoints")
+    path = savepoints.write(checkpoint, storage, graph())
+    metadata = json.loads((path / "_metadata").read_text())
+    (path / "_metadata").write_text(json.dumps({**metadata, "format": 3}))
+    with pytest.raises(CheckpointStorageError, match="of format 3; this version reads "
+                                                     "formats 1, 2"):
+        savepoints.read(path.name)
+
+
 def test_a_savepoint_path_outside_the_savepoint_folder_is_refused(tmp_path):
     savepoints = Savepoints(tmp_path / "savepoints")
     (tmp_path / "savepoints").mkdir()
@@ -199,8 +225,11 @@ def test_a_job_must_fit_the_savepoint_it_starts_from(tmp_path):
     savepoints = Savepoints(tmp_path / "savepoints")
     metadata = savepoints.read(str(savepoints.write(checkpoint, storage, graph())))
     assert set(fitting_states(metadata, graph(), False)) == {"v1#0", "v1#1"}
-    with pytest.raises(ValueError, match="rescaling from a savepoint is not supported"):
-        fitting_states(metadata, graph(parallelism=3), False)
+    assert set(fitting_states(metadata, graph(parallelism=3), False)) == {"v1#0", "v1#1"}
+    with pytest.raises(ValueError, match=r"max parallelism of 128 .* and this one 64"):
+        fitting_states(metadata, replace(graph(), max_parallelism=64), False)
+    with pytest.raises(ValueError, match="cannot have 200 subtasks"):
+        fitting_states(metadata, graph(parallelism=200), False)
     with pytest.raises(ValueError, match="--allow-non-restored-state"):
         fitting_states(metadata, graph(vertex_id="v9"), False)
     assert fitting_states(metadata, graph(vertex_id="v9"), True) == {}

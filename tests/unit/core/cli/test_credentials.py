@@ -161,7 +161,8 @@ def a_login_file(home, role, cluster_id="lab"):
 @pytest.mark.parametrize("command", credentialcommands.CLIENT_COMMANDS)
 def test_every_client_command_takes_a_credentials_file(command):
     extra = {"submit": ["job.py"], "cancel": ["j1"], "result": ["j1"], "failures": ["j1"],
-             "savepoint": ["j1"], "stop": ["j1"]}.get(command, [])
+             "savepoint": ["j1"], "stop": ["j1"], "rescale": ["j1", "2", "job.py"]}.get(
+                 command, [])
     args = build_parser().parse_args([command, *extra, "--credentials", "-"])
     assert args.credentials == "-"
 

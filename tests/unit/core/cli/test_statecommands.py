@@ -44,7 +44,8 @@ def test_a_savepoint_named_in_the_clusters_savepoint_folder_diffs_against_a_chec
     storage_dir, job = cluster_folder
     checkpoint = job.storage.completed(JOB)[0][0]
     graph = SimpleNamespace(name="sums", vertices=[SimpleNamespace(id="counts", parallelism=2),
-                                                   SimpleNamespace(id="source", parallelism=1)])
+                                                   SimpleNamespace(id="source", parallelism=1)],
+                            max_parallelism=128)
     folder = Savepoints(storage_dir / "savepoints").write(checkpoint, job.storage, graph)
     code, out, _ = state(capsys, JOB, "diff", folder.name, "2")
     assert code == exitcodes.OK

@@ -164,7 +164,8 @@ def test_diff_of_two_checkpoints_gives_keys_added_removed_and_changed(job):
 def test_a_savepoint_holds_the_state_of_its_checkpoint(job, tmp_path):
     checkpoint = job.storage.completed(JOB)[0][-1]
     graph = SimpleNamespace(name="sums", vertices=[SimpleNamespace(id=VERTEX, parallelism=2),
-                                                   SimpleNamespace(id="source", parallelism=1)])
+                                                   SimpleNamespace(id="source", parallelism=1)],
+                            max_parallelism=128)
     folder = Savepoints(tmp_path / "savepoints").write(checkpoint, job.storage, graph)
     savepoint = open_savepoint(folder)
     assert savepoint.checkpoint_id == 3
