@@ -160,6 +160,8 @@ def test_three_actions_show_three_spark_jobs_and_their_stages_with_sparks_own_co
     assert all(stage.status is SparkStageStatus.COMPLETE for stage in work.stages)
     shuffled = [stage for stage in work.stages if stage.shuffle_write_records]
     assert shuffled and shuffled[0].shuffle_write_bytes > 0
+    # Spark's edge: the collect's stage reads the shuffle the reduceByKey's stage wrote.
+    assert [stage.parent_ids for stage in work.stages] == [(), (), (), (shuffled[0].stage_id,)]
     assert final.graph.progress.finished == final.graph.progress.total
     shown = subprocess.run(
         [sys.executable, "-m", "clusterdeck.core.cli", "result", "--cluster",
