@@ -77,11 +77,11 @@ RETRIED = """
     print("sum", sc.parallelize(range(10), 2).map(flaky).sum())
 """
 
-# 20,000 tiny tasks the cheap way: a Python task costs Spark itself (plain pyspark in
-# local[1], no clusterdeck) 30 ms on an idle core and 130-160 ms on this 2-core machine
-# shared by other tests, a task of a JVM stage (spark.range) 1-8 ms; following them costs
-# the same per report whatever the tasks (docs/benchmarks.md, "Following a script's
-# Spark work"). The 24 small Python jobs go past JOBS_KEPT.
+# 20,000 tiny tasks the cheap way: a task costs Spark itself the time (plain pyspark in
+# local[1], no clusterdeck, 2 cores at load average 27-36: 1,000 Python tasks 128-159 s,
+# the 20,000 tasks of a JVM stage, spark.range, 152 s), while following them costs the
+# same per report whatever the tasks (docs/jobs.md, "A script's Spark work"). The 24
+# small Python jobs go past JOBS_KEPT.
 TINY_TASKS = """
     from pyspark.sql import SparkSession
 
@@ -210,13 +210,13 @@ def test_a_task_spark_retried_shows_its_failed_try_in_a_stage_that_completed(
 @pytest.mark.timeout(900)
 def test_20000_tiny_tasks_and_many_jobs_stay_within_the_reports_bounds(
         tmp_path, one_slot) -> None:
-    """About 25 s on an idle core; 150 s and more with the machine's 2 cores shared by
-    other tests (Spark's own cost per task, not the following's)."""
+    """Slow: Spark's own cost per task (the same 20,000 tasks took plain pyspark 152 s on
+    2 cores at load average 30); the time it took here is in the failure message."""
     seen: list[p.JobSnapshot] = []
     started = time.monotonic()
     result, final = run(one_slot, tmp_path, "tiny.py", TINY_TASKS, seen, within=800)
     took = time.monotonic() - started
-    assert result.status is JobStatus.FINISHED, result
+    assert result.status is JobStatus.FINISHED, (took, result)
     assert "rows 20000" in result.stdout
     (work,) = final.graph.spark
     jobs, stages, tasks = (int(n) for n in result.stdout.split("spark ")[1].split())
