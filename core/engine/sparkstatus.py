@@ -169,10 +169,15 @@ class SparkWorkBook:
 
     def graph_seen(self, job_id: int, edges: Mapping[int, StageEdges]) -> None:
         """The job's operation graph, by stage id (Spark writes it when the job starts;
-        asked again while it lacks some of the job's stages)."""
+        asked again while it lacks some of the job's stages and the job runs on)."""
         self.parents.update(stage_parents(edges))
-        if set(self.jobs[job_id].stage_ids) <= set(edges):
+        job = self.jobs[job_id]
+        if set(job.stage_ids) <= set(edges) or job.status in _FINAL_JOB:
             self._graphed.add(job_id)
+
+    def graph_unavailable(self, job_id: int) -> None:
+        """Spark gave no graph of the job: its stages stay without parents."""
+        self._graphed.add(job_id)
 
     def _job_of(self, stage_id: int) -> int:
         return max((job.job_id for job in self.jobs.values() if stage_id in job.stage_ids),

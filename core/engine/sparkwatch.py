@@ -18,7 +18,8 @@ Neither the REST API nor the status tracker has a stage's parents. They come fro
 Spark's UI draws a job's DAG with: the application status store's operation graph of
 the job (``AppStatusStore.operationGraphForJob``, through Py4J; written when the job
 starts), once per job, a few Py4J calls per stage. It is Spark's internal API (public
-in the bytecode only): a Spark without it gives stages without parents, and a warning.
+in the bytecode only): a Spark without it, or a job it no longer keeps, gives stages
+without parents, and a warning.
 
 ``poll`` runs on the TaskManager's Spark-work thread while the script runs, and once more
 on the slot thread when it ends; a lock keeps the two apart. Never on an endpoint's main
@@ -61,7 +62,7 @@ class SparkWatch:
         self._lock = threading.Lock()
         self._api: str | None = None
         self._polls = 0
-        self._graphs = True  # False once Spark had no operation graph to give
+        self._graph_warned = False
 
     def poll(self) -> SparkWork:
         """The attempt's Spark work now; what Spark did not answer stays as last seen."""
@@ -102,13 +103,15 @@ class SparkWatch:
                 or [])
 
     def _ask_graphs(self, context: Any) -> None:
-        for job_id in self._book.graphs_to_ask() if self._graphs else ():
+        for job_id in self._book.graphs_to_ask():
             try:
                 self._book.graph_seen(job_id, stage_edges(context, job_id))
-            except Exception as error:  # another Spark's internals, or a JVM going down
-                log.warning("no parent stages for the Spark jobs of %s: %s",
-                            self._book.attempt_id, error)
-                self._graphs = False
+            except Exception as error:  # another Spark's internals, a job it no longer keeps
+                self._book.graph_unavailable(job_id)
+                if not self._graph_warned:
+                    self._graph_warned = True
+                    log.warning("no parent stages for Spark job %d of %s: %s", job_id,
+                                self._book.attempt_id, error)
 
     def _counted(self, tracker: Any, stage_id: int) -> bool:
         """The stage's task counts from the status tracker when nothing else of it can have

@@ -166,3 +166,12 @@ def test_parents_go_into_the_report_and_a_graph_is_asked_until_it_has_all_stages
     assert book.graphs_to_ask() == []
     assert [(s.stage_id, s.parent_ids) for s in book.work().stages] == [(0, ()), (1, (0,))]
     check_spark_work(book.work())
+
+
+def test_a_graph_lacking_stages_of_a_job_that_ended_is_not_asked_again() -> None:
+    book = SparkWorkBook("a")
+    book.job_seen(job(0, "SUCCEEDED", (0, 1)))  # Spark dropped stage 1 (retainedStages)
+    book.graph_seen(0, {0: edges((1, 2))})
+    book.job_seen(job(1, "RUNNING", (2,)))
+    book.graph_unavailable(1)
+    assert book.graphs_to_ask() == []
