@@ -70,6 +70,10 @@ from benchmarks._harness import (
 PYSPARK_HOME = Path(pyspark.__file__).resolve().parent
 EXAMPLES = "examples/src/main/python"  # relative to PYSPARK_HOME: the path both commands get
 BIN = Path(sys.executable).parent
+# The virtualenv's spark-submit, else the wheel's own (a virtualenv that sees an installed
+# pyspark without having installed it has none in its bin).
+SPARK_SUBMIT = next((path for path in (BIN / "spark-submit", PYSPARK_HOME / "bin" / "spark-submit")
+                     if path.exists()), BIN / "spark-submit")
 DEFAULT_TIMEOUT = 300.0
 
 
@@ -334,7 +338,7 @@ def spark_submit(entry: Program, timeout: float = DEFAULT_TIMEOUT) -> Run:
         env = command_env(PYSPARK_DRIVER_PYTHON=str(driver), CONFORMANCE_PYTHON=sys.executable,
                           CONFORMANCE_DRIVER_STDERR=str(stderr))
         with cleaned(PYSPARK_HOME):
-            run = run_command([str(BIN / "spark-submit"), "--master", "local[2]", entry.path,
+            run = run_command([str(SPARK_SUBMIT), "--master", "local[2]", entry.path,
                                *entry.args], PYSPARK_HOME, env, timeout)
         script_stderr = stderr.read_text("utf-8", "replace") if stderr.exists() else ""
     return Run(run.exit_code, run.seconds, run.stdout, run.stderr + script_stderr)

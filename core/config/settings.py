@@ -145,6 +145,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("taskmanager.count", non_negative_int, 2, "TaskManagers started by `clusterdeck "
            "up`; 0 for a JobManager whose TaskManagers all join from other machines."),
     Option("taskmanager.slots", positive_int, 2, "Task slots per TaskManager."),
+    Option("taskmanager.spark-work.follow", boolean, True, "Follow each PySpark script's "
+           "Spark jobs, stages and failed tasks for its job's snapshot (docs/jobs.md); "
+           "false: its progress stays 0/1 and its Spark work is not shown."),
     Option("taskmanager.local-execution.max-records", non_negative_int, 1000, "A source "
            "subtask whose input is at most this many records of a range or a collection "
            "(or a batch of at most this many lines and KiB of plain text files), through "

@@ -5,8 +5,10 @@ Pure: ``SparkWorkBook`` takes the JSON of Spark's UI REST API (``/jobs/<id>``,
 ``/stages/<id>``, ``.../taskList?status=FAILED``) as ``sparkwatch.py`` fetches it and
 keeps what the attempt's Spark jobs did; ``work()`` makes the report: the newest
 ``JOBS_KEPT`` jobs (running ones first), the newest ``STAGES_KEPT`` stage attempts (active
-ones first), the last ``FAILED_TASKS_KEPT`` failed tasks, the rest summed up. What it
-keeps grows with the attempt's Spark jobs and stages, never with its tasks.
+ones first), the last ``FAILED_TASKS_KEPT`` failed tasks, the rest summed up. Each
+stage's parents come from the edges of the job's RDD graph that cross stages
+(``stage_parents``). What it keeps grows with the attempt's Spark jobs and stages, never
+with its tasks.
 Used by one thread at a time (``sparkwatch.SparkWatch`` holds its lock).
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,6 +26,7 @@ from clusterdeck.core.protocol.sparkwork import (
     JOBS_KEPT,
     MOST,
     NAME_KEPT,
+    PARENTS_KEPT,
     STAGES_KEPT,
     SUMMARY_KEPT,
     SparkJob,
@@ -38,6 +42,17 @@ from clusterdeck.core.protocol.sparkwork import (
 _FINAL_JOB = (SparkJobStatus.SUCCEEDED, SparkJobStatus.FAILED, SparkJobStatus.UNKNOWN)
 _FINAL_STAGE = (SparkStageStatus.COMPLETE, SparkStageStatus.FAILED, SparkStageStatus.SKIPPED)
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b.*)$")
+RddEdge = tuple[int, int]  # (parent RDD id, child RDD id), as Spark's operation graph has them
+
+
+@dataclass(frozen=True)
+class StageEdges:
+    """One stage in its job's RDD graph: ``rdds``, the RDDs it runs that an edge touches
+    (a stage of one RDD and no edge has none: it is found as nobody's parent), and
+    ``incoming``, the edges from its parent stages' RDDs (the shuffles it reads)."""
+
+    rdds: frozenset[int]
+    incoming: frozenset[RddEdge]
 
 
 @dataclass
@@ -58,6 +73,8 @@ class SparkWorkBook:
         self.jobs: dict[int, SparkJob] = {}
         self.stages: dict[tuple[int, int], _Stage] = {}  # (stage id, attempt)
         self.failed: deque[SparkTaskFailure] = deque(maxlen=FAILED_TASKS_KEPT)
+        self.parents: dict[int, tuple[int, ...]] = {}  # by stage id
+        self._graphed: set[int] = set()  # jobs whose stages' parents are all known
 
     # -- what to ask Spark next ------------------------------------------------------------------
 
@@ -80,6 +97,11 @@ class SparkWorkBook:
         """Stage attempts with failed tasks not fetched yet: (stage id, attempt, failed)."""
         return [(*key, kept.stage.failed) for key, kept in self.stages.items()
                 if kept.stage.failed > kept.failed_seen]
+
+    def graphs_to_ask(self) -> list[int]:
+        """Jobs whose stages' parents are not known yet (asked once a job has stages)."""
+        return [job_id for job_id, job in self.jobs.items()
+                if job.stage_ids and job_id not in self._graphed]
 
     def running(self, job_id: int) -> bool:
         job = self.jobs.get(job_id)
@@ -145,6 +167,18 @@ class SparkWorkBook:
                 self.failed.append(failure)
         kept.failed_seen = kept.stage.failed
 
+    def graph_seen(self, job_id: int, edges: Mapping[int, StageEdges]) -> None:
+        """The job's operation graph, by stage id (Spark writes it when the job starts;
+        asked again while it lacks some of the job's stages and the job runs on)."""
+        self.parents.update(stage_parents(edges))
+        job = self.jobs[job_id]
+        if set(job.stage_ids) <= set(edges) or job.status in _FINAL_JOB:
+            self._graphed.add(job_id)
+
+    def graph_unavailable(self, job_id: int) -> None:
+        """Spark gave no graph of the job: its stages stay without parents."""
+        self._graphed.add(job_id)
+
     def _job_of(self, stage_id: int) -> int:
         return max((job.job_id for job in self.jobs.values() if stage_id in job.stage_ids),
                    default=0)
@@ -155,7 +189,8 @@ class SparkWorkBook:
         """The report: bounded, whatever the attempt ran."""
         jobs = sorted(self.jobs.values(), key=lambda j: (j.status is SparkJobStatus.RUNNING,
                                                          j.job_id))[-JOBS_KEPT:]
-        stages = sorted((kept.stage for kept in self.stages.values()),
+        stages = sorted((replace(kept.stage, parent_ids=self.parents.get(sid, ()))
+                         for (sid, _), kept in self.stages.items()),
                         key=lambda s: (s.status is SparkStageStatus.ACTIVE, s.stage_id,
                                        s.attempt))[-STAGES_KEPT:]
         listed = {(s.stage_id, s.attempt) for s in stages}
@@ -169,6 +204,21 @@ class SparkWorkBook:
         return SparkWork(self.attempt_id, tuple(sorted(jobs, key=lambda j: j.job_id)),
                          tuple(sorted(stages, key=lambda s: (s.stage_id, s.attempt))),
                          tuple(self.failed), earlier)
+
+
+def stage_parents(edges: Mapping[int, StageEdges]) -> dict[int, tuple[int, ...]]:
+    """Each stage's parents in one job's graph: the stages an edge into it leaves from
+    (the first ``PARENTS_KEPT`` by id). Spark's REST API and status tracker have no
+    parent ids; this is how its UI draws a job's DAG."""
+    runs: dict[int, set[int]] = {}  # the stages each RDD runs in
+    for stage_id, stage in edges.items():
+        for rdd in stage.rdds:
+            runs.setdefault(rdd, set()).add(stage_id)
+    parents: dict[int, tuple[int, ...]] = {}
+    for stage_id, stage in edges.items():
+        found = {parent for rdd, _ in stage.incoming for parent in runs.get(rdd, ())}
+        parents[stage_id] = tuple(sorted(found - {stage_id}))[:PARENTS_KEPT]
+    return parents
 
 
 def summary_of(error: str) -> str:

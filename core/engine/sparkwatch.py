@@ -14,6 +14,13 @@ bytes and records from the REST API every ``DETAIL_EVERY`` polls. Without a UI
 (``spark.ui.enabled = false``) the status tracker's numbers are used, without bytes,
 call sites or errors.
 
+Neither the REST API nor the status tracker has a stage's parents. They come from what
+Spark's UI draws a job's DAG with: the application status store's operation graph of
+the job (``AppStatusStore.operationGraphForJob``, through Py4J; written when the job
+starts), once per job, a few Py4J calls per stage. It is Spark's internal API (public
+in the bytecode only): a Spark without it, or a job it no longer keeps, gives stages
+without parents, and a warning.
+
 ``poll`` runs on the TaskManager's Spark-work thread while the script runs, and once more
 on the slot thread when it ends; a lock keeps the two apart. Never on an endpoint's main
 thread: both are blocking calls to the JVM.
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import urllib.error
 import urllib.request
@@ -30,7 +38,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from clusterdeck.core.engine.sparkstatus import SparkWorkBook
+from clusterdeck.core.engine.sparkstatus import RddEdge, SparkWorkBook, StageEdges
 from clusterdeck.core.protocol.sparkwork import FAILED_TASKS_KEPT, SparkWork
 
 log = logging.getLogger(__name__)
@@ -41,6 +49,8 @@ HTTP_TIMEOUT = 30.0
 # status tracker says changed beyond its counts (a stage or job ended, a task failed).
 DETAIL_EVERY = 4
 _OWN_UI = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
+_EDGE = re.compile(r"RDDOperationEdge\((\d+),(\d+)\)")
+_STAGE_CLUSTER = re.compile(r"stage_(\d+)")
 
 
 class SparkWatch:
@@ -52,6 +62,7 @@ class SparkWatch:
         self._lock = threading.Lock()
         self._api: str | None = None
         self._polls = 0
+        self._graph_warned = False
 
     def poll(self) -> SparkWork:
         """The attempt's Spark work now; what Spark did not answer stays as last seen."""
@@ -70,6 +81,7 @@ class SparkWatch:
         api = self._rest_api(context)
         if api is None:
             self._from_tracker(tracker, asked)
+            self._ask_graphs(context)
             return
         detail = self._polls % DETAIL_EVERY == 0
         self._polls += 1
@@ -77,6 +89,7 @@ class SparkWatch:
             if detail or not self._book.running(job_id) or \
                     getattr(tracker.getJobInfo(job_id), "status", None) != "RUNNING":
                 self._book.job_seen(_get(f"{api}/jobs/{job_id}") or {"jobId": job_id})
+        self._ask_graphs(context)
         for stage_id in self._book.stages_to_ask(asked):
             if not detail and self._counted(tracker, stage_id):
                 continue
@@ -88,6 +101,17 @@ class SparkWatch:
                 f"{api}/stages/{stage_id}/{attempt}/taskList?status=FAILED"
                 f"&offset={max(0, failed - FAILED_TASKS_KEPT)}&length={FAILED_TASKS_KEPT}")
                 or [])
+
+    def _ask_graphs(self, context: Any) -> None:
+        for job_id in self._book.graphs_to_ask():
+            try:
+                self._book.graph_seen(job_id, stage_edges(context, job_id))
+            except Exception as error:  # another Spark's internals, a job it no longer keeps
+                self._book.graph_unavailable(job_id)
+                if not self._graph_warned:
+                    self._graph_warned = True
+                    log.warning("no parent stages for Spark job %d of %s: %s", job_id,
+                                self._book.attempt_id, error)
 
     def _counted(self, tracker: Any, stage_id: int) -> bool:
         """The stage's task counts from the status tracker when nothing else of it can have
@@ -122,6 +146,27 @@ class SparkWatch:
                     "numCompleteTasks": stage.numCompletedTasks,
                     "numFailedTasks": stage.numFailedTasks,
                     "status": _tracked_status(stage)})
+
+
+def stage_edges(context: Any, job_id: int) -> dict[int, StageEdges]:
+    """The job's operation graph as Spark's status store keeps it, by stage id: one
+    ``RDDOperationGraph`` per stage, its root cluster named ``stage_<id>``, its edges
+    inside the stage and into it from other stages' RDDs (read from their ``toString``:
+    one Py4J call a list)."""
+    graphs = context._jsc.sc().statusStore().operationGraphForJob(job_id)
+    found: dict[int, StageEdges] = {}
+    for index in range(graphs.size()):
+        graph = graphs.apply(index)
+        stage = _STAGE_CLUSTER.fullmatch(graph.rootCluster().id())
+        if stage is not None:
+            inside, incoming = _edges(graph.edges()), _edges(graph.incomingEdges())
+            rdds = {rdd for edge in inside for rdd in edge} | {rdd for _, rdd in incoming}
+            found[int(stage.group(1))] = StageEdges(frozenset(rdds), incoming)
+    return found
+
+
+def _edges(edges: Any) -> frozenset[RddEdge]:
+    return frozenset((int(a), int(b)) for a, b in _EDGE.findall(edges.toString()))
 
 
 def _tracked_status(stage: Any) -> str:

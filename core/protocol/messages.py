@@ -159,9 +159,9 @@ from clusterdeck.core.protocol.wiring import (
 # 22: the active ResourceManager: TaskManagerDemand, TaskManagerStartFailed (docs/elastic.md)
 # 23: JobGraphSnapshot.causes, the job's failover events linked by cause
 # 24: JobGraph.max_parallelism (key groups)
+# 25: SparkStage.parent_ids, the edges of a Spark job's stage DAG
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-
-PROTOCOL_VERSION = 24
+PROTOCOL_VERSION = 25
 
 __all__ = [
     "METRICS_ATTEMPTS",

@@ -18,6 +18,7 @@ from clusterdeck.core.rpc import message
 
 JOBS_KEPT = 16  # Spark jobs listed in one report; older finished ones are summed up
 STAGES_KEPT = 32  # stages listed; the active ones first
+PARENTS_KEPT = 8  # parent stages of one stage (a join of more shuffles lists its first 8)
 FAILED_TASKS_KEPT = 8  # the last failed tasks, with Spark's error
 NAME_KEPT = 200  # characters of a job's or a stage's name (Spark's call site) or description
 ERROR_KEPT = 2000  # characters of a failed task's error as Spark gives it
@@ -67,7 +68,9 @@ class SparkJob:
 class SparkStage:
     """One attempt of one stage (``attempt`` > 0: Spark ran it again, after a fetch
     failure or a lost executor). Tasks: ``tasks`` in all, ``running`` now, ``done``,
-    ``failed`` (attempts of tasks that failed, retried or not)."""
+    ``failed`` (attempts of tasks that failed, retried or not). ``parent_ids``: the stages
+    whose shuffle output it reads, Spark's edges of the job's DAG (empty: none, or not
+    known)."""
 
     stage_id: int
     attempt: int
@@ -84,6 +87,7 @@ class SparkStage:
     shuffle_read_records: int = 0
     shuffle_write_bytes: int = 0
     shuffle_write_records: int = 0
+    parent_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -165,6 +169,9 @@ def check_spark_work(work: SparkWork) -> None:
     for stage in work.stages:
         _check_text(NAME_KEPT, stage.name)
         numbers += [v for v in vars(stage).values() if isinstance(v, int)]
+        numbers += stage.parent_ids
+        if len(stage.parent_ids) > PARENTS_KEPT:
+            raise ValueError(f"Spark stage {stage.stage_id} lists too many parent stages")
         if stage.running + stage.done > stage.tasks:
             raise ValueError(f"Spark stage {stage.stage_id}: more tasks running and done "
                              "than it has")

@@ -211,7 +211,8 @@ class TaskExecutor(RpcEndpoint):
             report_checkpoint=lambda message: self.run_async(
                 self._checkpoint_report, jobmaster, message),
             channels=plane.channels if plane else None,
-            broker=plane.broker if plane else None)
+            broker=plane.broker if plane else None,
+            follow_spark=self.config["taskmanager.spark-work.follow"])
         running = Task(task, services, run,
                        lambda t, outcome: self.run_async(self._task_done, t, outcome))
         self.tasks[task.attempt_id] = running

@@ -82,6 +82,7 @@ class TaskServices:
     report_checkpoint: Callable[[Any], None] = _no_checkpoint_reports
     channels: ChannelServer | None = None
     broker: ClusterBroker | None = None
+    follow_spark: bool = True  # a script's Spark work followed (taskmanager.spark-work.follow)
 
 
 Runner = Callable[[Any, LoadedJob, p.SubmitTask, "Task"], p.TaskResult]
@@ -108,7 +109,8 @@ class Task:
         # and on this task's thread when it ends (final_spark_work, read by the main thread).
         self.spark_watch = SparkWatch(lambda: self._spark.result().sparkContext,
                                       self.attempt_id) \
-            if deployment.graph.kind is JobKind.PYSPARK_SCRIPT else None
+            if deployment.graph.kind is JobKind.PYSPARK_SCRIPT and services.follow_spark \
+            else None
         self.final_spark_work: SparkWork | None = None
         # Set when the TaskExecutor fails it (a timeout, a dead Spark JVM): the cause to
         # report, whatever the slot thread then raises.

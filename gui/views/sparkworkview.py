@@ -1,6 +1,7 @@
 """A PySpark script's Spark work, opened from its vertex: its Spark jobs as columns, their
 stages as nodes with a progress bar each (retried stages marked, stages with failed tasks
-red), joined in stage order as Spark runs them, and its last failed tasks in red below.
+red), each joined to its parent stages by Spark's edges (``SparkStage.parent_ids``: the
+shuffles it reads), and its last failed tasks in red below.
 
 It draws the ``SparkWork`` of the job's snapshot (``JobGraphSnapshot.spark``, newest
 attempt), redrawn with each snapshot the jobs view draws; bounded by what a report holds
@@ -9,9 +10,10 @@ attempt), redrawn with each snapshot the jobs view draws; bounded by what a repo
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QPainter, QPen
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QBrush, QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import (
+    QGraphicsPathItem,
     QGraphicsRectItem,
     QGraphicsScene,
     QGraphicsSimpleTextItem,
@@ -77,6 +79,38 @@ class StageNode(QGraphicsRectItem):
                         f"{stage.shuffle_read_bytes:,} B, write {stage.shuffle_write_bytes:,} B")
 
 
+class StageEdge(QGraphicsPathItem):
+    """From a parent stage to a stage that reads its shuffle output: straight down to the
+    node right below it, else around the nodes between them, through the gap on their
+    right (same column) or across to the child's column."""
+
+    def __init__(self, parent: StageNode, child: StageNode) -> None:
+        super().__init__()
+        self.parent_stage, self.child_stage = parent.stage, child.stage
+        top, below = parent.pos(), child.pos()
+        path = QPainterPath()
+        if top.x() == below.x() and below.y() - top.y() <= NODE_HEIGHT + ROW_GAP:
+            path.moveTo(top.x() + NODE_WIDTH / 2, top.y() + NODE_HEIGHT)
+            path.lineTo(below.x() + NODE_WIDTH / 2, below.y())
+        elif top.x() == below.x():  # from right side to right side: the curve bulges
+            side = top.x() + NODE_WIDTH  # 0.75 of its control points' offset into the gap
+            start = QPointF(side, top.y() + NODE_HEIGHT / 2)
+            end = QPointF(side, below.y() + NODE_HEIGHT / 2)
+            path.moveTo(start)
+            path.cubicTo(QPointF(side + COLUMN_GAP * 0.8, start.y()),
+                         QPointF(side + COLUMN_GAP * 0.8, end.y()), end)
+        else:
+            leftwards = below.x() < top.x()
+            start = QPointF(top.x() + (0 if leftwards else NODE_WIDTH), top.y() + NODE_HEIGHT / 2)
+            end = QPointF(below.x() + (NODE_WIDTH if leftwards else 0), below.y() + NODE_HEIGHT / 2)
+            middle = (start.x() + end.x()) / 2
+            path.moveTo(start)
+            path.cubicTo(QPointF(middle, start.y()), QPointF(middle, end.y()), end)
+        self.setPath(path)
+        self.setPen(QPen(QColor("#6b6b6b"), 1.2))
+        self.setZValue(-1)  # under the nodes it passes
+
+
 class SparkWorkView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -88,6 +122,7 @@ class SparkWorkView(QWidget):
         self.failures = QListWidget()
         self.failures.setMaximumHeight(110)
         self.nodes: dict[tuple[int, int], StageNode] = {}
+        self.edges: dict[tuple[int, int], StageEdge] = {}  # by (parent, child) stage id
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.summary)
@@ -102,6 +137,7 @@ class SparkWorkView(QWidget):
         self._shown = work
         self.scene.clear()
         self.nodes.clear()
+        self.edges.clear()
         self.failures.clear()
         if work is None or not (work.jobs or work.stages):
             self.summary.setText(NO_WORK)
@@ -123,8 +159,8 @@ class SparkWorkView(QWidget):
 
     def _draw_stages(self, work: SparkWork) -> None:
         """A column per Spark job, its stages top to bottom in id order (Spark numbers a
-        job's parent stages first), each joined to the next; a stage shared by two jobs is
-        drawn in the first."""
+        job's parent stages first), each joined to its parents; a stage shared by two jobs
+        is drawn once, in the job the report gives it."""
         by_job: dict[int, list[SparkStage]] = {job.job_id: [] for job in work.jobs}
         for stage in work.stages:
             by_job.setdefault(stage.job_id, []).append(stage)
@@ -135,15 +171,22 @@ class SparkWorkView(QWidget):
                 f"Spark job {job_id}: {job.status if job else ''}\n"
                 f"{(job.name if job else '')[:34]}")
             header.setPos(x, -40)
-            previous: StageNode | None = None
             for row, stage in enumerate(stages):
                 node = StageNode(stage, x, row * (NODE_HEIGHT + ROW_GAP))
                 self.scene.addItem(node)
                 self.nodes[(stage.stage_id, stage.attempt)] = node
-                if previous is not None:
-                    top = previous.pos().y() + NODE_HEIGHT
-                    self.scene.addLine(x + NODE_WIDTH / 2, top, x + NODE_WIDTH / 2,
-                                       top + ROW_GAP, QPen(QColor("#6b6b6b")))
-                previous = node
+        self._draw_edges()
         self.scene.setSceneRect(self.scene.itemsBoundingRect().adjusted(-8, -8, 8, 8))
         self.canvas.ensureVisible(QRectF(0, -40, 10, 10))
+
+    def _draw_edges(self) -> None:
+        """Each stage (its every attempt drawn) from the newest attempt of each parent
+        drawn; a parent the report does not list is not drawn, nor its edge."""
+        newest = {stage_id: node for (stage_id, _), node in sorted(self.nodes.items())}
+        for node in self.nodes.values():
+            for parent_id in node.stage.parent_ids:
+                parent = newest.get(parent_id)
+                if parent is not None:
+                    edge = StageEdge(parent, node)
+                    self.scene.addItem(edge)
+                    self.edges[(parent_id, node.stage.stage_id)] = edge

@@ -25,7 +25,7 @@ JOB = "3892b72ea8554705"
 COUNT = SparkStage(0, 0, 0, "count at three.py:8", SparkStageStatus.COMPLETE, 4, done=4)
 MAP = SparkStage(1, 0, 1, "reduceByKey at three.py:13", SparkStageStatus.COMPLETE, 4, done=4)
 REDUCE = SparkStage(2, 1, 1, "collect at three.py:13", SparkStageStatus.ACTIVE, 3,
-                    running=1, done=1, failed=2)
+                    running=1, done=1, failed=2, parent_ids=(1,))
 WORK = SparkWork(
     "job-1/source#0/a0",
     (SparkJob(0, "count at three.py:8", "", SparkJobStatus.SUCCEEDED, (0,)),
@@ -46,6 +46,7 @@ def test_each_stage_is_a_node_with_its_bar_retries_marked_and_failures_red(qtbot
     assert "Stage 2 (retry 1): ACTIVE" in texts and "(1 + 1) / 3 tasks, 2 failed" in texts
     assert reduce.failed and reduce.pen().color() == FAILED and not count.failed
     assert view.nodes[(1, 0)].x() == reduce.x() != count.x()  # one column per Spark job
+    assert set(view.edges) == {(1, 2)}
     assert view.failures.count() == 1
     assert view.failures.item(0).foreground().color() == FAILED
     assert "2 Spark jobs, 2 of 3 stages done" in view.summary.text()
@@ -100,3 +101,33 @@ def test_the_failure_inspector_names_the_spark_stage_task_and_sparks_error(qtbot
     assert "Stage 2.0 (count at failing.py:10), task 1.1 (TID 2) on executor driver: " \
         "ValueError: bad record 7" in text
     assert 'raise ValueError(f"bad record {record}")' in text  # Spark's own error, in full
+
+
+def test_stages_are_joined_by_sparks_edges_not_by_their_order(qtbot):
+    # Job 3 joins two shuffles: stages 4 and 5 both feed 6, and 5 is not 6's only parent.
+    left = SparkStage(4, 0, 3, "map at join.py:5", SparkStageStatus.COMPLETE, 2, done=2)
+    right = SparkStage(5, 0, 3, "map at join.py:6", SparkStageStatus.COMPLETE, 2, done=2)
+    joined = SparkStage(6, 0, 3, "count at join.py:7", SparkStageStatus.ACTIVE, 2,
+                        running=1, parent_ids=(4, 5))
+    after = SparkStage(7, 0, 4, "count at join.py:9", SparkStageStatus.PENDING, 2,
+                       parent_ids=(6,))
+    view = SparkWorkView()
+    qtbot.addWidget(view)
+    view.show_work(SparkWork("a", (SparkJob(3, "count at join.py:7", "",
+                                            SparkJobStatus.RUNNING, (4, 5, 6)),
+                                   SparkJob(4, "count at join.py:9", "",
+                                            SparkJobStatus.RUNNING, (7,))),
+                             (left, right, joined, after)))
+    assert set(view.edges) == {(4, 6), (5, 6), (6, 7)}
+    assert all(edge.scene() is view.scene for edge in view.edges.values())
+    around = view.edges[(4, 6)].path()  # passes stage 5 on its right, not through it
+    assert around.boundingRect().right() > view.nodes[(5, 0)].sceneBoundingRect().right()
+    across = view.edges[(6, 7)].path()  # to the next job's column
+    assert across.pointAtPercent(1).x() == view.nodes[(7, 0)].x()
+
+
+def test_a_report_without_parents_draws_no_edges(qtbot):
+    view = SparkWorkView()
+    qtbot.addWidget(view)
+    view.show_work(replace(WORK, stages=(COUNT, MAP, replace(REDUCE, parent_ids=()))))
+    assert view.edges == {} and len(view.nodes) == 3

@@ -77,16 +77,22 @@ RETRIED = """
     print("sum", sc.parallelize(range(10), 2).map(flaky).sum())
 """
 
+# 20,000 tiny tasks the cheap way: a task costs Spark itself the time (plain pyspark in
+# local[1], no clusterdeck, 2 cores at load average 27-36: 1,000 Python tasks 128-159 s,
+# the 20,000 tasks of a JVM stage, spark.range, 152 s), while following them costs the
+# same per report whatever the tasks (docs/jobs.md, "A script's Spark work"). The 24
+# small Python jobs go past JOBS_KEPT.
 TINY_TASKS = """
-    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
 
-    sc = SparkContext(appName="tiny tasks")
+    spark = SparkSession.builder.appName("tiny tasks").getOrCreate()
+    sc = spark.sparkContext
     for _ in range(24):
         sc.parallelize(range(24), 4).count()
-    print("rows", sc.parallelize(range(1000), 1000).count())
+    print("rows", spark.range(0, 20000, 1, 20000).count())
     tracker = sc.statusTracker()
     jobs = tracker.getJobIdsForGroup()
-    stages = [s for job in jobs for s in tracker.getJobInfo(job).stageIds]
+    stages = {s for job in jobs for s in tracker.getJobInfo(job).stageIds}
     print("spark", len(jobs), len(stages), sum(tracker.getStageInfo(s).numTasks for s in stages))
 """
 
@@ -104,7 +110,7 @@ def one_slot() -> Iterator[JobClient]:
 
 def run(client: JobClient, folder: Path, name: str, text: str,
         seen: list[p.JobSnapshot] | None = None,
-        on_snapshot: Callable[[p.JobSnapshot], None] | None = None
+        on_snapshot: Callable[[p.JobSnapshot], None] | None = None, within: float = 300.0
         ) -> tuple[p.JobResult, p.JobSnapshot]:
     (folder / name).write_text(textwrap.dedent(text))
     job_id = client.submit(folder / name, cwd=str(folder))
@@ -118,8 +124,8 @@ def run(client: JobClient, folder: Path, name: str, text: str,
     waiter = threading.Thread(target=lambda: result.append(client.wait(job_id, progress)),
                               daemon=True)
     waiter.start()
-    waiter.join(300)
-    assert result, f"job {job_id} did not end within 300 s"
+    waiter.join(within)
+    assert result, f"job {job_id} did not end within {within:g} s"
     deadline = time.monotonic() + 30
     while True:  # the retained snapshot after the end: published before the result
         final = client.snapshot(job_id)
@@ -160,6 +166,8 @@ def test_three_actions_show_three_spark_jobs_and_their_stages_with_sparks_own_co
     assert all(stage.status is SparkStageStatus.COMPLETE for stage in work.stages)
     shuffled = [stage for stage in work.stages if stage.shuffle_write_records]
     assert shuffled and shuffled[0].shuffle_write_bytes > 0
+    # Spark's edge: the collect's stage reads the shuffle the reduceByKey's stage wrote.
+    assert [stage.parent_ids for stage in work.stages] == [(), (), (), (shuffled[0].stage_id,)]
     assert final.graph.progress.finished == final.graph.progress.total
     shown = subprocess.run(
         [sys.executable, "-m", "clusterdeck.core.cli", "result", "--cluster",
@@ -198,19 +206,27 @@ def test_a_task_spark_retried_shows_its_failed_try_in_a_stage_that_completed(
     assert work.jobs[0].status is SparkJobStatus.SUCCEEDED
 
 
-def test_many_tiny_tasks_and_jobs_stay_within_the_reports_bounds(tmp_path, one_slot) -> None:
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_20000_tiny_tasks_and_many_jobs_stay_within_the_reports_bounds(
+        tmp_path, one_slot) -> None:
+    """Slow: Spark's own cost per task (the same 20,000 tasks took plain pyspark 152 s on
+    2 cores at load average 30); the time it took here is in the failure message."""
     seen: list[p.JobSnapshot] = []
     started = time.monotonic()
-    result, final = run(one_slot, tmp_path, "tiny.py", TINY_TASKS, seen)
+    result, final = run(one_slot, tmp_path, "tiny.py", TINY_TASKS, seen, within=800)
     took = time.monotonic() - started
-    assert result.status is JobStatus.FINISHED, result
+    assert result.status is JobStatus.FINISHED, (took, result)
+    assert "rows 20000" in result.stdout
     (work,) = final.graph.spark
     jobs, stages, tasks = (int(n) for n in result.stdout.split("spark ")[1].split())
-    assert (jobs, stages, tasks) == (25, 25, 24 * 4 + 1000)  # Spark's own numbers
+    assert jobs >= 25 and tasks >= 24 * 4 + 20000  # Spark's own numbers
     assert len(work.jobs) == JOBS_KEPT and work.earlier.jobs == jobs - JOBS_KEPT
     assert len(work.stages) <= STAGES_KEPT and len(work.failed_tasks) <= FAILED_TASKS_KEPT
+    assert len(work.stages) + work.earlier.stages == stages
     assert sum(stage.tasks for stage in work.stages) + work.earlier.tasks == tasks
     assert work.stage_progress() == (stages, stages)
-    # Reports: at most one per REPORT_INTERVAL while it ran, and the last one.
+    # Messages: at most one report per REPORT_INTERVAL while it ran, and the last one;
+    # snapshots within their bound.
     assert work.reports <= took / REPORT_INTERVAL + 2
     assert max(encoded_size(s) for s in [*seen, final]) < 64 * 1024

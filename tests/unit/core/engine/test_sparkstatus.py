@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from clusterdeck.core.engine.sparkstatus import SparkWorkBook, spark_cause, summary_of
+from clusterdeck.core.engine.sparkstatus import (
+    SparkWorkBook,
+    StageEdges,
+    spark_cause,
+    stage_parents,
+    summary_of,
+)
 from clusterdeck.core.protocol.sparkwork import (
     FAILED_TASKS_KEPT,
     JOBS_KEPT,
+    PARENTS_KEPT,
     STAGES_KEPT,
     SparkJobStatus,
     SparkStageStatus,
@@ -126,3 +133,45 @@ def test_a_running_stages_counts_come_from_the_tracker_until_more_than_counts_ch
     assert not book.counts_seen(1, 0, 200, 0, 200, 0)  # all done: the REST API says how
     assert not book.counts_seen(1, 0, 200, 4, 120, 1)  # a task failed: which, and why
     assert not book.counts_seen(1, 1, 200, 4, 0, 0)  # Spark runs the stage again
+
+
+def edges(rdds: tuple[int, ...] = (), incoming: tuple[tuple[int, int], ...] = ()
+          ) -> StageEdges:
+    return StageEdges(frozenset(rdds), frozenset(incoming))
+
+
+def test_a_stages_parents_are_the_stages_its_incoming_edges_leave_from() -> None:
+    # As Spark's graph of a join of two shuffles: stages 0 and 1 write, 2 reads both
+    # (edges 2->3 and 7->8 come in), 3 reads 2.
+    graph = {0: edges((5, 6, 7)), 1: edges((0, 1, 2)),
+             2: edges((3, 4, 8, 9, 14), ((2, 3), (7, 8))), 3: edges((15, 16), ((14, 15),))}
+    assert stage_parents(graph) == {0: (), 1: (), 2: (0, 1), 3: (2,)}
+
+
+def test_a_join_of_many_shuffles_lists_its_first_parents_only() -> None:
+    graph = {n: edges((n,)) for n in range(PARENTS_KEPT + 3)}
+    graph[99] = edges((100,), tuple((n, 100) for n in range(PARENTS_KEPT + 3)))
+    assert stage_parents(graph)[99] == tuple(range(PARENTS_KEPT))
+
+
+def test_parents_go_into_the_report_and_a_graph_is_asked_until_it_has_all_stages() -> None:
+    book = SparkWorkBook("a")
+    book.job_seen(job(0, "RUNNING", (0, 1)))
+    book.stage_seen(stage(0))
+    book.stage_seen(stage(1, "ACTIVE", done=1, active=1))
+    assert book.graphs_to_ask() == [0]
+    book.graph_seen(0, {0: edges((1, 2))})  # written while the job started
+    assert book.graphs_to_ask() == [0]
+    book.graph_seen(0, {0: edges((1, 2)), 1: edges((3, 4), ((2, 3),))})
+    assert book.graphs_to_ask() == []
+    assert [(s.stage_id, s.parent_ids) for s in book.work().stages] == [(0, ()), (1, (0,))]
+    check_spark_work(book.work())
+
+
+def test_a_graph_lacking_stages_of_a_job_that_ended_is_not_asked_again() -> None:
+    book = SparkWorkBook("a")
+    book.job_seen(job(0, "SUCCEEDED", (0, 1)))  # Spark dropped stage 1 (retainedStages)
+    book.graph_seen(0, {0: edges((1, 2))})
+    book.job_seen(job(1, "RUNNING", (2,)))
+    book.graph_unavailable(1)
+    assert book.graphs_to_ask() == []

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from clusterdeck.core.engine import sparkwatch
+from clusterdeck.core.engine.sparkstatus import StageEdges
 from clusterdeck.core.engine.sparkwatch import DETAIL_EVERY, SparkWatch
 
 
@@ -77,3 +78,27 @@ def test_a_stage_that_ended_is_asked_at_once_and_then_never_again(spark) -> None
     count = len(asked)
     watch.poll()
     assert len(asked) == count
+
+
+def test_each_jobs_stage_parents_are_asked_once_from_its_operation_graph(
+        spark, monkeypatch) -> None:
+    fake, _ = spark
+    graphs: list[int] = []
+
+    def operation_graph(context: Any, job_id: int) -> dict[int, StageEdges]:
+        graphs.append(job_id)
+        return {1: StageEdges(frozenset(), frozenset())}
+    monkeypatch.setattr(sparkwatch, "stage_edges", operation_graph)
+    watch = SparkWatch(lambda: fake, "job/v#0/a0")
+    watch.poll()
+    work = watch.poll()
+    assert graphs == [0] and work.stages[0].parent_ids == ()
+
+
+def test_a_spark_without_the_operation_graph_gives_stages_without_parents(spark) -> None:
+    fake, _ = spark  # FakeSpark has no JVM behind it to ask
+    watch = SparkWatch(lambda: fake, "job/v#0/a0")
+    watch.poll()
+    fake.done = 200
+    work = watch.poll()
+    assert work.stages[0].done == 200 and work.stages[0].parent_ids == ()

@@ -12,6 +12,7 @@ from clusterdeck.core.protocol.sparkwork import (
     FAILED_TASKS_KEPT,
     JOBS_KEPT,
     NAME_KEPT,
+    PARENTS_KEPT,
     SparkJob,
     SparkJobStatus,
     SparkStage,
@@ -51,7 +52,10 @@ def test_a_status_spark_does_not_have_is_refused_by_the_codec() -> None:
     replace(WORK, failed_tasks=(replace(TASK, error="x" * (ERROR_KEPT + 1)),)),
     replace(WORK, earlier=SparkTotals(tasks=2**63)),
     replace(WORK, reports=-1),
-], ids=["jobs", "failed tasks", "counts", "negative", "name", "error", "huge", "reports"])
+    replace(WORK, stages=(replace(STAGE, parent_ids=tuple(range(PARENTS_KEPT + 1))),)),
+    replace(WORK, stages=(replace(STAGE, parent_ids=(-1,)),)),
+], ids=["jobs", "failed tasks", "counts", "negative", "name", "error", "huge", "reports",
+        "parents", "negative parent"])
 def test_a_report_no_honest_taskmanager_sends_is_refused(hostile: SparkWork) -> None:
     with pytest.raises(ValueError):
         check_spark_work(hostile)
