@@ -10,9 +10,11 @@ allow the vectorised form (the twin then gives the same result, or the same erro
 
 - ``rate_batch``: the rate source's records ``(i, "key-<i mod 10>")`` as columns.
 - ``ColumnarChain``: a vertex's stages over a column batch, each by its ``over_columns``
-  (``map_batches(format="arrow")``, ``assign_timestamps(field=...)``), then a keyed
-  window's vectorised pre-aggregation; the first stage that cannot take columns gets the
-  batch's elements, and so does every stage after it.
+  (``map_batches(format="arrow")``, ``assign_timestamps(field=...)``, the user's
+  per-record functions over the rows, columnrows.py), then a keyed window's vectorised
+  pre-aggregation; once a stage gives elements, the stages after it get elements. A
+  stage that raises over columns has the whole batch run again per record, whose result
+  or error is the task's.
 - ``exchange_batch``: a user's Arrow output as a column batch (lossless casts to the
   exchange's types), or None when it cannot be one.
 - ``key_groups``: the rows of a batch grouped by its key fields' values, so the exchange
@@ -26,6 +28,7 @@ thread.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from typing import Any, Protocol
 
 import numpy as np
@@ -126,7 +129,16 @@ class ColumnarChain:
         self.tail = tail
 
     def __call__(self, items: Iterator[pa.RecordBatch]) -> list[Any]:
-        current: pa.RecordBatch | list[Element] = next(items)
+        batch = next(items)
+        with suppress(Exception):
+            return self._over_columns(batch)
+        # it raised: the per-record path's result, or its error alone (not chained to the
+        # one above), the first record that fails there, from the user's line
+        BATCH.reset()
+        return Chained(self.stages, self.tail)(iter(elements_of(batch)))
+
+    def _over_columns(self, batch: pa.RecordBatch) -> list[Any]:
+        current: pa.RecordBatch | list[Element] = batch
         for index, stage in enumerate(self.stages):
             if isinstance(current, list):
                 return self._per_record(index, current)

@@ -35,6 +35,7 @@ from clusterdeck.core.engine.columnbatches import (
     FieldTimestamped,
     takes_columns,
 )
+from clusterdeck.core.engine.columnrows import RowFilter, RowFlatMap, RowMap, RowTimestamped
 from clusterdeck.core.engine.combine import key_function
 from clusterdeck.core.engine.continuous import BatchRunner, batch_runner
 from clusterdeck.core.engine.keyedstate import (
@@ -48,14 +49,10 @@ from clusterdeck.core.engine.streamfunctions import (
     Chained,
     Each,
     Element,
-    FilterElement,
-    FlatMapElement,
-    MapElement,
     PartitionFunction,
     RunningContributions,
     RunningPartials,
     Stage,
-    Timestamped,
     WindowContributions,
     WindowPartials,
     state_key,
@@ -144,9 +141,10 @@ class StreamChain:
     def takes_columns(self) -> bool:
         """Whether its batches may come as column batches: every operator before its
         keyed one runs over columns (``map_batches(format="arrow")``,
-        ``assign_timestamps(field=...)``) and its keyed operator, if any, is a window
-        whose pre-aggregation is vectorised (columnar.py). Its source or input gate then
-        gives it columns, and it gives the exchange columns."""
+        ``assign_timestamps(field=...)``, and the per-record functions over the rows,
+        columnrows.py; ``map_batches`` of records does not) and its keyed operator, if
+        any, is a window whose pre-aggregation is vectorised (columnar.py). Its source or
+        input gate then gives it columns, and it gives the exchange columns."""
         if not all(takes_columns(stage) for stage in self._before):
             return False
         return self._keyed is None or isinstance(self._columnar_tail(), ColumnarWindowPartials)
@@ -372,15 +370,15 @@ def _stage(op: OperatorSpec, code: UserCode) -> Stage:
     batchfunctions.py)."""
     fn = code.fn
     if op.kind == plan.MAP:
-        return MapElement(fn)
+        return RowMap(fn)
     if op.kind == plan.FLAT_MAP:
-        return FlatMapElement(fn)
+        return RowFlatMap(fn)
     if op.kind == plan.FILTER:
-        return FilterElement(fn)
+        return RowFilter(fn)
     if op.kind == plan.MAP_BATCHES:
         return BatchElements(fn, op.params["format"])
     if op.kind == plan.ASSIGN_TIMESTAMPS:
         if op.params.get("field") is not None:
             return FieldTimestamped(op.params["field"])
-        return Timestamped(fn)
+        return RowTimestamped(fn)
     raise ValueError(f"{op.kind} is not a stateless streaming operator")
