@@ -16,7 +16,8 @@ way without a Python call per record: its rows grouped by their key columns' val
 representative record of each group keyed and hashed as above, every row of the group
 sent where its representative goes (the key is a function of those values alone, so
 each row would have gone there); a key function, or key columns of other types, go per
-record. A consuming gate that takes columns keeps each buffer's record batch as it came.
+record (the key function run over the rows, the batch still cut as columns). A consuming
+gate that takes columns keeps each buffer's record batch as it came.
 
 Slot thread only; the network's own thread is behind the writer and the gate.
 """
@@ -42,6 +43,7 @@ from clusterdeck.core.engine.arrowbuffers import (
     encode_buffers,
     encode_columns,
     is_native,
+    records_of,
 )
 from clusterdeck.core.engine.columnbatches import key_groups, representatives
 from clusterdeck.core.protocol.checkpoints import CheckpointingMode
@@ -71,14 +73,19 @@ def subpartition_of(key: str, subpartitions: int) -> int:
 
 
 def keyed_subpartitions(batch: pa.RecordBatch, key_of: Callable[[Any], str],
-                        count: int) -> np.ndarray | None:
+                        count: int) -> np.ndarray:
     """Each row's subpartition of ``count``: ``subpartition_of(key_of(record))`` of one
-    representative record per key (``key_of.fields``, columnbatches.key_groups); None
-    when ``key_of`` names no fields or they do not allow it."""
+    representative record per key (``key_of.fields``, columnbatches.key_groups), or, for
+    a key function or key columns that do not allow it, of every record (the function
+    run over the rows, one hash per distinct key)."""
     fields = getattr(key_of, "fields", None)
     groups = key_groups(batch, fields) if fields else None
     if groups is None:
-        return None
+        chosen_of: dict[str, int] = {}
+        return np.fromiter((chosen_of[key] if key in chosen_of
+                            else chosen_of.setdefault(key, subpartition_of(key, count))
+                            for key in map(key_of, records_of(batch))),
+                           dtype=np.int64, count=batch.num_rows)
     firsts, of_row = groups
     chosen = np.array([subpartition_of(key_of(record), count)
                        for record in representatives(batch, firsts)], dtype=np.int64)
@@ -135,9 +142,6 @@ class PartitionOutput:
             self.emit(elements_of(batch))
             return
         chosen = self.subpartitions_of(batch, count)
-        if chosen is None:
-            self.emit(elements_of(batch))
-            return
         order = np.argsort(chosen, kind="stable")
         bounds = np.searchsorted(chosen[order], np.arange(count + 1))
         for index in range(count):
@@ -148,9 +152,8 @@ class PartitionOutput:
             for payload in encode_columns(part, BUFFER_BYTES):
                 self._timed(lambda i=index, b=payload: self.writer.emit(i, b, EMIT_TIMEOUT))
 
-    def subpartitions_of(self, batch: pa.RecordBatch, count: int) -> np.ndarray | None:
-        """Each row's consumer, as ``emit`` would choose it; None when the key is not
-        given by columns that allow it (the module docstring)."""
+    def subpartitions_of(self, batch: pa.RecordBatch, count: int) -> np.ndarray:
+        """Each row's consumer, as ``emit`` would choose it (the module docstring)."""
         if self.key_of is None:
             chosen = (self._next + np.arange(batch.num_rows)) % count
             self._next = (self._next + batch.num_rows) % count

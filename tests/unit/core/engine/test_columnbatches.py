@@ -79,11 +79,18 @@ def test_scalar_records_keyed_by_themselves_go_where_each_would_go(
                                for record in records]
 
 
-def test_float_keys_and_key_functions_go_per_record() -> None:
-    """0.0 and -0.0, NaN: Arrow's equality is not Python's, so no group stands for them."""
-    batch = column_batch([(None, (0.0, "a")), (None, (-0.0, "b"))])
-    assert keyed_subpartitions(batch, OutputKey(field_key((0,)), (0,)), 3) is None
-    assert keyed_subpartitions(batch, OutputKey(lambda record: record[1], None), 3) is None
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, -0.0, 1.5, math.nan]), keys), min_size=1,
+                max_size=40), st.integers(1, 5))
+def test_float_keys_and_key_functions_go_where_each_record_would_go(
+        records: list, consumers: int) -> None:
+    """0.0 and -0.0, NaN: Arrow's equality is not Python's, so each row is keyed alone;
+    a key function runs over the rows."""
+    batch = column_batch([(None, record) for record in records])
+    for key_of in (OutputKey(field_key((0,)), (0,)),
+                   OutputKey(lambda record: f"{record[1]}/{record[0]}", None)):
+        assert keyed_subpartitions(batch, key_of, consumers).tolist() == [
+            subpartition_of(key_of(record), consumers) for record in records]
 
 
 def arrow_keys(table: pa.Table) -> pa.Table:
