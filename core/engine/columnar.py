@@ -12,11 +12,11 @@ declarative (windowaggregates.py).
 Per batch it vectorises when the records are tuples, lists or scalars whose key fields
 hold one plain type each (int, str, bytes, bool, or float without NaN) and whose value
 field holds ints (whose sum stays in int64) or floats; records grouped by key and window
-start with ``np.unique``, windows assigned with the same floating-point operations as
-``eventtime``'s assigners, sums accumulated in record order (``np.add.at``, unbuffered) so
-float sums round as Python's. Any other batch (dicts, Rows, mixed types, NaN among the
-values of a min, a missing timestamp) goes through the per-record functions, so the
-result, or the error, is the same.
+start by Arrow's hash table (``columnbatches.dense_codes``), windows assigned with the same
+floating-point operations as ``eventtime``'s assigners, sums accumulated in record order
+(``np.add.at``, unbuffered) so float sums round as Python's. Any other batch (dicts, Rows,
+mixed types, NaN among the values of a min, a missing timestamp) goes through the
+per-record functions, so the result, or the error, is the same.
 
 Runs in Spark's Python workers (cloudpickled by reference: this module imports only the
 record model, the window functions, the plan's names and numpy/pyarrow).
@@ -33,7 +33,12 @@ import pyarrow as pa
 
 from clusterdeck.core.engine import windowaggregates
 from clusterdeck.core.engine.arrowbuffers import elements_of
-from clusterdeck.core.engine.columnbatches import field_column, key_groups
+from clusterdeck.core.engine.columnbatches import (
+    dense_codes,
+    field_column,
+    first_rows,
+    key_groups,
+)
 from clusterdeck.core.engine.records import SCALAR_COLUMN, field_key
 from clusterdeck.core.engine.streamfunctions import (
     LATE,
@@ -170,14 +175,13 @@ class ColumnarWindowPartials:
         windows = _Windows(self.assigner, times, self.fired_to)
         pairs = windows.record_of_pair
         if len(pairs):
-            window_codes = np.unique(windows.start_of_pair, return_inverse=True)[1]
-            groups = np.unique(keys[pairs] * (int(window_codes.max()) + 1) + window_codes,
-                               return_inverse=True)[1].reshape(-1)
+            # equal starts, equal bits: + 0.0 makes -0.0 the 0.0 it equals
+            window_codes = dense_codes((windows.start_of_pair + 0.0).view(np.int64))
+            groups = dense_codes(keys[pairs] * (int(window_codes.max()) + 1) + window_codes)
             count = int(groups.max()) + 1
         else:
             groups, count = np.zeros(0, dtype=np.int64), 0
-        first = np.full(count, len(pairs), dtype=np.int64)  # each group's first pair
-        np.minimum.at(first, groups, np.arange(len(pairs)))
+        first = first_rows(groups)  # each group's first pair
         partials = self._partials(values, pairs, groups, count)
         latest = np.full(count, -np.inf)
         paired = times[pairs]
@@ -309,12 +313,13 @@ def _group_codes(columns: list[Sequence[Any]]) -> np.ndarray:
                 values = np.array(column, dtype=np.float64 if kind is float else np.int64)
                 if kind is float and np.isnan(values).any():
                     raise Unvectorisable("a NaN key: NaNs are keys of their own in Python")
-                part = np.unique(values, return_inverse=True)[1].reshape(-1)
+                # equal floats, equal bits: + 0.0 makes -0.0 the 0.0 it equals
+                part = dense_codes((values + 0.0).view(np.int64) if kind is float
+                                   else values)
         except (OverflowError, UnicodeEncodeError, pa.ArrowException):
             raise Unvectorisable("a key beyond int64, or a str with a lone surrogate") \
                 from None
-        codes = np.unique(codes * (int(part.max()) + 1) + part,
-                          return_inverse=True)[1].reshape(-1)
+        codes = dense_codes(codes * (int(part.max()) + 1) + part)
     return codes
 
 
