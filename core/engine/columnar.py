@@ -58,6 +58,7 @@ MAX_WINDOWS = 1002
 """Windows a record may fall into here (the job API allows 1,000 per record; floating
 point may add one): more and the batch goes per record."""
 _INT64 = 2**63
+_EXACT = 2.0**52  # floats below this are exact integers when integral, and so are their ints
 _SCALARS = frozenset({int, float, str, bool, bytes})
 _KEY_TYPES = frozenset({int, float, str, bool, bytes})
 
@@ -175,8 +176,7 @@ class ColumnarWindowPartials:
         windows = _Windows(self.assigner, times, self.fired_to)
         pairs = windows.record_of_pair
         if len(pairs):
-            # equal starts, equal bits: + 0.0 makes -0.0 the 0.0 it equals
-            window_codes = dense_codes((windows.start_of_pair + 0.0).view(np.int64))
+            window_codes = windows.window_codes()
             groups = dense_codes(keys[pairs] * (int(window_codes.max()) + 1) + window_codes)
             count = int(groups.max()) + 1
         else:
@@ -247,7 +247,17 @@ class _Windows:
         slide = assigner.slide if isinstance(assigner, SlidingWindows) else size
         # as eventtime: floor((t - offset) / slide) * slide + offset (math.floor's int made
         # float: + 0.0, no -0.0), then back by slide while start > t - size (sliding)
-        start = (np.floor((times - assigner.offset) / slide) + 0.0) * slide + assigner.offset
+        index = np.floor((times - assigner.offset) / slide) + 0.0
+        start = index * slide + assigner.offset
+        self._index_of_pair: np.ndarray | None = None
+        if not sliding:  # one window a record: its pairs are its records, no matrix
+            kept = start + size > fired_to
+            self.width = 1
+            self.record_of_pair = self.position_of_pair = np.flatnonzero(kept)
+            self.start_of_pair = start[self.record_of_pair]
+            self.late_records = np.flatnonzero(~kept)
+            self._index_of_pair = index[self.record_of_pair]
+            return
         bound = times - size
         alive = start > bound if sliding else np.ones(len(times), dtype=bool)
         starts, alives = [], []
@@ -271,6 +281,16 @@ class _Windows:
         self.start_of_pair = start_matrix[records, columns]
         self.position_of_pair = records * self.width + (windows[records] - 1 - columns)
         self.late_records = np.flatnonzero(~taken.any(axis=1))
+
+    def window_codes(self) -> np.ndarray:
+        """A code per pair, equal where the pairs' windows are: from the windows' index
+        (``start = index * size + offset``) when it is an exact integer, else from the
+        starts' bits (+ 0.0 makes -0.0 the 0.0 it equals)."""
+        index = self._index_of_pair
+        if index is not None and len(index) and np.abs(index).max() < _EXACT:
+            whole = index.astype(np.int64)
+            return dense_codes(whole - whole.min())
+        return dense_codes((self.start_of_pair + 0.0).view(np.int64))
 
 
 def _shape(records: Sequence[Any]) -> type:

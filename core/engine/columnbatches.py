@@ -60,6 +60,11 @@ back (floats are not: 0.0 and -0.0, NaN), so one representative per group stands
 every record of it."""
 
 
+_TABLE_ROWS = 4
+"""``dense_codes`` tables values below this many times the values' count (a table of a
+few bytes a value is cheaper than hashing them)."""
+
+
 class ColumnarStage(Stage, Protocol):
     """A stage that also runs over a column batch: the batch it makes, or the elements
     its per-record twin would (once the columns no longer allow the vectorised form)."""
@@ -231,8 +236,13 @@ def key_groups(batch: pa.RecordBatch,
 
 def dense_codes(values: np.ndarray) -> np.ndarray:
     """A code per int64 value, ``0..k-1`` for its ``k`` distinct values (equal values,
-    equal codes), by Arrow's hash table: no sort (``np.unique`` sorts, and took most of
-    a batch's grouping time)."""
+    equal codes): values in a small range ``0..~n`` (codes combined) by a table of the
+    range, any others by Arrow's hash table; never a sort (``np.unique`` sorts, and took
+    most of a batch's grouping time)."""
+    if len(values) and values.min() >= 0 and values.max() < _TABLE_ROWS * len(values):
+        present = np.zeros(int(values.max()) + 1, dtype=bool)
+        present[values] = True
+        return (np.cumsum(present) - 1)[values]
     encoded = pa.array(values, pa.int64()).dictionary_encode()
     return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
 
