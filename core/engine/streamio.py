@@ -62,6 +62,12 @@ BUFFER_BYTES = 32 * 1024
 """A buffer is cut after this much column data (Flink's 32 KiB memory segment; the channel takes
 up to 1 MiB): what waits in a full exchange, and so how long a barrier waits behind it
 when a consumer is slow, is a few buffers of this size per channel."""
+COLUMN_BUFFER_BYTES = 128 * 1024
+"""A column batch's buffers are cut after this much: each buffer costs the same fixed
+work whatever it holds (an IPC stream with its schema, a full validation, a frame and a
+credit), which at 32 KiB (about a thousand rows of a keyed count) was a third of the
+exchange's time; four credits of these per channel still hold only a few milliseconds
+of a fast consumer's records (docs/benchmarks.md section 22)."""
 EMIT_TIMEOUT = 600.0
 """Seconds an emit waits for a consumer to take its buffers: past it the consumer is
 taken as stuck and the task fails (a slow consumer only slows this one down)."""
@@ -149,7 +155,7 @@ class PartitionOutput:
             if start == end:
                 continue
             part = batch.take(pa.array(order[start:end])) if count > 1 else batch
-            for payload in encode_columns(part, BUFFER_BYTES):
+            for payload in encode_columns(part, COLUMN_BUFFER_BYTES):
                 self._timed(lambda i=index, b=payload: self.writer.emit(i, b, EMIT_TIMEOUT))
 
     def subpartitions_of(self, batch: pa.RecordBatch, count: int) -> np.ndarray:
