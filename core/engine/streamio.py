@@ -69,6 +69,7 @@ credit), which at 32 KiB (about a thousand rows of a keyed count) was a third of
 exchange's time; four credits of these per channel still hold only a few milliseconds
 of a fast consumer's records (docs/benchmarks.md section 22)."""
 EMIT_TIMEOUT = 600.0
+_FILTERED_CONSUMERS = 4  # a batch split by a filter per consumer up to this many, else sorted
 """Seconds an emit waits for a consumer to take its buffers: past it the consumer is
 taken as stuck and the task fails (a slow consumer only slows this one down)."""
 
@@ -96,6 +97,21 @@ def keyed_subpartitions(batch: pa.RecordBatch, key_of: Callable[[Any], str],
     chosen = np.array([subpartition_of(key_of(record), count)
                        for record in representatives(batch, firsts)], dtype=np.int64)
     return chosen[of_row]
+
+
+def _parts(batch: pa.RecordBatch, chosen: np.ndarray,
+           count: int) -> list[tuple[int, pa.RecordBatch]]:
+    """The rows of each of ``count`` consumers that has any, in order: a filter per
+    consumer for a few of them (cheaper than a sort), one stable sort for more."""
+    if count == 1:
+        return [(0, batch)]
+    if count <= _FILTERED_CONSUMERS:
+        return [(index, batch.filter(pa.array(mask))) for index in range(count)
+                if (mask := chosen == index).any()]
+    order = np.argsort(chosen, kind="stable")
+    bounds = np.searchsorted(chosen[order], np.arange(count + 1)).tolist()
+    return [(index, batch.take(pa.array(order[bounds[index]:bounds[index + 1]])))
+            for index in range(count) if bounds[index] < bounds[index + 1]]
 
 
 class PartitionOutput:
@@ -147,14 +163,7 @@ class PartitionOutput:
         if not is_native(batch.schema):
             self.emit(elements_of(batch))
             return
-        chosen = self.subpartitions_of(batch, count)
-        order = np.argsort(chosen, kind="stable")
-        bounds = np.searchsorted(chosen[order], np.arange(count + 1))
-        for index in range(count):
-            start, end = int(bounds[index]), int(bounds[index + 1])
-            if start == end:
-                continue
-            part = batch.take(pa.array(order[start:end])) if count > 1 else batch
+        for index, part in _parts(batch, self.subpartitions_of(batch, count), count):
             for payload in encode_columns(part, COLUMN_BUFFER_BYTES):
                 self._timed(lambda i=index, b=payload: self.writer.emit(i, b, EMIT_TIMEOUT))
 

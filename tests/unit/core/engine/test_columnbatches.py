@@ -27,7 +27,7 @@ from clusterdeck.core.engine.columnbatches import (
 )
 from clusterdeck.core.engine.records import field_key
 from clusterdeck.core.engine.streamfunctions import BATCH, Chained
-from clusterdeck.core.engine.streamio import keyed_subpartitions, subpartition_of
+from clusterdeck.core.engine.streamio import _parts, keyed_subpartitions, subpartition_of
 from clusterdeck.core.engine.streamoperators import OutputKey
 from clusterdeck.core.streaming.eventtime import TumblingWindows
 from clusterdeck.core.streaming.ratesource import rate_record
@@ -169,3 +169,17 @@ def test_a_batch_without_timestamps_fails_the_window_as_per_record() -> None:
     partials = ColumnarWindowPartials((0,), "count", None, TumblingWindows(1.0), -math.inf)
     with pytest.raises(ValueError, match="without a timestamp reached a window"):
         partials.over_columns(column_batch([(None, ("a", 1))]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 11), min_size=1, max_size=60), st.integers(1, 12))
+def test_a_batch_split_among_its_consumers_keeps_each_ones_rows_in_order(
+        chosen: list, consumers: int) -> None:
+    """A filter per consumer for a few, one sort for more: the same parts."""
+    chosen = [index % consumers for index in chosen]
+    batch = column_batch([(None, (row, "k")) for row in range(len(chosen))])
+    parts = _parts(batch, np.array(chosen), consumers)
+    assert [(index, [record[0] for _, record in elements_of(part)])
+            for index, part in parts] == [
+        (index, [row for row, went in enumerate(chosen) if went == index])
+        for index in range(consumers) if index in chosen]
