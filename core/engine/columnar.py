@@ -1,13 +1,14 @@
 """A keyed window's count, sum, min, max or mean pre-aggregated over a whole batch with
 numpy, not with a Python call per record (docs/streaming.md, "Keyed streams and windows").
 
-``window_partials(op, assigner, fired_to)`` gives a partition function, ``Iterator[Element]
--> list`` of partials, that returns exactly what the per-record path returns,
-``flatMap(WindowContributions(...))`` then ``mapPartitions(PreAggregated(merge))``: one
-``((key, start, end), (partial, timestamp))`` per key and window in order of first
+``window_partials(op, assigner, fired_to, key_of)`` gives a partition function,
+``Iterator[Element] -> list`` of partials, that returns exactly what the per-record path
+returns, ``flatMap(WindowContributions(...))`` then ``mapPartitions(PreAggregated(merge))``:
+one ``((key, start, end), (partial, timestamp))`` per key and window in order of first
 appearance, and ``(LATE, Late(n))`` where the first late record was. It is None (the caller
-keeps the per-record path) unless the key is given by fields and the window's function is
-declarative (windowaggregates.py).
+keeps the per-record path) unless the window's function is declarative
+(windowaggregates.py). A key function runs over a column batch's rows (Python's equality
+tells its keys apart); a key given by fields is grouped by its columns.
 
 Per batch it vectorises when the records are tuples, lists or scalars whose key fields
 hold one plain type each (int, str, bytes, bool, or float without NaN) and whose value
@@ -32,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from clusterdeck.core.engine import windowaggregates
-from clusterdeck.core.engine.arrowbuffers import elements_of
+from clusterdeck.core.engine.arrowbuffers import elements_of, records_of
 from clusterdeck.core.engine.columnbatches import (
     dense_codes,
     field_column,
@@ -46,6 +47,7 @@ from clusterdeck.core.engine.streamfunctions import (
     Late,
     PreAggregated,
     WindowContributions,
+    state_key,
 )
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.plan import KeySpec
@@ -63,36 +65,42 @@ _SCALARS = frozenset({int, float, str, bool, bytes})
 _KEY_TYPES = frozenset({int, float, str, bool, bytes})
 
 
+KeysAt = Callable[[list[int]], list[Any]]  # the keys of given rows (or pairs' records)
+
+
 class Unvectorisable(Exception):
     """This batch cannot be vectorised; the per-record path takes it."""
 
 
-def window_partials(op: OperatorSpec, assigner: WindowAssigner,
-                    fired_to: float) -> ColumnarWindowPartials | None:
-    """The vectorised pre-aggregation of a keyed window operator's batch, or None when its
-    key is a function or its function is ``reduce``/``aggregate``."""
+def window_partials(op: OperatorSpec, assigner: WindowAssigner, fired_to: float,
+                    key_of: Callable[[Any], Any]) -> ColumnarWindowPartials | None:
+    """The vectorised pre-aggregation of a keyed window operator's batch (``key_of``: its
+    key of a record), or None when its function is ``reduce``/``aggregate``."""
     if op.kind != plan.WINDOW:
         return None
     key, function = KeySpec.from_params(op.params["key"]), op.params["function"]
-    if key.by_function or function not in windowaggregates.DECLARATIVE:
+    if function not in windowaggregates.DECLARATIVE:
         return None
     return ColumnarWindowPartials(key.fields, function, op.params.get("field"), assigner,
-                                  fired_to)
+                                  fired_to, key_of if key.by_function else None)
 
 
 class ColumnarWindowPartials:
     """A batch's window partials, vectorised when the batch allows it (module docstring)."""
 
     def __init__(self, fields: tuple[str | int, ...], function: str,
-                 field: str | int | None, assigner: WindowAssigner, fired_to: float) -> None:
+                 field: str | int | None, assigner: WindowAssigner, fired_to: float,
+                 key_function: Callable[[Any], Any] | None = None) -> None:
+        """``key_function``: the user's key of a record, when the key is not ``fields``."""
         self.fields = fields
         self.function = function
         self.field = field
         self.assigner = assigner
         self.fired_to = fired_to
+        self.key_function = key_function
         self._contributions = WindowContributions(
-            field_key(fields), assigner, windowaggregates.contribution(function, field),
-            fired_to)
+            key_function or field_key(fields), assigner,
+            windowaggregates.contribution(function, field), fired_to)
         self._fold = PreAggregated(windowaggregates.merge(function))
 
     def __call__(self, elements: Iterable[Element]) -> list[tuple[Any, Any]]:
@@ -128,17 +136,10 @@ class ColumnarWindowPartials:
         times = stamps.to_numpy(zero_copy_only=False)
         if not np.isfinite(times).all():
             raise Unvectorisable("a timestamp that is not finite")
-        groups = key_groups(batch, self.fields)
-        if groups is None:
-            raise Unvectorisable("a key field that is not a column of ints, str, bytes or "
-                                 "bools")
-        keys = groups[1]
-        key_arrays = [field_column(batch, field) for field in self.fields]
-
-        def keys_at(rows: list[int]) -> list[Any]:
-            taken = [array.take(pa.array(rows, pa.int64())).to_pylist()
-                     for array in key_arrays if array is not None]
-            return taken[0] if len(taken) == 1 else list(zip(*taken, strict=True))
+        if self.key_function is not None:
+            keys, keys_at = self._keyed_by_function(records_of(batch))
+        else:
+            keys, keys_at = self._keyed_by_fields(batch)
 
         def values() -> np.ndarray:
             column = field_column(batch, self.field)
@@ -148,8 +149,39 @@ class ColumnarWindowPartials:
 
         return self._folded(times, keys, keys_at, values)
 
+    def _keyed_by_fields(self, batch: pa.RecordBatch) -> tuple[np.ndarray, KeysAt]:
+        """Each row's key code, and the keys of given rows, from the key columns."""
+        groups = key_groups(batch, self.fields)
+        if groups is None:
+            raise Unvectorisable("a key field that is not a column of ints, str, bytes or "
+                                 "bools")
+        key_arrays = [field_column(batch, field) for field in self.fields]
+
+        def keys_at(rows: list[int]) -> list[Any]:
+            taken = [array.take(pa.array(rows, pa.int64())).to_pylist()
+                     for array in key_arrays if array is not None]
+            return taken[0] if len(taken) == 1 else list(zip(*taken, strict=True))
+
+        return groups[1], keys_at
+
+    def _keyed_by_function(self, records: list[Any]) -> tuple[np.ndarray, KeysAt]:
+        """Each record's key code, and the keys of given records, by the user's key
+        function run over the rows, its keys told apart by a dict as the per-record fold
+        tells them apart. It runs on late records too, which the per-record path never
+        keys: if it raises, ``ColumnarChain`` runs the batch per record, which says."""
+        key_of = self.key_function
+        assert key_of is not None
+        keys = [state_key(key_of(record)) for record in records]
+        codes: dict[Any, int] = {}
+        coded = np.fromiter((codes.setdefault(key, len(codes)) for key in keys),
+                            dtype=np.int64, count=len(keys))
+        return coded, lambda rows: [keys[row] for row in rows]
+
     def vectorised(self, batch: Sequence[Element]) -> list[tuple[Any, Any]]:
-        """Raises Unvectorisable when the batch is not of the shape the module names."""
+        """Raises Unvectorisable when the batch is not of the shape the module names (a
+        key function only over columns: ``from_columns``)."""
+        if self.key_function is not None:
+            raise Unvectorisable("a key function, which the batch's elements run per record")
         timestamps = list(map(itemgetter(0), batch))
         records = list(map(itemgetter(1), batch))
         if set(map(type, timestamps)) != {float}:

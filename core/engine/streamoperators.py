@@ -210,19 +210,19 @@ class StreamChain:
         return out[0] if out and isinstance(out[0], pa.RecordBatch) else out
 
     def _columnar_tail(self) -> ColumnarWindowPartials | None:
-        windows, keyed = self._windows, self._keyed
-        if windows is None or keyed is None:
+        windows, keyed, key = self._windows, self._keyed, self._key
+        if windows is None or keyed is None or key is None:
             return None
-        return window_partials(keyed, windows.assigner, windows.fired_to)
+        return window_partials(keyed, windows.assigner, windows.fired_to, key)
 
     def _window_partials(self) -> PartitionFunction:
-        """The window's pre-aggregation of a batch: vectorised over the whole batch for a
-        declarative aggregate keyed by fields (columnar.py), else a Python call per
-        record; both give the same partials."""
+        """The window's pre-aggregation of a batch of elements: vectorised over the
+        whole batch for a declarative aggregate keyed by fields (columnar.py), else a
+        Python call per record; both give the same partials."""
         windows = self._windows
         assert windows is not None and self._key is not None and self._keyed is not None
         columnar = self._columnar_tail()
-        if columnar is not None:
+        if columnar is not None and columnar.key_function is None:
             return columnar
         contributions = WindowContributions(self._key, windows.assigner,
                                             windows.aggregation.contribution,

@@ -1,9 +1,11 @@
-"""The user's per-record functions over a column batch's rows (columnrows.py) give exactly
-what the per-record path gives on the same records: the same elements, the same largest
-timestamp, and when a function raises, the same error from the same record."""
+"""The user's per-record functions over a column batch's rows (columnrows.py), and a
+window's key function over them (columnar.py), give exactly what the per-record path
+gives on the same records: the same elements or partials, the same largest timestamp,
+and when a function raises, the same error from the same record."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -13,9 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clusterdeck.core.engine.arrowbuffers import decode_columns, elements_of, encode_buffers
+from clusterdeck.core.engine.columnar import ColumnarWindowPartials
 from clusterdeck.core.engine.columnbatches import ColumnarChain
 from clusterdeck.core.engine.columnrows import RowFilter, RowFlatMap, RowMap, RowTimestamped
-from clusterdeck.core.engine.streamfunctions import BATCH, Chained, Stage
+from clusterdeck.core.engine.streamfunctions import BATCH, Chained, Late, Stage
+from clusterdeck.core.streaming.eventtime import TumblingWindows
 
 
 def column_batch(elements: list) -> pa.RecordBatch:
@@ -81,3 +85,35 @@ def test_the_error_of_a_function_over_the_rows_is_the_users_alone() -> None:
     with pytest.raises(ZeroDivisionError) as raised:
         ColumnarChain(stages)(iter([column_batch([(None, (1, "a")), (None, (0, "b"))])]))
     assert raised.value.__context__ is None
+
+
+KEY_FUNCTIONS: list[Callable[[Any], Any]] = [
+    lambda record: record[1],
+    lambda record: (record[0] % 2, record[1]),  # None raises
+    lambda record: [record[0] == 1, 1.0] if record[0] else 1,  # 1 == 1.0 == True: one key
+    lambda record: {"unhashable": record},  # fails as a key
+]
+timed = st.tuples(st.floats(0, 12, allow_nan=False).map(lambda t: round(t, 1)), records)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(timed, min_size=1, max_size=50), st.integers(0, len(KEY_FUNCTIONS) - 1),
+       st.sampled_from(["count", "sum"]), st.sampled_from([-math.inf, 4.0]))
+def test_a_window_keyed_by_a_function_over_the_rows_gives_the_per_record_partials(
+        rows: list, chosen: int, function: str, fired_to: float) -> None:
+    elements = [(stamp, record) for stamp, record in rows]
+    key = KEY_FUNCTIONS[chosen]
+
+    def partials() -> ColumnarWindowPartials:
+        return ColumnarWindowPartials((), function, None if function == "count" else 1,
+                                      TumblingWindows(2.0), fired_to, key)
+
+    over_columns = outcome(lambda: comparable(ColumnarChain([], partials())(
+        iter([column_batch(elements)]))))
+    per_record = outcome(lambda: comparable(partials().per_record(elements)))
+    assert over_columns == per_record
+
+
+def comparable(partials: list) -> list:
+    return [(key, value.records if isinstance(value, Late) else value)
+            for key, value in partials]
