@@ -75,6 +75,7 @@ BATCH_SECONDS = 0.1
 before (Flink's buffer timeout bounds a buffer's wait; this bounds how long a barrier
 waits behind the batch before it)."""
 FEWEST = 10  # records a batch may always hold, however slow its operators
+FIRST_BATCH = 2000  # records of a batch before its operators' pace is known
 
 
 class StreamChain:
@@ -153,9 +154,10 @@ class StreamChain:
         """How many records the next batch may hold, at most ``most``: as many as the
         batches before ran in ``BATCH_SECONDS``, at least ``FEWEST``, so that a barrier or
         a watermark behind a batch of a slow operator waits about that long, not for
-        thousands of its records."""
+        thousands of its records. Before any batch, at most ``FIRST_BATCH``: a column
+        batch may now hold a slow per-record function's rows (columnrows.py)."""
         if self._pace <= 0:
-            return most
+            return min(most, FIRST_BATCH)
         return max(FEWEST, min(most, int(BATCH_SECONDS / self._pace)))
 
     def process(self, elements: Batch) -> Batch:
