@@ -3,7 +3,8 @@ says which: clusterdeck's job with per-record Python lambdas or its declarative,
 twin (``--job``), and Spark's key as a SQL expression or as a Python UDF (``--spark-key``).
 
 - clusterdeck ``lambda``: ``benchmarks/jobs/window_count.py``: key and time by Python
-  functions of each record (``map``, ``assign_timestamps(fn)``);
+  functions of each record (``map``, ``assign_timestamps(fn)``), called row by row over
+  the rate source's column batches (core/engine/columnrows.py);
 - clusterdeck ``columnar``: ``benchmarks/jobs/window_count_columnar.py``: the same key
   and time computed for a whole batch with numpy/pyarrow (``map_batches(format="arrow")``,
   ``assign_timestamps(field=...)``), records as Arrow columns end to end;

@@ -114,19 +114,27 @@ def elements_of(batch: pa.RecordBatch) -> list[Element]:
     """A batch of this format as elements, every record as it went; BufferFormatError if
     a ``__record`` text is not a record."""
     try:
-        timestamps = batch.column(0).to_pylist()
+        return list(zip(batch.column(0).to_pylist(), records_of(batch), strict=True))
+    except BufferFormatError:
+        raise
+    except (pa.ArrowException, ValueError, TypeError, KeyError, AttributeError,
+            ArithmeticError, RecursionError, UnicodeError) as error:
+        raise BufferFormatError(f"{type(error).__name__}: {error}") from None
+
+
+def records_of(batch: pa.RecordBatch) -> list[Any]:
+    """A batch's records without their timestamps, as ``elements_of`` gives them (a
+    function run over a column batch's rows takes them so, columnrows.py)."""
+    try:
         if batch.schema.names[1] == RECORD_COLUMN:
             texts = batch.column(1)
             if texts.null_count:
                 raise BufferFormatError("a null record text")
-            records: Sequence[Any] = [decode_record(text.decode("utf-8", "surrogatepass"))
-                                      for text in texts.to_pylist()]
-        elif batch.schema.names[1] == SCALAR_COLUMN:
-            records = batch.column(1).to_pylist()
-        else:
-            records = list(zip(*(column.to_pylist() for column in batch.columns[1:]),
-                               strict=True))
-        return list(zip(timestamps, records, strict=True))
+            return [decode_record(text.decode("utf-8", "surrogatepass"))
+                    for text in texts.to_pylist()]
+        if batch.schema.names[1] == SCALAR_COLUMN:
+            return batch.column(1).to_pylist()
+        return list(zip(*(column.to_pylist() for column in batch.columns[1:]), strict=True))
     except BufferFormatError:
         raise
     except (pa.ArrowException, ValueError, TypeError, KeyError, AttributeError,

@@ -1,22 +1,23 @@
 """A keyed window's count, sum, min, max or mean pre-aggregated over a whole batch with
 numpy, not with a Python call per record (docs/streaming.md, "Keyed streams and windows").
 
-``window_partials(op, assigner, fired_to)`` gives a partition function, ``Iterator[Element]
--> list`` of partials, that returns exactly what the per-record path returns,
-``flatMap(WindowContributions(...))`` then ``mapPartitions(PreAggregated(merge))``: one
-``((key, start, end), (partial, timestamp))`` per key and window in order of first
+``window_partials(op, assigner, fired_to, key_of)`` gives a partition function,
+``Iterator[Element] -> list`` of partials, that returns exactly what the per-record path
+returns, ``flatMap(WindowContributions(...))`` then ``mapPartitions(PreAggregated(merge))``:
+one ``((key, start, end), (partial, timestamp))`` per key and window in order of first
 appearance, and ``(LATE, Late(n))`` where the first late record was. It is None (the caller
-keeps the per-record path) unless the key is given by fields and the window's function is
-declarative (windowaggregates.py).
+keeps the per-record path) unless the window's function is declarative
+(windowaggregates.py). A key function runs over a column batch's rows (Python's equality
+tells its keys apart); a key given by fields is grouped by its columns.
 
 Per batch it vectorises when the records are tuples, lists or scalars whose key fields
 hold one plain type each (int, str, bytes, bool, or float without NaN) and whose value
 field holds ints (whose sum stays in int64) or floats; records grouped by key and window
-start with ``np.unique``, windows assigned with the same floating-point operations as
-``eventtime``'s assigners, sums accumulated in record order (``np.add.at``, unbuffered) so
-float sums round as Python's. Any other batch (dicts, Rows, mixed types, NaN among the
-values of a min, a missing timestamp) goes through the per-record functions, so the
-result, or the error, is the same.
+start by Arrow's hash table (``columnbatches.dense_codes``), windows assigned with the same
+floating-point operations as ``eventtime``'s assigners, sums accumulated in record order
+(``np.add.at``, unbuffered) so float sums round as Python's. Any other batch (dicts, Rows,
+mixed types, NaN among the values of a min, a missing timestamp) goes through the
+per-record functions, so the result, or the error, is the same.
 
 Runs in Spark's Python workers (cloudpickled by reference: this module imports only the
 record model, the window functions, the plan's names and numpy/pyarrow).
@@ -32,8 +33,13 @@ import numpy as np
 import pyarrow as pa
 
 from clusterdeck.core.engine import windowaggregates
-from clusterdeck.core.engine.arrowbuffers import elements_of
-from clusterdeck.core.engine.columnbatches import field_column, key_groups
+from clusterdeck.core.engine.arrowbuffers import elements_of, records_of
+from clusterdeck.core.engine.columnbatches import (
+    dense_codes,
+    field_column,
+    first_rows,
+    key_groups,
+)
 from clusterdeck.core.engine.records import SCALAR_COLUMN, field_key
 from clusterdeck.core.engine.streamfunctions import (
     LATE,
@@ -41,6 +47,7 @@ from clusterdeck.core.engine.streamfunctions import (
     Late,
     PreAggregated,
     WindowContributions,
+    state_key,
 )
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.plan import KeySpec
@@ -53,40 +60,47 @@ MAX_WINDOWS = 1002
 """Windows a record may fall into here (the job API allows 1,000 per record; floating
 point may add one): more and the batch goes per record."""
 _INT64 = 2**63
+_EXACT = 2.0**52  # floats below this are exact integers when integral, and so are their ints
 _SCALARS = frozenset({int, float, str, bool, bytes})
 _KEY_TYPES = frozenset({int, float, str, bool, bytes})
+
+
+KeysAt = Callable[[list[int]], list[Any]]  # the keys of given rows (or pairs' records)
 
 
 class Unvectorisable(Exception):
     """This batch cannot be vectorised; the per-record path takes it."""
 
 
-def window_partials(op: OperatorSpec, assigner: WindowAssigner,
-                    fired_to: float) -> ColumnarWindowPartials | None:
-    """The vectorised pre-aggregation of a keyed window operator's batch, or None when its
-    key is a function or its function is ``reduce``/``aggregate``."""
+def window_partials(op: OperatorSpec, assigner: WindowAssigner, fired_to: float,
+                    key_of: Callable[[Any], Any]) -> ColumnarWindowPartials | None:
+    """The vectorised pre-aggregation of a keyed window operator's batch (``key_of``: its
+    key of a record), or None when its function is ``reduce``/``aggregate``."""
     if op.kind != plan.WINDOW:
         return None
     key, function = KeySpec.from_params(op.params["key"]), op.params["function"]
-    if key.by_function or function not in windowaggregates.DECLARATIVE:
+    if function not in windowaggregates.DECLARATIVE:
         return None
     return ColumnarWindowPartials(key.fields, function, op.params.get("field"), assigner,
-                                  fired_to)
+                                  fired_to, key_of if key.by_function else None)
 
 
 class ColumnarWindowPartials:
     """A batch's window partials, vectorised when the batch allows it (module docstring)."""
 
     def __init__(self, fields: tuple[str | int, ...], function: str,
-                 field: str | int | None, assigner: WindowAssigner, fired_to: float) -> None:
+                 field: str | int | None, assigner: WindowAssigner, fired_to: float,
+                 key_function: Callable[[Any], Any] | None = None) -> None:
+        """``key_function``: the user's key of a record, when the key is not ``fields``."""
         self.fields = fields
         self.function = function
         self.field = field
         self.assigner = assigner
         self.fired_to = fired_to
+        self.key_function = key_function
         self._contributions = WindowContributions(
-            field_key(fields), assigner, windowaggregates.contribution(function, field),
-            fired_to)
+            key_function or field_key(fields), assigner,
+            windowaggregates.contribution(function, field), fired_to)
         self._fold = PreAggregated(windowaggregates.merge(function))
 
     def __call__(self, elements: Iterable[Element]) -> list[tuple[Any, Any]]:
@@ -122,17 +136,10 @@ class ColumnarWindowPartials:
         times = stamps.to_numpy(zero_copy_only=False)
         if not np.isfinite(times).all():
             raise Unvectorisable("a timestamp that is not finite")
-        groups = key_groups(batch, self.fields)
-        if groups is None:
-            raise Unvectorisable("a key field that is not a column of ints, str, bytes or "
-                                 "bools")
-        keys = groups[1]
-        key_arrays = [field_column(batch, field) for field in self.fields]
-
-        def keys_at(rows: list[int]) -> list[Any]:
-            taken = [array.take(pa.array(rows, pa.int64())).to_pylist()
-                     for array in key_arrays if array is not None]
-            return taken[0] if len(taken) == 1 else list(zip(*taken, strict=True))
+        if self.key_function is not None:
+            keys, keys_at = self._keyed_by_function(records_of(batch))
+        else:
+            keys, keys_at = self._keyed_by_fields(batch)
 
         def values() -> np.ndarray:
             column = field_column(batch, self.field)
@@ -142,8 +149,39 @@ class ColumnarWindowPartials:
 
         return self._folded(times, keys, keys_at, values)
 
+    def _keyed_by_fields(self, batch: pa.RecordBatch) -> tuple[np.ndarray, KeysAt]:
+        """Each row's key code, and the keys of given rows, from the key columns."""
+        groups = key_groups(batch, self.fields)
+        if groups is None:
+            raise Unvectorisable("a key field that is not a column of ints, str, bytes or "
+                                 "bools")
+        key_arrays = [field_column(batch, field) for field in self.fields]
+
+        def keys_at(rows: list[int]) -> list[Any]:
+            taken = [array.take(pa.array(rows, pa.int64())).to_pylist()
+                     for array in key_arrays if array is not None]
+            return taken[0] if len(taken) == 1 else list(zip(*taken, strict=True))
+
+        return groups[1], keys_at
+
+    def _keyed_by_function(self, records: list[Any]) -> tuple[np.ndarray, KeysAt]:
+        """Each record's key code, and the keys of given records, by the user's key
+        function run over the rows, its keys told apart by a dict as the per-record fold
+        tells them apart. It runs on late records too, which the per-record path never
+        keys: if it raises, ``ColumnarChain`` runs the batch per record, which says."""
+        key_of = self.key_function
+        assert key_of is not None
+        keys = [state_key(key_of(record)) for record in records]
+        codes: dict[Any, int] = {}
+        coded = np.fromiter((codes.setdefault(key, len(codes)) for key in keys),
+                            dtype=np.int64, count=len(keys))
+        return coded, lambda rows: [keys[row] for row in rows]
+
     def vectorised(self, batch: Sequence[Element]) -> list[tuple[Any, Any]]:
-        """Raises Unvectorisable when the batch is not of the shape the module names."""
+        """Raises Unvectorisable when the batch is not of the shape the module names (a
+        key function only over columns: ``from_columns``)."""
+        if self.key_function is not None:
+            raise Unvectorisable("a key function, which the batch's elements run per record")
         timestamps = list(map(itemgetter(0), batch))
         records = list(map(itemgetter(1), batch))
         if set(map(type, timestamps)) != {float}:
@@ -170,14 +208,12 @@ class ColumnarWindowPartials:
         windows = _Windows(self.assigner, times, self.fired_to)
         pairs = windows.record_of_pair
         if len(pairs):
-            window_codes = np.unique(windows.start_of_pair, return_inverse=True)[1]
-            groups = np.unique(keys[pairs] * (int(window_codes.max()) + 1) + window_codes,
-                               return_inverse=True)[1].reshape(-1)
+            window_codes = windows.window_codes()
+            groups = dense_codes(keys[pairs] * (int(window_codes.max()) + 1) + window_codes)
             count = int(groups.max()) + 1
         else:
             groups, count = np.zeros(0, dtype=np.int64), 0
-        first = np.full(count, len(pairs), dtype=np.int64)  # each group's first pair
-        np.minimum.at(first, groups, np.arange(len(pairs)))
+        first = first_rows(groups)  # each group's first pair
         partials = self._partials(values, pairs, groups, count)
         latest = np.full(count, -np.inf)
         paired = times[pairs]
@@ -243,7 +279,17 @@ class _Windows:
         slide = assigner.slide if isinstance(assigner, SlidingWindows) else size
         # as eventtime: floor((t - offset) / slide) * slide + offset (math.floor's int made
         # float: + 0.0, no -0.0), then back by slide while start > t - size (sliding)
-        start = (np.floor((times - assigner.offset) / slide) + 0.0) * slide + assigner.offset
+        index = np.floor((times - assigner.offset) / slide) + 0.0
+        start = index * slide + assigner.offset
+        self._index_of_pair: np.ndarray | None = None
+        if not sliding:  # one window a record: its pairs are its records, no matrix
+            kept = start + size > fired_to
+            self.width = 1
+            self.record_of_pair = self.position_of_pair = np.flatnonzero(kept)
+            self.start_of_pair = start[self.record_of_pair]
+            self.late_records = np.flatnonzero(~kept)
+            self._index_of_pair = index[self.record_of_pair]
+            return
         bound = times - size
         alive = start > bound if sliding else np.ones(len(times), dtype=bool)
         starts, alives = [], []
@@ -267,6 +313,16 @@ class _Windows:
         self.start_of_pair = start_matrix[records, columns]
         self.position_of_pair = records * self.width + (windows[records] - 1 - columns)
         self.late_records = np.flatnonzero(~taken.any(axis=1))
+
+    def window_codes(self) -> np.ndarray:
+        """A code per pair, equal where the pairs' windows are: from the windows' index
+        (``start = index * size + offset``) when it is an exact integer, else from the
+        starts' bits (+ 0.0 makes -0.0 the 0.0 it equals)."""
+        index = self._index_of_pair
+        if index is not None and len(index) and np.abs(index).max() < _EXACT:
+            whole = index.astype(np.int64)
+            return dense_codes(whole - whole.min())
+        return dense_codes((self.start_of_pair + 0.0).view(np.int64))
 
 
 def _shape(records: Sequence[Any]) -> type:
@@ -309,12 +365,13 @@ def _group_codes(columns: list[Sequence[Any]]) -> np.ndarray:
                 values = np.array(column, dtype=np.float64 if kind is float else np.int64)
                 if kind is float and np.isnan(values).any():
                     raise Unvectorisable("a NaN key: NaNs are keys of their own in Python")
-                part = np.unique(values, return_inverse=True)[1].reshape(-1)
+                # equal floats, equal bits: + 0.0 makes -0.0 the 0.0 it equals
+                part = dense_codes((values + 0.0).view(np.int64) if kind is float
+                                   else values)
         except (OverflowError, UnicodeEncodeError, pa.ArrowException):
             raise Unvectorisable("a key beyond int64, or a str with a lone surrogate") \
                 from None
-        codes = np.unique(codes * (int(part.max()) + 1) + part,
-                          return_inverse=True)[1].reshape(-1)
+        codes = dense_codes(codes * (int(part.max()) + 1) + part)
     return codes
 
 

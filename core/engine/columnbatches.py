@@ -10,9 +10,11 @@ allow the vectorised form (the twin then gives the same result, or the same erro
 
 - ``rate_batch``: the rate source's records ``(i, "key-<i mod 10>")`` as columns.
 - ``ColumnarChain``: a vertex's stages over a column batch, each by its ``over_columns``
-  (``map_batches(format="arrow")``, ``assign_timestamps(field=...)``), then a keyed
-  window's vectorised pre-aggregation; the first stage that cannot take columns gets the
-  batch's elements, and so does every stage after it.
+  (``map_batches(format="arrow")``, ``assign_timestamps(field=...)``, the user's
+  per-record functions over the rows, columnrows.py), then a keyed window's vectorised
+  pre-aggregation; once a stage gives elements, the stages after it get elements. A
+  stage that raises over columns has the whole batch run again per record, whose result
+  or error is the task's.
 - ``exchange_batch``: a user's Arrow output as a column batch (lossless casts to the
   exchange's types), or None when it cannot be one.
 - ``key_groups``: the rows of a batch grouped by its key fields' values, so the exchange
@@ -26,6 +28,7 @@ thread.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from typing import Any, Protocol
 
 import numpy as np
@@ -55,6 +58,11 @@ _GROUPED_TYPES = frozenset({pa.int64(), pa.string(), pa.binary(), pa.bool_()})
 """Key column types whose Arrow equality is Python's equality of the values they give
 back (floats are not: 0.0 and -0.0, NaN), so one representative per group stands for
 every record of it."""
+
+
+_TABLE_ROWS = 4
+"""``dense_codes`` tables values below this many times the values' count (a table of a
+few bytes a value is cheaper than hashing them)."""
 
 
 class ColumnarStage(Stage, Protocol):
@@ -127,7 +135,16 @@ class ColumnarChain:
         self.tail = tail
 
     def __call__(self, items: Iterator[pa.RecordBatch]) -> list[Any]:
-        current: pa.RecordBatch | list[Element] = next(items)
+        batch = next(items)
+        with suppress(Exception):
+            return self._over_columns(batch)
+        # it raised: the per-record path's result, or its error alone (not chained to the
+        # one above), the first record that fails there, from the user's line
+        BATCH.reset()
+        return Chained(self.stages, self.tail)(iter(elements_of(batch)))
+
+    def _over_columns(self, batch: pa.RecordBatch) -> list[Any]:
+        current: pa.RecordBatch | list[Element] = batch
         for index, stage in enumerate(self.stages):
             if isinstance(current, list):
                 return self._per_record(index, current)
@@ -201,7 +218,7 @@ def key_groups(batch: pa.RecordBatch,
     """``(first row of each key, each row's key)``: the rows grouped by the values of
     their key fields, nulls a value of their own; None when a key field is not a column
     of a type whose values compare as Python's (``_GROUPED_TYPES``)."""
-    codes = np.zeros(batch.num_rows, dtype=np.int64)
+    codes: np.ndarray | None = None
     for field in fields:
         column = field_column(batch, field)
         if column is None or column.type not in _GROUPED_TYPES:
@@ -211,10 +228,32 @@ def key_groups(batch: pa.RecordBatch,
         except pa.ArrowNotImplementedError:
             return None
         part = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        codes = np.unique(codes * max(1, len(encoded.dictionary)) + part,
-                          return_inverse=True)[1].reshape(-1)
-    _, firsts, groups = np.unique(codes, return_index=True, return_inverse=True)
-    return firsts, groups.reshape(-1)
+        codes = part if codes is None \
+            else dense_codes(codes * max(1, len(encoded.dictionary)) + part)
+    if codes is None:
+        codes = np.zeros(batch.num_rows, dtype=np.int64)
+    return first_rows(codes), codes
+
+
+def dense_codes(values: np.ndarray) -> np.ndarray:
+    """A code per int64 value, ``0..k-1`` for its ``k`` distinct values (equal values,
+    equal codes): values in a small range ``0..~n`` (codes combined) by a table of the
+    range, any others by Arrow's hash table; never a sort (``np.unique`` sorts, and took
+    most of a batch's grouping time)."""
+    if len(values) and values.min() >= 0 and values.max() < _TABLE_ROWS * len(values):
+        present = np.zeros(int(values.max()) + 1, dtype=bool)
+        present[values] = True
+        return (np.cumsum(present) - 1)[values]
+    encoded = pa.array(values, pa.int64()).dictionary_encode()
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def first_rows(codes: np.ndarray) -> np.ndarray:
+    """The first row of each code of ``dense_codes``."""
+    count = int(codes.max()) + 1 if len(codes) else 0
+    firsts = np.full(count, len(codes), dtype=np.int64)
+    np.minimum.at(firsts, codes, np.arange(len(codes)))
+    return firsts
 
 
 def representatives(batch: pa.RecordBatch, rows: np.ndarray) -> list[Any]:

@@ -18,7 +18,8 @@ way without a Python call per record: its rows grouped by their key columns' val
 representative record of each group keyed and hashed as above, every row of the group
 sent where its representative goes (the key is a function of those values alone, so
 each row would have gone there); a key function, or key columns of other types, go per
-record. A consuming gate that takes columns keeps each buffer's record batch as it came.
+record (the key function run over the rows, the batch still cut as columns). A consuming
+gate that takes columns keeps each buffer's record batch as it came.
 
 Slot thread only; the network's own thread is behind the writer and the gate.
 """
@@ -43,6 +44,7 @@ from clusterdeck.core.engine.arrowbuffers import (
     encode_buffers,
     encode_columns,
     is_native,
+    records_of,
 )
 from clusterdeck.core.engine.columnbatches import key_groups, representatives
 from clusterdeck.core.protocol.checkpoints import CheckpointingMode
@@ -62,9 +64,16 @@ BUFFER_BYTES = 32 * 1024
 """A buffer is cut after this much column data (Flink's 32 KiB memory segment; the channel takes
 up to 1 MiB): what waits in a full exchange, and so how long a barrier waits behind it
 when a consumer is slow, is a few buffers of this size per channel."""
+COLUMN_BUFFER_BYTES = 128 * 1024
+"""A column batch's buffers are cut after this much: each buffer costs the same fixed
+work whatever it holds (an IPC stream with its schema, a full validation, a frame and a
+credit), which at 32 KiB (about a thousand rows of a keyed count) was a third of the
+exchange's time; four credits of these per channel still hold only a few milliseconds
+of a fast consumer's records (docs/benchmarks.md section 25)."""
 EMIT_TIMEOUT = 600.0
 """Seconds an emit waits for a consumer to take its buffers: past it the consumer is
 taken as stuck and the task fails (a slow consumer only slows this one down)."""
+_FILTERED_CONSUMERS = 4  # a batch split by a filter per consumer up to this many, else sorted
 
 
 def subpartition_of(key: str, subpartitions: int,
@@ -74,18 +83,39 @@ def subpartition_of(key: str, subpartitions: int,
 
 
 def keyed_subpartitions(batch: pa.RecordBatch, key_of: Callable[[Any], str], count: int,
-                        max_parallelism: int = DEFAULT_MAX_PARALLELISM) -> np.ndarray | None:
+                        max_parallelism: int = DEFAULT_MAX_PARALLELISM) -> np.ndarray:
     """Each row's subpartition of ``count``: ``subpartition_of(key_of(record))`` of one
-    representative record per key (``key_of.fields``, columnbatches.key_groups); None
-    when ``key_of`` names no fields or they do not allow it."""
+    representative record per key (``key_of.fields``, columnbatches.key_groups), or, for
+    a key function or key columns that do not allow it, of every record (the function
+    run over the rows, one hash per distinct key)."""
     fields = getattr(key_of, "fields", None)
     groups = key_groups(batch, fields) if fields else None
     if groups is None:
-        return None
+        chosen_of: dict[str, int] = {}
+        return np.fromiter((chosen_of[key] if key in chosen_of
+                            else chosen_of.setdefault(
+                                key, subpartition_of(key, count, max_parallelism))
+                            for key in map(key_of, records_of(batch))),
+                           dtype=np.int64, count=batch.num_rows)
     firsts, of_row = groups
     chosen = np.array([subpartition_of(key_of(record), count, max_parallelism)
                        for record in representatives(batch, firsts)], dtype=np.int64)
     return chosen[of_row]
+
+
+def _parts(batch: pa.RecordBatch, chosen: np.ndarray,
+           count: int) -> list[tuple[int, pa.RecordBatch]]:
+    """The rows of each of ``count`` consumers that has any, in order: a filter per
+    consumer for a few of them (cheaper than a sort), one stable sort for more."""
+    if count == 1:
+        return [(0, batch)]
+    if count <= _FILTERED_CONSUMERS:
+        return [(index, batch.filter(pa.array(mask))) for index in range(count)
+                if (mask := chosen == index).any()]
+    order = np.argsort(chosen, kind="stable")
+    bounds = np.searchsorted(chosen[order], np.arange(count + 1)).tolist()
+    return [(index, batch.take(pa.array(order[bounds[index]:bounds[index + 1]])))
+            for index in range(count) if bounds[index] < bounds[index + 1]]
 
 
 class PartitionOutput:
@@ -139,23 +169,12 @@ class PartitionOutput:
         if not is_native(batch.schema):
             self.emit(elements_of(batch))
             return
-        chosen = self.subpartitions_of(batch, count)
-        if chosen is None:
-            self.emit(elements_of(batch))
-            return
-        order = np.argsort(chosen, kind="stable")
-        bounds = np.searchsorted(chosen[order], np.arange(count + 1))
-        for index in range(count):
-            start, end = int(bounds[index]), int(bounds[index + 1])
-            if start == end:
-                continue
-            part = batch.take(pa.array(order[start:end])) if count > 1 else batch
-            for payload in encode_columns(part, BUFFER_BYTES):
+        for index, part in _parts(batch, self.subpartitions_of(batch, count), count):
+            for payload in encode_columns(part, COLUMN_BUFFER_BYTES):
                 self._timed(lambda i=index, b=payload: self.writer.emit(i, b, EMIT_TIMEOUT))
 
-    def subpartitions_of(self, batch: pa.RecordBatch, count: int) -> np.ndarray | None:
-        """Each row's consumer, as ``emit`` would choose it; None when the key is not
-        given by columns that allow it (the module docstring)."""
+    def subpartitions_of(self, batch: pa.RecordBatch, count: int) -> np.ndarray:
+        """Each row's consumer, as ``emit`` would choose it (the module docstring)."""
         if self.key_of is None:
             chosen = (self._next + np.arange(batch.num_rows)) % count
             self._next = (self._next + batch.num_rows) % count

@@ -35,6 +35,7 @@ from clusterdeck.core.engine.columnbatches import (
     FieldTimestamped,
     takes_columns,
 )
+from clusterdeck.core.engine.columnrows import RowFilter, RowFlatMap, RowMap, RowTimestamped
 from clusterdeck.core.engine.combine import key_function
 from clusterdeck.core.engine.continuous import BatchRunner, batch_runner
 from clusterdeck.core.engine.keyedstate import (
@@ -48,14 +49,10 @@ from clusterdeck.core.engine.streamfunctions import (
     Chained,
     Each,
     Element,
-    FilterElement,
-    FlatMapElement,
-    MapElement,
     PartitionFunction,
     RunningContributions,
     RunningPartials,
     Stage,
-    Timestamped,
     WindowContributions,
     WindowPartials,
     state_key,
@@ -78,6 +75,7 @@ BATCH_SECONDS = 0.1
 before (Flink's buffer timeout bounds a buffer's wait; this bounds how long a barrier
 waits behind the batch before it)."""
 FEWEST = 10  # records a batch may always hold, however slow its operators
+FIRST_BATCH = 2000  # records of a batch before its operators' pace is known
 
 
 class StreamChain:
@@ -144,9 +142,10 @@ class StreamChain:
     def takes_columns(self) -> bool:
         """Whether its batches may come as column batches: every operator before its
         keyed one runs over columns (``map_batches(format="arrow")``,
-        ``assign_timestamps(field=...)``) and its keyed operator, if any, is a window
-        whose pre-aggregation is vectorised (columnar.py). Its source or input gate then
-        gives it columns, and it gives the exchange columns."""
+        ``assign_timestamps(field=...)``, and the per-record functions over the rows,
+        columnrows.py; ``map_batches`` of records does not) and its keyed operator, if
+        any, is a window whose pre-aggregation is vectorised (columnar.py). Its source or
+        input gate then gives it columns, and it gives the exchange columns."""
         if not all(takes_columns(stage) for stage in self._before):
             return False
         return self._keyed is None or isinstance(self._columnar_tail(), ColumnarWindowPartials)
@@ -155,9 +154,10 @@ class StreamChain:
         """How many records the next batch may hold, at most ``most``: as many as the
         batches before ran in ``BATCH_SECONDS``, at least ``FEWEST``, so that a barrier or
         a watermark behind a batch of a slow operator waits about that long, not for
-        thousands of its records."""
+        thousands of its records. Before any batch, at most ``FIRST_BATCH``: a column
+        batch may now hold a slow per-record function's rows (columnrows.py)."""
         if self._pace <= 0:
-            return most
+            return min(most, FIRST_BATCH)
         return max(FEWEST, min(most, int(BATCH_SECONDS / self._pace)))
 
     def process(self, elements: Batch) -> Batch:
@@ -212,19 +212,19 @@ class StreamChain:
         return out[0] if out and isinstance(out[0], pa.RecordBatch) else out
 
     def _columnar_tail(self) -> ColumnarWindowPartials | None:
-        windows, keyed = self._windows, self._keyed
-        if windows is None or keyed is None:
+        windows, keyed, key = self._windows, self._keyed, self._key
+        if windows is None or keyed is None or key is None:
             return None
-        return window_partials(keyed, windows.assigner, windows.fired_to)
+        return window_partials(keyed, windows.assigner, windows.fired_to, key)
 
     def _window_partials(self) -> PartitionFunction:
-        """The window's pre-aggregation of a batch: vectorised over the whole batch for a
-        declarative aggregate keyed by fields (columnar.py), else a Python call per
-        record; both give the same partials."""
+        """The window's pre-aggregation of a batch of elements: vectorised over the
+        whole batch for a declarative aggregate keyed by fields (columnar.py), else a
+        Python call per record; both give the same partials."""
         windows = self._windows
         assert windows is not None and self._key is not None and self._keyed is not None
         columnar = self._columnar_tail()
-        if columnar is not None:
+        if columnar is not None and columnar.key_function is None:
             return columnar
         contributions = WindowContributions(self._key, windows.assigner,
                                             windows.aggregation.contribution,
@@ -372,15 +372,15 @@ def _stage(op: OperatorSpec, code: UserCode) -> Stage:
     batchfunctions.py)."""
     fn = code.fn
     if op.kind == plan.MAP:
-        return MapElement(fn)
+        return RowMap(fn)
     if op.kind == plan.FLAT_MAP:
-        return FlatMapElement(fn)
+        return RowFlatMap(fn)
     if op.kind == plan.FILTER:
-        return FilterElement(fn)
+        return RowFilter(fn)
     if op.kind == plan.MAP_BATCHES:
         return BatchElements(fn, op.params["format"])
     if op.kind == plan.ASSIGN_TIMESTAMPS:
         if op.params.get("field") is not None:
             return FieldTimestamped(op.params["field"])
-        return Timestamped(fn)
+        return RowTimestamped(fn)
     raise ValueError(f"{op.kind} is not a stateless streaming operator")

@@ -161,13 +161,19 @@ def window_op(function: str, key: dict[str, Any], field: Any = None,
                          "function": function, "field": field})
 
 
-def test_only_declarative_windows_keyed_by_fields_are_vectorised() -> None:
+def test_only_declarative_windows_are_vectorised_a_key_function_over_columns() -> None:
     assigner = TumblingWindows(2.0)
     for function in FUNCTIONS:
-        assert window_partials(window_op(function, {"fields": [0]}, 1), assigner, 0.0)
-    assert window_partials(window_op("sum", {"function": True}, 1), assigner, 0.0) is None
-    assert window_partials(window_op("reduce", {"fields": [0]}), assigner, 0.0) is None
-    assert window_partials(window_op("aggregate", {"fields": [0]}), assigner, 0.0) is None
+        assert window_partials(window_op(function, {"fields": [0]}, 1), assigner, 0.0, KEY)
+    by_function = window_partials(window_op("sum", {"function": True}, 1), assigner, 0.0,
+                                  KEY)
+    assert by_function is not None and by_function.key_function is KEY
+    assert window_partials(window_op("reduce", {"fields": [0]}), assigner, 0.0, KEY) is None
+    assert window_partials(window_op("aggregate", {"fields": [0]}), assigner, 0.0,
+                           KEY) is None
+
+
+KEY = field_key((0,))
 
 
 USER_AGGREGATES = {
@@ -215,7 +221,7 @@ def test_a_user_aggregate_the_declarative_one_and_the_vectorised_one_fire_the_sa
 
     def vectorised(batch: list, fired_to: float) -> list:
         state = WindowState(declarative, UserCode())
-        partials = window_partials(declarative, state.assigner, fired_to)
+        partials = window_partials(declarative, state.assigner, fired_to, KEY)
         assert partials is not None
         return partials.vectorised(batch)
 

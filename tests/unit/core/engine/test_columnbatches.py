@@ -27,7 +27,7 @@ from clusterdeck.core.engine.columnbatches import (
 )
 from clusterdeck.core.engine.records import field_key
 from clusterdeck.core.engine.streamfunctions import BATCH, Chained
-from clusterdeck.core.engine.streamio import keyed_subpartitions, subpartition_of
+from clusterdeck.core.engine.streamio import _parts, keyed_subpartitions, subpartition_of
 from clusterdeck.core.engine.streamoperators import OutputKey
 from clusterdeck.core.streaming.eventtime import TumblingWindows
 from clusterdeck.core.streaming.ratesource import rate_record
@@ -79,11 +79,18 @@ def test_scalar_records_keyed_by_themselves_go_where_each_would_go(
                                for record in records]
 
 
-def test_float_keys_and_key_functions_go_per_record() -> None:
-    """0.0 and -0.0, NaN: Arrow's equality is not Python's, so no group stands for them."""
-    batch = column_batch([(None, (0.0, "a")), (None, (-0.0, "b"))])
-    assert keyed_subpartitions(batch, OutputKey(field_key((0,)), (0,)), 3) is None
-    assert keyed_subpartitions(batch, OutputKey(lambda record: record[1], None), 3) is None
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, -0.0, 1.5, math.nan]), keys), min_size=1,
+                max_size=40), st.integers(1, 5))
+def test_float_keys_and_key_functions_go_where_each_record_would_go(
+        records: list, consumers: int) -> None:
+    """0.0 and -0.0, NaN: Arrow's equality is not Python's, so each row is keyed alone;
+    a key function runs over the rows."""
+    batch = column_batch([(None, record) for record in records])
+    for key_of in (OutputKey(field_key((0,)), (0,)),
+                   OutputKey(lambda record: f"{record[1]}/{record[0]}", None)):
+        assert keyed_subpartitions(batch, key_of, consumers).tolist() == [
+            subpartition_of(key_of(record), consumers) for record in records]
 
 
 def arrow_keys(table: pa.Table) -> pa.Table:
@@ -162,3 +169,17 @@ def test_a_batch_without_timestamps_fails_the_window_as_per_record() -> None:
     partials = ColumnarWindowPartials((0,), "count", None, TumblingWindows(1.0), -math.inf)
     with pytest.raises(ValueError, match="without a timestamp reached a window"):
         partials.over_columns(column_batch([(None, ("a", 1))]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 11), min_size=1, max_size=60), st.integers(1, 12))
+def test_a_batch_split_among_its_consumers_keeps_each_ones_rows_in_order(
+        chosen: list, consumers: int) -> None:
+    """A filter per consumer for a few, one sort for more: the same parts."""
+    chosen = [index % consumers for index in chosen]
+    batch = column_batch([(None, (row, "k")) for row in range(len(chosen))])
+    parts = _parts(batch, np.array(chosen), consumers)
+    assert [(index, [record[0] for _, record in elements_of(part)])
+            for index, part in parts] == [
+        (index, [row for row, went in enumerate(chosen) if went == index])
+        for index in range(consumers) if index in chosen]

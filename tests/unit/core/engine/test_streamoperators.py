@@ -292,6 +292,7 @@ def test_a_slow_operators_batches_hold_about_a_tenth_of_a_second_of_its_work(spa
 
     chain_ = chain(spark, job_of(lambda env: env.rate_source(10).map(slow).print()), 0)
     assert chain_.batch_limit(2000) == 2000   # nothing measured yet
+    assert chain_.batch_limit(20_000) == 2000   # nor for a column batch
     chain_.process([(None, index) for index in range(50)])
     assert 10 <= chain_.batch_limit(2000) <= 25   # 0.1 s at 4 ms a record, and more
     fast = chain(spark, job_of(lambda env: env.rate_source(10).map(str).print()), 0)
