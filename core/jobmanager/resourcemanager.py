@@ -108,7 +108,7 @@ class ResourceManager(FencedRpcEndpoint):
     def heartbeat_from_task_manager(self, heartbeat: p.TaskManagerHeartbeat) -> None:
         registration = self.registry.get(heartbeat.resource_id)
         before = registration.slot_report if registration else None
-        if not self.registry.accept_heartbeat(heartbeat):
+        if not self.registry.accept_heartbeat(heartbeat, time.time()):
             self._disconnect(heartbeat.resource_id, "not registered at this ResourceManager")
             return
         self.heartbeats.receive(heartbeat.resource_id, heartbeat.slot_report, time.monotonic())

@@ -152,8 +152,9 @@ from clusterdeck.core.protocol.wiring import (
 # 20: SparkWorkReport, a PySpark script's Spark jobs, stages and failed tasks;
 # JobGraphSnapshot.spark
 # 21: LeadershipChanged, ClusterOverview.leader_cause
+# 22: TaskManagerHeartbeat.wall_time, TaskManagerInfo.clock_offset_s (clock skew measured)
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-PROTOCOL_VERSION = 21
+PROTOCOL_VERSION = 22
 
 __all__ = [
     "METRICS_ATTEMPTS",
