@@ -114,16 +114,14 @@ def _why(result: p.JobResult) -> str:
     return f"{cause.get('exception_type')}: {cause.get('message')}"
 
 
-def _word_count(client: JobClient, folder: Path, timeout: float = 180) -> tuple[str, float]:
-    """A word count of parallelism 4, checked exact; its id and seconds."""
+def _word_count(client: JobClient, folder: Path, timeout: float = 180) -> str:
+    """A word count of parallelism 4, checked exact; its id."""
     source, expected = words_file(folder)
-    started = time.monotonic()
     job_id = client.submit(EXAMPLES / "wordcount.py", [source, "4"], restart_strategy=RESTARTS)
     result = wait_result(client, job_id, timeout)
-    took = time.monotonic() - started
     assert result.status is JobStatus.FINISHED, _why(result)
     assert dict(collected_rows(result)) == expected
-    return job_id, took
+    return job_id
 
 
 def _lost_events(watcher: ClusterWatcher) -> list[p.TaskManagerLost]:
@@ -158,18 +156,18 @@ def _cli(cluster: Cluster) -> list[str]:
             cluster.local.cluster_id]
 
 
-def test_delay_and_loss_on_every_link_slow_a_word_count_but_it_is_exact_and_no_one_is_lost(
+def test_with_delay_and_loss_on_every_link_a_batch_and_a_streaming_job_are_exact_none_lost(
         cluster: Cluster, client: JobClient, tmp_path: Path) -> None:
     """200 ms each way between the TaskManagers and the broker, 5% of frames lost each
     way on both TaskManagers' links: a word count and a streaming window count finish
-    exactly, and no TaskManager is declared lost."""
-    _, clean = _word_count(client, tmp_path)
+    exactly, and no TaskManager is declared lost. (How much slower: the benchmark's, a
+    loaded machine's own pauses are larger than the difference.)"""
     before = len(_lost_events(cluster.watcher))
     cluster.relay.delay = DELAY
     for machine in cluster.network.machines:
         machine.lose(LOSS)
     try:
-        _, slow = _word_count(client, tmp_path, 300)
+        _word_count(client, tmp_path, 300)
         out = tmp_path / "out"
         job_id = client.submit(EXAMPLES / "streaming_window.py",
                                (str(out), "3000", "500", "2"), restart_strategy=RESTARTS)
@@ -181,8 +179,7 @@ def test_delay_and_loss_on_every_link_slow_a_word_count_but_it_is_exact_and_no_o
     assert result.status is JobStatus.FINISHED, _why(result)
     assert _committed(out) == sorted(f"key-{k},{t},{t + 1},10" for k in range(10)
                                      for t in range(30))
-    assert _lost_events(cluster.watcher)[before:] == [], (clean, slow)
-    assert slow > clean
+    assert _lost_events(cluster.watcher)[before:] == []
 
 
 def _committed(folder: Path) -> list[str]:
@@ -202,6 +199,7 @@ def _failures(client: JobClient, job_id: str) -> list[p.FailureRecord]:
     return list(snapshot.graph.failures) if snapshot is not None else []
 
 
+@pytest.mark.slow
 def test_a_data_port_unreachable_one_way_is_blamed_on_its_taskmanager_and_the_job_recovers(
         cluster: Cluster, client: JobClient, tmp_path: Path) -> None:
     """The first TaskManager's data port lets requests in but nothing out (its MQTT link
@@ -241,7 +239,7 @@ def test_a_taskmanagers_full_work_dir_is_named_and_nothing_stored_is_lost(
     a cause naming its work dir as full (not their producers, not a bare ENOSPC), the job
     ends on the other one or fails with that cause; emptied, a word count on both is
     exact, and an earlier job's result still reads the same."""
-    earlier, _ = _word_count(client, tmp_path)
+    earlier = _word_count(client, tmp_path)
     earlier_rows = dict(collected_rows(client.result(earlier)))
     full = cluster.taskmanagers[0]
     work = cluster.local.cluster_dir / "work"
@@ -275,7 +273,7 @@ def test_a_full_job_store_refuses_a_submission_naming_it_and_keeps_the_stored_jo
     filled: a submission is refused with a cause naming the job store as full, and
     nothing of it is left there; the store back, the next job runs and an earlier job's
     result still reads the same."""
-    earlier, _ = _word_count(client, tmp_path)
+    earlier = _word_count(client, tmp_path)
     earlier_rows = dict(collected_rows(client.result(earlier)))
     store = cluster.local.cluster_dir / "jobs"
     small = tmp_path / "small-store"
@@ -309,6 +307,7 @@ def _mount(args: list[str], command: str = "mount") -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_the_jobmanager_cut_off_from_its_broker_goes_on_with_the_work_done_and_runs_no_job_twice(
         cluster: Cluster, client: JobClient, tmp_path: Path) -> None:
     """Every producer finished, the consumers wait at a gate, and the JobManager is cut
