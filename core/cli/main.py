@@ -302,6 +302,11 @@ def overview_json(overview: p.ClusterOverview) -> dict:
     return document
 
 
+# A clock offset under a second is within what a heartbeat's delay adds to the
+# measurement, and harmless: durations and timeouts run on monotonic clocks.
+CLOCK_SHOWN_FROM = 1.0
+
+
 def print_overview(overview: p.ClusterOverview) -> None:
     print(f"cluster {overview.cluster_id}: JobManager pid {overview.jobmanager_pid}"
           f"{f' on {overview.leader_host}' if overview.leader_host else ''}"
@@ -320,6 +325,8 @@ def print_overview(overview: p.ClusterOverview) -> None:
               f"{info.slots_total:>5} {info.slots_free:>4} {age:>9}")
         if info.lost_cause:
             print(f"{'':<20} {info.lost_cause}")
+        if info.clock_offset_s is not None and abs(info.clock_offset_s) >= CLOCK_SHOWN_FROM:
+            print(f"{'':<20} clock {info.clock_offset_s:+.0f} s off the JobManager's")
     if overview.elastic is not None:
         print_demand(overview.elastic)
 

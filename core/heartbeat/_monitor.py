@@ -79,6 +79,16 @@ class HeartbeatMonitor(Generic[P]):
             self._targets[target_id].reported_lost = True
         return lost
 
+    def all_quiet(self, now: float, within: float) -> bool:
+        """Whether a target not yet reported lost would be reported at ``now`` while none
+        of them was heard from within ``within`` seconds: what the watcher's own link
+        going down looks like (their silences began together, though each crosses its
+        threshold in a round of its own), rather than one peer failing on its own."""
+        watched = [target for target in self._targets.values() if not target.reported_lost]
+        return any(self._silent(target, now) for target in watched) and all(
+            target.detector.last_heartbeat is None
+            or now - target.detector.last_heartbeat > within for target in watched)
+
     def _silent(self, target: _Target[P], now: float) -> bool:
         last = target.detector.last_heartbeat
         return (not target.detector.is_available(now)

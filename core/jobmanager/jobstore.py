@@ -9,6 +9,7 @@ and it is not read again on every start.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -16,7 +17,9 @@ import os
 import shutil
 import time
 from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -39,6 +42,23 @@ STORE_WRITE_FAILED = "JobStoreWriteError"  # root cause type of a job whose end 
 
 class BrokenRecordError(ValueError):
     """A job folder of the store cannot be run as a job; the message says why."""
+
+
+class JobStoreFull(OSError):
+    """The job store's disk is full: named as such, for the submitter or the job's root
+    cause, rather than a bare ENOSPC on a file deep inside it."""
+
+
+@contextmanager
+def _naming_a_full_store(root: Path) -> Iterator[None]:
+    try:
+        yield
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT) or isinstance(error, JobStoreFull):
+            raise
+        where = f": {error.filename}" if error.filename else ""
+        raise JobStoreFull(error.errno, f"the JobManager's job store {root} is full "
+                           f"({error.strerror}{where})") from error
 
 
 @dataclass(frozen=True)
@@ -125,18 +145,20 @@ class JobStore:
         folder = self.folder(record.job_id)
         if folder.exists():
             raise ValueError(f"job {record.job_id} was already submitted")
-        folder.mkdir(parents=True)
         try:
-            write_atomically(self.artifact_path(record.job_id), artifact)
-            self.save(record)
-            fsync_directory(self.root)  # the job's folder itself must survive a power cut
+            with _naming_a_full_store(self.root):
+                folder.mkdir(parents=True)
+                write_atomically(self.artifact_path(record.job_id), artifact)
+                self.save(record)
+                fsync_directory(self.root)  # the job's folder must survive a power cut
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
 
     def save(self, record: JobRecord) -> None:
         data = json.dumps(to_data(record), indent=1).encode()
-        write_atomically(self.folder(record.job_id) / RECORD, data)
+        with _naming_a_full_store(self.root):
+            write_atomically(self.folder(record.job_id) / RECORD, data)
 
     def update(self, record: JobRecord, **changes: Any) -> JobRecord:
         updated = replace(record, **changes)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import socket
 import time
@@ -38,7 +39,11 @@ from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.elastic import START_FAILURE_CHARS
 from clusterdeck.core.protocol.fencing import epoch_of
-from clusterdeck.core.protocol.gateways import JobMasterGateway, TaskExecutorGateway
+from clusterdeck.core.protocol.gateways import (
+    JobMasterGateway,
+    ResourceManagerGateway,
+    TaskExecutorGateway,
+)
 from clusterdeck.core.rpc import FencedRpcEndpoint, handler
 
 log = logging.getLogger(__name__)
@@ -46,6 +51,10 @@ ENDPOINT_ID = "resourcemanager"
 LossListener = Callable[[str, str], None]
 SNAPSHOT_DELAY = 0.05  # seconds a change waits for the next ones before the overview goes out
 OFFERS_PER_MESSAGE = 64  # slot offers in one OfferSlots
+# Heartbeat intervals with no TaskManager heard from, one of them past its timeout, after
+# which this JobManager doubts its own broker link; and for which a round trip through the
+# broker then vouches for it. Two: one interval of jitter is common under load.
+LINK_QUIET = 2
 
 
 class ResourceManager(FencedRpcEndpoint):
@@ -70,6 +79,8 @@ class ResourceManager(FencedRpcEndpoint):
                         if config["elastic.provider"] != "none" else None)
         self._demand: p.TaskManagerDemand | None = None  # the last one published
         self._retry_at = (0.0, 0.0)  # the planner's retry_at (monotonic), and as wall clock
+        self._link_check_pending = False  # an ask to itself through the broker under way
+        self._link_confirmed_at = -math.inf  # monotonic: when that ask last came back
 
     def on_start(self) -> None:
         """Main thread: watch presence, then start the heartbeat rounds."""
@@ -122,7 +133,7 @@ class ResourceManager(FencedRpcEndpoint):
     def heartbeat_from_task_manager(self, heartbeat: p.TaskManagerHeartbeat) -> None:
         registration = self.registry.get(heartbeat.resource_id)
         before = registration.slot_report if registration else None
-        if not self.registry.accept_heartbeat(heartbeat):
+        if not self.registry.accept_heartbeat(heartbeat, time.time()):
             self._disconnect(heartbeat.resource_id, "not registered at this ResourceManager")
             return
         self.heartbeats.receive(heartbeat.resource_id, heartbeat.slot_report, time.monotonic())
@@ -134,7 +145,8 @@ class ResourceManager(FencedRpcEndpoint):
 
     def _heartbeat_round(self) -> None:
         now = time.monotonic()
-        for resource_id in self.heartbeats.lost_targets(now):
+        lost = [] if self._own_link_in_doubt(now) else self.heartbeats.lost_targets(now)
+        for resource_id in lost:
             age = self.heartbeats.heartbeat_age(resource_id, now) or 0.0
             self._lose(resource_id, f"no heartbeat for {age:.1f} s", "heartbeat timeout")
         self._forget_lost()
@@ -144,6 +156,33 @@ class ResourceManager(FencedRpcEndpoint):
                 p.ResourceManagerHeartbeat(registration.registration_id, self.fencing_token))
         self._publish_snapshot()
         self.schedule(self.interval, self._heartbeat_round)
+
+    def _own_link_in_doubt(self, now: float) -> bool:
+        """Main thread: every TaskManager silent together looks like this JobManager's own
+        broker link down (cut off, it would declare them all lost and their finished work
+        with them), not like all of them failing together. Before declaring any, one ask
+        through the broker to this endpoint itself must come back; until it does, none
+        is declared, and a TaskManager that really died still is once the link is
+        confirmed (its last will, when the broker saw it die, at once)."""
+        if not self.heartbeats.all_quiet(now, LINK_QUIET * self.interval) or \
+                now - self._link_confirmed_at <= LINK_QUIET * self.interval:
+            return False
+        if not self._link_check_pending:
+            self._link_check_pending = True
+            self.on_main_thread(self.rpc_service.gateway(
+                ResourceManagerGateway, self.endpoint_id).request_cluster_overview(),
+                self._link_checked)
+        return True
+
+    def _link_checked(self, _overview: p.ClusterOverview | None,
+                      error: BaseException | None) -> None:
+        self._link_check_pending = False
+        if error is None:
+            self._link_confirmed_at = time.monotonic()
+            return
+        log.warning("no TaskManager heard from, and this JobManager's own ask through the "
+                    "broker went unanswered (%s): its broker link is down, so none is "
+                    "declared lost until it is back", error)
 
     def _on_presence(self, topic: str, presence: Any) -> None:
         """A TaskManager's will. Believed only on that TaskManager's own presence topic,

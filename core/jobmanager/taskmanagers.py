@@ -11,9 +11,14 @@ TaskManager without ``--id`` gets a new id on every restart, so they only pile u
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 
 from clusterdeck.core.protocol import messages as p
+
+# Heartbeats whose clock samples give a TaskManager's offset: the last 16 (16 s with the
+# defaults), so a clock stepped by NTP shows its new offset within as long.
+CLOCK_SAMPLES = 16
 
 
 @dataclass
@@ -27,6 +32,14 @@ class Registration:
     cpu_percent: float = 0.0
     memory_bytes: int = 0
     lost_at: float = 0.0
+    # its wall clock less ours, one per heartbeat: each too low by that heartbeat's delay
+    clock_samples: deque[float] = field(default_factory=lambda: deque(maxlen=CLOCK_SAMPLES))
+
+    @property
+    def clock_offset(self) -> float | None:
+        """How far its wall clock is ahead of ours (behind: negative), as NTP's minimum-
+        delay filter takes it: the highest sample is the least delayed one."""
+        return max(self.clock_samples) if self.clock_samples else None
 
     @property
     def resource_id(self) -> str:
@@ -76,8 +89,10 @@ class TaskManagerRegistry:
     def registered(self) -> list[Registration]:
         return [r for r in self._registrations.values() if r.is_registered]
 
-    def accept_heartbeat(self, heartbeat: p.TaskManagerHeartbeat) -> bool:
-        """Record a heartbeat's slot report; False if its sender is not registered here."""
+    def accept_heartbeat(self, heartbeat: p.TaskManagerHeartbeat, wall: float) -> bool:
+        """Record a heartbeat's slot report and, from its send time against ``wall`` (our
+        wall clock on its arrival), a sample of its clock's offset; False if its sender is
+        not registered here."""
         registration = self._registrations.get(heartbeat.resource_id)
         if (registration is None or not registration.is_registered
                 or registration.registration_id != heartbeat.registration_id):
@@ -85,6 +100,8 @@ class TaskManagerRegistry:
         registration.slot_report = heartbeat.slot_report
         registration.cpu_percent = heartbeat.cpu_percent
         registration.memory_bytes = heartbeat.memory_bytes
+        if heartbeat.wall_time > 0:
+            registration.clock_samples.append(heartbeat.wall_time - wall)
         return True
 
     def mark_lost(self, resource_id: str, cause: str, instance_id: str | None = None,
@@ -124,7 +141,12 @@ class TaskManagerRegistry:
             pid=request.pid, slots_total=len(report.slots), slots_free=slots_free if live else 0,
             heartbeat_age_s=heartbeat_age, registered_at=registration.registered_at,
             endpoint_id=request.endpoint_id, lost_cause=registration.lost_cause,
-            cpu_percent=registration.cpu_percent, memory_bytes=registration.memory_bytes)
+            cpu_percent=registration.cpu_percent, memory_bytes=registration.memory_bytes,
+            clock_offset_s=_rounded(registration.clock_offset))
 
     def all(self) -> list[Registration]:
         return list(self._registrations.values())
+
+
+def _rounded(offset: float | None) -> float | None:
+    return None if offset is None else round(offset, 3)

@@ -31,6 +31,7 @@ class TaskManagerInfo:
     lost_cause: str = ""
     cpu_percent: float = 0.0
     memory_bytes: int = 0
+    clock_offset_s: float | None = None  # its wall clock less the JobManager's; None: unknown
 
 
 @message

@@ -160,8 +160,9 @@ from clusterdeck.core.protocol.wiring import (
 # 23: JobGraphSnapshot.causes, the job's failover events linked by cause
 # 24: JobGraph.max_parallelism (key groups)
 # 25: SparkStage.parent_ids, the edges of a Spark job's stage DAG
+# 26: TaskManagerHeartbeat.wall_time, TaskManagerInfo.clock_offset_s (clock skew measured)
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-PROTOCOL_VERSION = 25
+PROTOCOL_VERSION = 26
 
 __all__ = [
     "METRICS_ATTEMPTS",

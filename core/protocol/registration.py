@@ -93,13 +93,16 @@ RegistrationResponse = AcknowledgeRegistration | AlreadyRegistered | RefuseRegis
 @message
 @dataclass(frozen=True)
 class TaskManagerHeartbeat:
-    """TaskExecutor -> ResourceManager on ``heartbeat/<rm>``, fenced, QoS 0."""
+    """TaskExecutor -> ResourceManager on ``heartbeat/<rm>``, fenced, QoS 0.
+    ``wall_time``: the TaskManager's wall clock when it sent it, from which the
+    ResourceManager measures how far that clock is off its own (0: not told)."""
 
     resource_id: str
     registration_id: str
     slot_report: SlotReport
     cpu_percent: float = 0.0
     memory_bytes: int = 0
+    wall_time: float = 0.0
 
 
 @message

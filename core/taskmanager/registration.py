@@ -116,7 +116,7 @@ class Registration:
             self._gateway().heartbeat_from_task_manager(p.TaskManagerHeartbeat(
                 self._resource_id, self.answer.registration_id, self._slot_report(),
                 cpu_percent=self._os_process.cpu_percent(None),
-                memory_bytes=self._os_process.memory_info().rss))
+                memory_bytes=self._os_process.memory_info().rss, wall_time=time.time()))
 
     def _reset(self) -> None:
         self.answer = None

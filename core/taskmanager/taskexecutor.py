@@ -44,6 +44,7 @@ from clusterdeck.core.taskmanager.artifacts import load_artifact
 from clusterdeck.core.taskmanager.attemptlogs import AttemptLogHandler
 from clusterdeck.core.taskmanager.dataplane import DataPlane
 from clusterdeck.core.taskmanager.deployment import with_inputs
+from clusterdeck.core.taskmanager.fulldisk import naming_a_full_disk
 from clusterdeck.core.taskmanager.jobfolders import JobFolders, stand_ins_of
 from clusterdeck.core.taskmanager.metricsticks import MetricsTicks
 from clusterdeck.core.taskmanager.outputrelay import OutputRelay
@@ -200,10 +201,11 @@ class TaskExecutor(RpcEndpoint):
                                       self.config["state.backend.memory"])
 
         def run(spark: Any, job: LoadedJob, deployment: p.SubmitTask, t: Task) -> p.TaskResult:
-            kept = claimed or self.job_folders.claim(deployment.work_dir)
-            fetch_restore_state(deployment, checkpoint_storage(kept), jobmaster)
-            return run_task(spark, job, with_inputs(deployment, jobmaster), t, kept,
-                            local_max_records, backend)
+            with naming_a_full_disk(self.resource_id, claimed or deployment.work_dir):
+                kept = claimed or self.job_folders.claim(deployment.work_dir)
+                fetch_restore_state(deployment, checkpoint_storage(kept), jobmaster)
+                return run_task(spark, job, with_inputs(deployment, jobmaster), t, kept,
+                                local_max_records, backend)
         plane = self.data_plane
         services = TaskServices(
             self.spark.session(), self._job(task), self._split_source(task, jobmaster),

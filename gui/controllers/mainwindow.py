@@ -387,6 +387,7 @@ class MainWindow(MainWindowView):
 
     def _on_overview(self, overview: p.ClusterOverview | None) -> None:
         self._overview = overview
+        self.metrics.set_clock_offsets(overview)
         self.model.set_overview(overview)
         self.slots.set_overview(overview)
         self.taskmanagers_label.setText(taskmanagers_text(overview))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clusterdeck.core.protocol import messages as p
@@ -221,6 +221,15 @@ class MetricsStore:
         self._jobs: OrderedDict[str, dict[str, _Vertex]] = OrderedDict()
         self.processes: OrderedDict[str, ProcessSeries] = OrderedDict()
         self.spark_ui: dict[str, str] = {}  # TaskManager -> its Spark UI's address
+        # TaskManager -> its wall clock less the JobManager's, as the ResourceManager
+        # measured it: its numbers are placed on the JobManager's machine's time line
+        self.clock_offsets: dict[str, float] = {}
+
+    def set_clock_offsets(self, overview: p.ClusterOverview | None) -> None:
+        """From the cluster overview: each TaskManager's measured clock offset."""
+        self.clock_offsets = {info.id: info.clock_offset_s for info in
+                              (overview.taskmanagers if overview else ())
+                              if info.clock_offset_s is not None}
 
     def clear(self) -> None:
         self._jobs.clear()
@@ -234,9 +243,13 @@ class MetricsStore:
 
     def add(self, messages: list[p.TaskManagerMetrics]) -> set[str]:
         """Take a tick's messages; every vertex of a job a message touched gets a point at
-        the message's time (a recording's too). Returns the jobs whose numbers changed."""
+        the message's time (a recording's too), less its TaskManager's clock offset: a
+        clock 30 s behind would otherwise make its numbers stale at once (rates shown as
+        0). Returns the jobs whose numbers changed."""
         changed: set[str] = set()
         for message in messages:
+            message = replace(message, time=message.time - self.clock_offsets.get(
+                message.taskmanager_id, 0.0))
             if message.spark_ui and len(self.spark_ui) < MAX_PROCESSES:
                 self.spark_ui[message.taskmanager_id] = message.spark_ui
             if message.heap_used >= 0:

@@ -16,6 +16,7 @@ from clusterdeck.gui.models.metrics import (
     MetricsStore,
     backpressure_band,
 )
+from tests.gui import overviews
 
 
 def numbers(subtask: int, records_in: int, records_out: int, busy: float = 0.0, *,
@@ -45,6 +46,20 @@ def test_totals_add_subtasks_and_rates_follow_the_last_seconds():
     assert vertex.spread == (60, 80, 100, 0)
     assert store.vertices("job-1", now=200.0)["vertex-1"].rate_in == 0  # nothing heard since
     assert store.vertices("job-1")["vertex-1"].rate_in == pytest.approx(800.0)  # a recording
+
+
+def test_a_taskmanager_whose_clock_is_30_s_behind_has_live_rates_at_its_measured_offset():
+    """Its messages' times are its own clock's; the ResourceManager measured the offset
+    (the cluster overview's clock_offset_s), and the numbers go onto this time line."""
+    store = MetricsStore()
+    behind = replace(overviews.taskmanager("taskmanager-1"), clock_offset_s=-30.0)
+    store.set_clock_offsets(overviews.overview(behind))
+    store.add([at(70.0, numbers(0, 0, 0)), at(71.0, numbers(0, 500, 50))])
+
+    assert store.vertices("job-1", now=101.2)["vertex-1"].rate_in == pytest.approx(500.0)
+    unmeasured = MetricsStore()
+    unmeasured.add([at(70.0, numbers(0, 0, 0)), at(71.0, numbers(0, 500, 50))])
+    assert unmeasured.vertices("job-1", now=101.2)["vertex-1"].rate_in == 0  # stale
 
 
 def test_a_subtask_counts_by_its_current_attempt_and_final_numbers_stay():

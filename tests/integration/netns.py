@@ -22,15 +22,21 @@ tests skip, naming what is missing, otherwise.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import queue
 import re
 import shutil
 import signal
+import socket
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +44,10 @@ PREFIX = "cdnet-"
 BRIDGE_PREFIX = "cdbr"
 VETH_PREFIX = "cdv"
 CUT_TABLE = "clusterdeck_cut"
+LOSS_TABLE = "clusterdeck_loss"
+PORT_TABLE = "clusterdeck_port"
+RELAY_TABLE = "clusterdeck_relay"  # this machine's, per run: its pid follows
+ISOLATION_TABLE = "clusterdeck_isolated"  # this machine's, per run: its pid follows
 TOOLS = ("ip", "nsenter", "unshare", "nft", "tc")
 
 
@@ -83,6 +93,33 @@ class Machine:
                   CUT_TABLE])
             self.cut_off = None
 
+    def lose(self, percent: int) -> None:
+        """Drop ``percent`` % of its frames at random, each way on their own (netem's
+        loss, which this kernel lacks, with nftables' random numbers); 0 heals."""
+        self._nft_table(LOSS_TABLE, "".join(
+            f' chain {hook} {{\n  type filter hook {hook} device "eth0" priority 1; '
+            f'numgen random mod 100 < {percent} drop;\n }}\n'
+            for hook in ("ingress", "egress")) if percent else "")
+
+    def close_port(self, port: int) -> None:
+        """Its TCP ``port`` unreachable one way: what arrives for it is let in, what it
+        answers from it never leaves (a firewall of one direction, no RST, no ICMP);
+        ``reopen_port`` heals."""
+        self._nft_table(PORT_TABLE, ' chain egress {\n  type filter hook egress device '
+                        f'"eth0" priority 2; tcp sport {port} drop;\n }}\n')
+
+    def reopen_port(self) -> None:
+        self._nft_table(PORT_TABLE, "")
+
+    def _nft_table(self, table: str, chains: str) -> None:
+        """The netdev table ``table`` on its ``eth0`` made anew with ``chains``; none
+        (the table deleted) when ``chains`` is empty."""
+        subprocess.run(["ip", "netns", "exec", self.namespace, "nft", "delete", "table",
+                        "netdev", table], capture_output=True, check=False)
+        if chains:
+            _run(["ip", "netns", "exec", self.namespace, "nft", "-f", "-"],
+                 stdin=f"table netdev {table} {{\n{chains}}}\n")
+
     def throttle(self, rate: str) -> None:
         """Frames to it at most at ``rate`` (tc's units: "512kbit"), as over a slow link,
         so that a transfer to it lasts long enough to be cut half way."""
@@ -106,6 +143,115 @@ class Network:
     bridge: str
     gateway: str
     machines: list[Machine]
+
+
+class DelayRelay:
+    """Latency on the machines' way to the broker, as netem's delay would add (this
+    kernel has no netem): nftables redirects their connections to the broker's ``port``
+    to this relay, which passes each chunk on ``delay`` seconds after it came, each way
+    (``delay`` may change at any time; 0 passes at once). Threads of its own: one
+    accepting, two per connection, each chunk queued with when it is due so that a
+    stream keeps its throughput, only later."""
+
+    def __init__(self, network: Network, port: int) -> None:
+        self.delay = 0.0
+        self.target = (network.gateway, port)
+        self.table = f"{RELAY_TABLE}{os.getpid()}"
+        self._listener = socket.create_server((network.gateway, 0))
+        self._closed = threading.Event()
+        threading.Thread(target=self._accept, name="delay-relay", daemon=True).start()
+        _run(["nft", "-f", "-"], stdin=(
+            f"table ip {self.table} {{\n chain prerouting {{\n  type nat hook prerouting "
+            f"priority dstnat;\n  iifname \"{network.bridge}\" tcp dport {port} redirect to "
+            f":{self._listener.getsockname()[1]};\n }}\n}}\n"))
+
+    def close(self) -> None:
+        subprocess.run(["nft", "delete", "table", "ip", self.table], capture_output=True,
+                       check=False)
+        self._closed.set()
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                inbound, _ = self._listener.accept()
+                outbound = socket.create_connection(self.target, timeout=10)
+            except OSError:
+                continue
+            outbound.settimeout(None)
+            for source, sink in ((inbound, outbound), (outbound, inbound)):
+                chunks: queue.Queue[tuple[float, bytes]] = queue.Queue()
+                threading.Thread(target=self._read, args=(source, chunks), daemon=True,
+                                 name="delay-relay-in").start()
+                threading.Thread(target=self._write, args=(chunks, sink, source),
+                                 daemon=True, name="delay-relay-out").start()
+
+    def _read(self, source: socket.socket, chunks: queue.Queue[tuple[float, bytes]]) -> None:
+        data = b"x"
+        while data:
+            try:
+                data = source.recv(65536)
+            except OSError:
+                data = b""
+            chunks.put((time.monotonic() + self.delay, data))
+
+    @staticmethod
+    def _write(chunks: queue.Queue[tuple[float, bytes]], sink: socket.socket,
+               source: socket.socket) -> None:
+        while True:
+            due, data = chunks.get()
+            time.sleep(max(0.0, due - time.monotonic()))
+            try:
+                if not data:
+                    sink.shutdown(socket.SHUT_WR)
+                    return
+                sink.sendall(data)
+            except OSError:
+                for end in (sink, source):
+                    end.close()
+                return
+
+
+@contextmanager
+def process_cut_from(pid: int, port: int) -> Iterator[None]:
+    """A process of this machine cut off from the local server on ``port`` (the broker),
+    silently, while the block runs: every frame of its connections to that port dropped
+    both ways, and no new connection to the port opened (it would be the process's
+    reconnect; the others' stay up). A process on the JobManager's machine cannot have a
+    network namespace of its own after it started, so its sockets are cut instead."""
+    listed = subprocess.run(["ss", "-tnpH", "state", "established", f"( dport = :{port} )"],
+                            capture_output=True, text=True, check=False).stdout
+    ports = sorted({int(line.split()[2].rsplit(":", 1)[1]) for line in listed.splitlines()
+                    if f"pid={pid}," in line})
+    assert ports, f"process {pid} has no connection to port {port}:\n{listed}"
+    table = f"{ISOLATION_TABLE}{os.getpid()}"
+    own = ", ".join(map(str, ports))
+    _run(["nft", "-f", "-"], stdin=(
+        f"table inet {table} {{\n chain output {{\n  type filter hook output priority 0;\n"
+        f"  tcp sport {{ {own} }} drop;\n  tcp dport {{ {own} }} drop;\n"
+        f"  tcp dport {port} ct state new drop;\n }}\n}}\n"))
+    try:
+        yield
+    finally:
+        subprocess.run(["nft", "delete", "table", "inet", table], capture_output=True,
+                       check=False)
+
+
+def with_clock_offset(enter: list[str], seconds: float) -> list[str]:
+    """The command prefix ``enter`` with every process under it seeing its wall clock
+    ``seconds`` off, its monotonic clocks left alone, as on a machine whose clock is set
+    wrong: libfaketime preloaded, the build the ``libfaketime`` package ships (Debian's
+    0.9.10 makes Python's ``time.sleep`` fail with EINVAL when it leaves the monotonic
+    clocks alone, and hangs its timed waits when it does not). Java is left out: preloaded,
+    it starts 3-4 times slower (every clock read intercepted), and Spark's JVM keeps no
+    time clusterdeck reads. Skips without it."""
+    spec = importlib.util.find_spec("libfaketime")
+    library = next((Path(folder) / "vendor" / "libfaketime" / "src" / "libfaketime.so.1"
+                    for folder in (spec.submodule_search_locations or []) if spec), None)
+    if library is None or not library.is_file():
+        pytest.skip("no libfaketime.so.1: pip install libfaketime (the test extra has it)")
+    return [*enter, "env", f"LD_PRELOAD={library}", f"FAKETIME={seconds:+g}s",
+            "FAKETIME_DONT_FAKE_MONOTONIC=1", "FAKETIME_SKIP_CMDS=java"]
 
 
 def skip_unless_network_namespaces() -> None:
@@ -177,6 +323,16 @@ def remove_leftovers() -> None:
     for name in re.findall(rf"^({PREFIX}(\d+)-\d+)", listed, re.MULTILINE):
         if not _alive(int(name[1])):
             _remove_namespace(name[0])
+    tables = subprocess.run(["nft", "list", "tables", "ip"], capture_output=True, text=True,
+                            check=False).stdout
+    tables += subprocess.run(["nft", "list", "tables", "inet"], capture_output=True,
+                             text=True, check=False).stdout
+    for family, table, owner in re.findall(
+            rf"^table (ip|inet) ((?:{RELAY_TABLE}|{ISOLATION_TABLE})(\d+))$", tables,
+            re.MULTILINE):
+        if not _alive(int(owner)):
+            subprocess.run(["nft", "delete", "table", family, table], capture_output=True,
+                           check=False)
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True,
                            check=False).stdout
     for name, owner in re.findall(rf"^\d+: ((?:{BRIDGE_PREFIX}|{VETH_PREFIX})(\d+)\w*)[@:]",

@@ -41,6 +41,21 @@ def test_only_silent_targets_are_lost():
     assert heartbeats.lost_targets(now=19.5) == ["tm-1"]
 
 
+def test_all_quiet_says_whether_peers_fell_silent_together_without_reporting_them():
+    heartbeats = monitor()
+    assert not heartbeats.all_quiet(now=0.0, within=2.0)  # no peer: nothing to doubt
+    heartbeats.monitor("tm-1", now=0.0)
+    heartbeats.monitor("tm-2", now=0.0)
+    for second in range(1, 11):
+        heartbeats.receive("tm-1", {}, now=float(second))
+        heartbeats.receive("tm-2", {}, now=second + 0.9)
+    assert not heartbeats.all_quiet(now=12.0, within=2.0)  # none past its timeout yet
+    assert heartbeats.all_quiet(now=16.5, within=2.0)  # tm-1 past it, tm-2 not yet: both quiet
+    assert heartbeats.lost_targets(now=16.5) == ["tm-1"]  # nothing was reported before
+    heartbeats.receive("tm-2", {}, now=17.0)
+    assert not heartbeats.all_quiet(now=18.0, within=2.0)  # tm-2 heard: tm-1 failed alone
+
+
 def test_lost_target_is_reported_once():
     heartbeats = monitor()
     heartbeats.monitor("tm-1", now=0.0)

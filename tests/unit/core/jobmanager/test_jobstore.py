@@ -130,8 +130,11 @@ def test_a_job_that_cannot_be_stored_leaves_nothing_so_it_can_be_submitted_again
             raise OSError(errno.ENOSPC, "No space left on device")
         real_replace(source, target)
     monkeypatch.setattr(os, "replace", disk_full_at_the_record)
-    with pytest.raises(OSError, match="No space"):
+    with pytest.raises(jobstore.JobStoreFull) as full:
         store.add(record("job-1"), ARTIFACT)
+    assert f"the JobManager's job store {store.root} is full (No space left on device)" \
+        in str(full.value)  # named by its role, not a bare ENOSPC on a file deep inside
+    assert full.value.errno == errno.ENOSPC
     assert not store.folder("job-1").exists()
     monkeypatch.setattr(os, "replace", real_replace)
     store.add(record("job-1"), ARTIFACT)

@@ -53,3 +53,27 @@ def test_only_the_most_recently_lost_are_kept_beyond_the_count() -> None:
     assert registry.forget_lost(now=100.0, retention=1000.0, keep=3) == \
         [f"tm-{i}" for i in (9, 8, 7, 6, 5, 4, 3)]
     assert sorted(r.resource_id for r in registry.all()) == ["live", "tm-0", "tm-1", "tm-2"]
+
+
+def test_a_clock_offset_is_the_least_delayed_heartbeats_and_shown_in_the_overview() -> None:
+    """Each heartbeat's send time against its arrival is the offset less that heartbeat's
+    delay: the highest of the recent ones is the best guess (NTP's minimum-delay filter)."""
+    registry = TaskManagerRegistry("default")
+    _, registration = registry.register(request("a"), 0.0)
+    assert registration is not None
+    assert registry.info(registration, 0.1, 1).clock_offset_s is None  # none heard yet
+    for delay in (0.4, 0.05, 0.2):
+        sent = 1000.0 + delay
+        heartbeat = p.TaskManagerHeartbeat("a", registration.registration_id,
+                                           registration.slot_report, wall_time=sent - 30.0)
+        assert registry.accept_heartbeat(heartbeat, sent + delay)
+    assert registry.info(registration, 0.1, 1).clock_offset_s == -30.05
+
+
+def test_a_heartbeat_that_does_not_tell_its_time_gives_no_offset() -> None:
+    registry = TaskManagerRegistry("default")
+    _, registration = registry.register(request("a"), 0.0)
+    assert registration is not None
+    assert registry.accept_heartbeat(p.TaskManagerHeartbeat(
+        "a", registration.registration_id, registration.slot_report), 1000.0)
+    assert registration.clock_offset is None
