@@ -288,8 +288,24 @@ def bridged_machines(count: int) -> Iterator[Network]:
         yield network
     finally:
         for machine in network.machines:
+            _remove_link(machine.link)  # both ends now, not when the namespace is freed
             _remove_namespace(machine.namespace)
         _remove_link(network.bridge)
+        _wait_links_gone([machine.link for machine in network.machines if machine.link])
+
+
+def _wait_links_gone(links: list[str], timeout: float = 15.0) -> None:
+    """Wait until the kernel has destroyed the removed namespaces' veths: it does so
+    after ``ip netns delete`` returns, and the next network of this process reuses their
+    names ("RTNETLINK answers: File exists" when a module's network follows another's)."""
+    deadline = time.monotonic() + timeout
+    for link in links:
+        while subprocess.run(["ip", "link", "show", link], capture_output=True,
+                             check=False).returncode == 0:
+            if time.monotonic() > deadline:
+                _remove_link(link)
+                break
+            time.sleep(0.05)
 
 
 def _join(machine: Machine, network: Network, veth: str) -> None:
