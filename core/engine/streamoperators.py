@@ -135,6 +135,7 @@ class StreamChain:
         self._runner: BatchRunner | None = None  # started by ``start`` or the first batch
         self._pace = 0.0  # seconds of work a record took in the batches before (0: none)
         self._work = 0.0  # seconds of work of the batch under way, as its runs report them
+        self._output_pace = 0.0  # seconds a record of the last batch waited for consumers
         self._counter_names = job.counter_names
         self.restore(None)
 
@@ -154,11 +155,19 @@ class StreamChain:
         """How many records the next batch may hold, at most ``most``: as many as the
         batches before ran in ``BATCH_SECONDS``, at least ``FEWEST``, so that a barrier or
         a watermark behind a batch of a slow operator waits about that long, not for
-        thousands of its records. Before any batch, at most ``FIRST_BATCH``: a column
-        batch may now hold a slow per-record function's rows (columnrows.py)."""
-        if self._pace <= 0:
+        thousands of its records. The wait for slow consumers counts as work
+        (``output_waited``): a barrier waits behind a batch still being sent as behind one
+        still being processed. Before any batch, at most ``FIRST_BATCH``: a column batch
+        may now hold a slow per-record function's rows (columnrows.py)."""
+        if self._pace <= 0 and self._output_pace <= 0:
             return min(most, FIRST_BATCH)
-        return max(FEWEST, min(most, int(BATCH_SECONDS / self._pace)))
+        return max(FEWEST, min(most, int(BATCH_SECONDS / (self._pace + self._output_pace))))
+
+    def output_waited(self, seconds: float, records: int) -> None:
+        """The last batch of ``records`` waited ``seconds`` for its consumers to take its
+        output (backpressure): the next batches hold about what they take in
+        ``BATCH_SECONDS``, so checkpoints go on at the consumers' pace."""
+        self._output_pace = seconds / records if records else 0.0
 
     def process(self, elements: Batch) -> Batch:
         """One batch through the chain: its stateless operators in Spark, timestamps

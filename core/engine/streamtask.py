@@ -398,7 +398,13 @@ class _StreamTask:
 
     def _through(self, elements: Batch) -> None:
         self.counts.records_in += len(elements)
-        self._emit(self.chain.process(elements))
+        processed = self.chain.process(elements)
+        if self.output is None:
+            self._emit(processed)
+            return
+        waited = self.output.backpressured
+        self._emit(processed)
+        self.chain.output_waited(self.output.backpressured - waited, len(elements))
 
     def _advance(self, watermark: float | None) -> None:
         fired, outgoing = self.chain.advance(watermark)

@@ -298,6 +298,11 @@ def test_a_slow_operators_batches_hold_about_a_tenth_of_a_second_of_its_work(spa
     fast = chain(spark, job_of(lambda env: env.rate_source(10).map(str).print()), 0)
     fast.process([(None, index) for index in range(2000)])
     assert fast.batch_limit(2000) > 500   # 2,000 on a quiet machine
+    # a consumer that took 500 records a second: the wait counts as the batch's work
+    fast.output_waited(4.0, 2000)
+    assert 10 <= fast.batch_limit(20_000) <= 50
+    fast.output_waited(0.0, 2000)
+    assert fast.batch_limit(2000) > 500
 
 
 def test_a_window_keyed_by_a_field_folds_its_batches_vectorised_and_as_a_lambda_key_does(spark):
