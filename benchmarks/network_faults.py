@@ -49,7 +49,7 @@ from tests.integration.test_network_faults import (
     Cluster,
     _data_port,
     _failures,
-    _in_namespace_of,
+    filled_work_dir,
     words_file,
 )
 from tests.waiting import wait_for
@@ -144,10 +144,7 @@ def full_work_dir(cluster: Cluster, client: JobClient, source: str,
                   truth: dict[str, int]) -> tuple[str, ...]:
     full = cluster.taskmanagers[0]
     work = cluster.local.cluster_dir / "work"
-    _in_namespace_of(full, f"mkdir -p '{work}' && mount -t tmpfs -o size=1m cd-full '{work}'"
-                           f" && (dd if=/dev/zero of='{work}/.filler' bs=64k 2>/dev/null;"
-                           " true)")
-    try:
+    with filled_work_dir(full, work):
         started = time.monotonic()
         job_id = client.submit(WORDCOUNT, [source, "4"], restart_strategy=RESTARTS)
         wait_for(lambda: any(f.failure.exception_type == "DiskFull"
@@ -155,8 +152,6 @@ def full_work_dir(cluster: Cluster, client: JobClient, source: str,
         named = time.monotonic() - started
         result = client.wait(job_id)
         ended = time.monotonic() - started
-    finally:
-        _in_namespace_of(full, f"umount -l '{work}'")
     exact = result.status is JobStatus.FINISHED and dict(collected_rows(result)) == truth
     return ("a TaskManager's work dir full", f"DiskFull {named:.1f} after submit",
             f"job ended {result.status.value} {ended:.1f} after submit",

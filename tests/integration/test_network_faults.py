@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -233,6 +234,19 @@ def _in_namespace_of(taskmanager: NamespacedTaskManager, script: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
+@contextmanager
+def filled_work_dir(taskmanager: NamespacedTaskManager, work: Path) -> Iterator[None]:
+    """``work`` in ``taskmanager``'s mount namespace on a 1 MiB tmpfs filled to the brim,
+    for the body of the block; unmounted after it, also on a failure."""
+    _in_namespace_of(taskmanager, f"mkdir -p '{work}' && mount -t tmpfs -o size=1m cd-full "
+                                  f"'{work}' && (dd if=/dev/zero of='{work}/.filler' bs=64k "
+                                  "2>/dev/null; true)")
+    try:
+        yield
+    finally:
+        _in_namespace_of(taskmanager, f"umount -l '{work}'")
+
+
 def test_a_taskmanagers_full_work_dir_is_named_and_nothing_stored_is_lost(
         cluster: Cluster, client: JobClient, tmp_path: Path) -> None:
     """The first TaskManager's work dirs on a small tmpfs, filled: its attempts fail with
@@ -243,17 +257,12 @@ def test_a_taskmanagers_full_work_dir_is_named_and_nothing_stored_is_lost(
     earlier_rows = dict(collected_rows(client.result(earlier)))
     full = cluster.taskmanagers[0]
     work = cluster.local.cluster_dir / "work"
-    _in_namespace_of(full, f"mkdir -p '{work}' && mount -t tmpfs -o size=1m cd-full '{work}'"
-                           f" && (dd if=/dev/zero of='{work}/.filler' bs=64k 2>/dev/null;"
-                           " true)")
-    try:
+    with filled_work_dir(full, work):
         source, expected = words_file(tmp_path)
         job_id = client.submit(EXAMPLES / "wordcount.py", [source, "4"],
                                restart_strategy=RESTARTS)
         result = wait_result(client, job_id, 240)
         failures = _failures(client, job_id)
-    finally:
-        _in_namespace_of(full, f"umount -l '{work}'")
     named = [f for f in failures if f.failure.exception_type == "DiskFull"]
     assert named, [f.failure.message for f in failures]
     assert all(f"TaskManager {full.id}'s work dir {work}" in f.failure.message
