@@ -45,7 +45,7 @@ from tests.integration.netns import (
     process_cut_from,
     with_clock_offset,
 )
-from tests.integration.test_network_cuts import GATED_COUNT, _consumers_running
+from tests.integration.test_network_cuts import GATED_COUNT, _consumers_running, _why
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
@@ -108,11 +108,6 @@ def words_file(folder: Path, lines: int = 4000) -> tuple[str, dict[str, int]]:
             for i in range(lines)]
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return path.as_uri(), dict(collections.Counter(w for row in rows for w in row.split()))
-
-
-def _why(result: p.JobResult) -> str:
-    cause = result.root_cause or {}
-    return f"{cause.get('exception_type')}: {cause.get('message')}"
 
 
 def _word_count(client: JobClient, folder: Path, timeout: float = 180) -> str:
