@@ -135,7 +135,7 @@ class StreamChain:
         self._runner: BatchRunner | None = None  # started by ``start`` or the first batch
         self._pace = 0.0  # seconds of work a record took in the batches before (0: none)
         self._work = 0.0  # seconds of work of the batch under way, as its runs report them
-        self._output_pace = 0.0  # seconds a record of the last batch waited for consumers
+        self._output_pace = 0.0  # seconds a record of the last batches waited for consumers
         self._counter_names = job.counter_names
         self.restore(None)
 
@@ -166,8 +166,12 @@ class StreamChain:
     def output_waited(self, seconds: float, records: int) -> None:
         """The last batch of ``records`` waited ``seconds`` for its consumers to take its
         output (backpressure): the next batches hold about what they take in
-        ``BATCH_SECONDS``, so checkpoints go on at the consumers' pace."""
-        self._output_pace = seconds / records if records else 0.0
+        ``BATCH_SECONDS``, so checkpoints go on at the consumers' pace. The pace rises at
+        once and falls by half a batch: a small batch that found room (the consumer had
+        just drained the queue) must not make the next batch hold all a source owes,
+        whose wait a barrier behind it would share (seconds, for a slow consumer)."""
+        waited = seconds / records if records else 0.0
+        self._output_pace = max(waited, (self._output_pace + waited) / 2)
 
     def process(self, elements: Batch) -> Batch:
         """One batch through the chain: its stateless operators in Spark, timestamps
