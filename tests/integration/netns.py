@@ -48,6 +48,7 @@ LOSS_TABLE = "clusterdeck_loss"
 PORT_TABLE = "clusterdeck_port"
 RELAY_TABLE = "clusterdeck_relay"  # this machine's, per run: its pid follows
 ISOLATION_TABLE = "clusterdeck_isolated"  # this machine's, per run: its pid follows
+CLOCK_SKEW_SITE = Path(__file__).with_name("clockskew")  # its sitecustomize.py
 TOOLS = ("ip", "nsenter", "unshare", "nft", "tc")
 
 
@@ -242,16 +243,20 @@ def with_clock_offset(enter: list[str], seconds: float) -> list[str]:
     ``seconds`` off, its monotonic clocks left alone, as on a machine whose clock is set
     wrong: libfaketime preloaded, the build the ``libfaketime`` package ships (Debian's
     0.9.10 makes Python's ``time.sleep`` fail with EINVAL when it leaves the monotonic
-    clocks alone, and hangs its timed waits when it does not). Java is left out: preloaded,
-    it starts 3-4 times slower (every clock read intercepted), and Spark's JVM keeps no
-    time clusterdeck reads. Skips without it."""
+    clocks alone, and hangs its timed waits when it does not). What the process starts is
+    left out (clockskew/sitecustomize.py): preloaded into Spark's JVM, libfaketime makes it
+    start 3-4 times slower, or never, and that JVM keeps no time clusterdeck reads. Skips
+    without it."""
     spec = importlib.util.find_spec("libfaketime")
     library = next((Path(folder) / "vendor" / "libfaketime" / "src" / "libfaketime.so.1"
                     for folder in (spec.submodule_search_locations or []) if spec), None)
     if library is None or not library.is_file():
         pytest.skip("no libfaketime.so.1: pip install libfaketime (the test extra has it)")
+    python_path = os.pathsep.join(filter(None, [str(CLOCK_SKEW_SITE),
+                                                os.environ.get("PYTHONPATH")]))
     return [*enter, "env", f"LD_PRELOAD={library}", f"FAKETIME={seconds:+g}s",
-            "FAKETIME_DONT_FAKE_MONOTONIC=1", "FAKETIME_SKIP_CMDS=java"]
+            "FAKETIME_DONT_FAKE_MONOTONIC=1", f"PYTHONPATH={python_path}",
+            "PYTHONHASHSEED=0"]  # a TaskManager without it starts itself again, unpreloaded
 
 
 def skip_unless_network_namespaces() -> None:

@@ -90,7 +90,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                     ) as taskmanagers:
                 wait_registered(watcher, taskmanagers)
                 wait_for(lambda: all("SparkSession started" in t.log.read_text()
-                                     for t in taskmanagers), 300, "Spark up on both")
+                                     for t in taskmanagers), 120, "Spark up on both")
                 yield Cluster(local, watcher, network, relay, taskmanagers)
         finally:
             relay.close()
