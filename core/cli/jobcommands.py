@@ -444,16 +444,26 @@ def cmd_result(config: Config, args: argparse.Namespace) -> int:
 
 def cmd_failures(config: Config, args: argparse.Namespace) -> int:
     """The root cause first, then every failure in order: what failed, where and why."""
+    from clusterdeck.core.cli.causetext import chain_json, chain_lines
     with connected(config, args, 5.0) as client:
         result = client.result(args.job_id)
         history = list(result.failure_history) or client.failure_history(args.job_id)
+        snapshot = client.snapshot(args.job_id, 2.0) if history else None
+    causes = snapshot.graph.causes if snapshot is not None else None
     if args.json:
         print(json.dumps({"job_id": result.job_id, "status": result.status,
-                          "root_cause": result.root_cause, "history": history}, indent=2))
+                          "root_cause": result.root_cause, "history": history,
+                          "causes": None if causes is None else chain_json(causes)},
+                         indent=2))
         return EXIT_OK
     if not history:
         print(f"job {result.job_id} ({result.status}): no failures")
         return EXIT_OK
+    if causes is not None and causes.events:
+        print(f"job {result.job_id} chain of causes:")
+        for line in chain_lines(causes):
+            print(f"  {line}")
+        print()
     print(f"job {result.job_id} ({result.name}) {result.status}: {len(history)} failure(s)")
     for number, failure in enumerate(history, 1):
         root = " (root cause)" if number == 1 else ""

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -214,6 +216,14 @@ def test_a_killed_taskmanagers_chain_of_causes_is_the_same_live_and_in_the_recor
     assert graph.root_cause.exception_type == TASKMANAGER_LOST
     client.cancel(job_id)
     assert wait_result(client, job_id, 60).status == JobStatus.CANCELED
+    printed = subprocess.run([sys.executable, "-m", "clusterdeck.core.cli", "failures",
+                              "--cluster", local_cluster.cluster_id, job_id],
+                             capture_output=True, text=True, timeout=120)
+    assert printed.returncode == 0, printed.stderr
+    tree = printed.stdout.split("chain of causes:\n", 1)[-1].splitlines()
+    loss = next(index for index, line in enumerate(tree)  # a root, and its restart under it
+                if line.startswith("  - ") and f"TaskManager {victim} lost" in line)
+    assert any(line.startswith("    ") and "restarts" in line for line in tree[loss:]), tree
 
     recording = local_cluster.cluster_dir / FILE_NAME
     recorded = wait_for(lambda: (graph := recorded_runs(recording).get(job_id, (None,))[0])

@@ -1,0 +1,62 @@
+"""A job's chain of causes as text (``clusterdeck failures``): each root cause with what
+it caused indented under it, as the window's Failures view draws the tree, and each
+event's evidence: the message that carried it and the log lines of the processes
+involved (``clusterdeck.core.protocol.causes``)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from clusterdeck.core.protocol.causes import CauseChain, CauseEvent, CauseKind
+
+__all__ = ["chain_json", "chain_lines"]
+
+
+def chain_lines(chain: CauseChain) -> list[str]:
+    """The tree, roots first in order; the chain's links were checked on receipt, so it
+    is no deeper than ``DEPTH_KEPT``."""
+    lines: list[str] = []
+    for root in chain.roots():
+        _walk(chain, root, 0, lines)
+    if chain.dropped:
+        lines.append(f"({chain.dropped} older event(s) not kept)")
+    return lines
+
+
+def chain_json(chain: CauseChain) -> dict[str, Any]:
+    """The chain for ``--json``: its events oldest first, each naming its cause."""
+    return {"dropped": chain.dropped, "events": [{
+        "id": event.id, "cause_id": event.cause_id, "kind": event.kind.value,
+        "at": event.at, "summary": event.summary, "taskmanager_id": event.taskmanager_id,
+        "attempt_id": event.attempt_id, "vertex_id": event.vertex_id,
+        "subtask": event.subtask, "checkpoint_id": event.checkpoint_id, "more": event.more,
+        "carried_by": None if event.carried_by is None else {
+            "type": event.carried_by.type, "sender": event.carried_by.sender,
+            "at": event.carried_by.at},
+        "log_lines": [{"process": line.process, "line": line.line, "at": line.at}
+                      for line in event.log_lines]} for event in chain.events]}
+
+
+def _walk(chain: CauseChain, event: CauseEvent, depth: int, lines: list[str]) -> None:
+    pad = "  " * depth
+    lines.append(f"{pad}- {_clock(event.at)} {event.summary}{_where(event)}")
+    if event.more:
+        lines.append(f"{pad}  and {event.more} more like it")
+    if event.carried_by is not None:
+        carried = event.carried_by
+        lines.append(f"{pad}  carried by {carried.type} from {carried.sender}")
+    lines.extend(f"{pad}  | {line.process}: {line.line}" for line in event.log_lines)
+    for child in chain.children(event.id):
+        _walk(chain, child, depth + 1, lines)
+
+
+def _where(event: CauseEvent) -> str:
+    if event.kind is CauseKind.ATTEMPT_FAILED:
+        on = f" on {event.taskmanager_id}" if event.taskmanager_id else ""
+        return f" ({event.vertex_id} subtask {event.subtask}{on})"
+    return ""
+
+
+def _clock(at: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(at)) if at > 0 else "--:--:--"
