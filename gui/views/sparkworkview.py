@@ -10,6 +10,8 @@ attempt), redrawn with each snapshot the jobs view draws; bounded by what a repo
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import (
@@ -42,6 +44,15 @@ STAGE_COLOURS: dict[SparkStageStatus, QColor] = {
 NO_WORK = "No Spark work: this job is not a PySpark script, or it has run no Spark job yet."
 
 
+def short_call_site(name: str) -> str:
+    """A call site as a box has room for it: ``collect at /long/path/pagerank.py:68``
+    as ``collect at pagerank.py:68`` (the tooltip keeps the whole)."""
+    return _CALL_SITE_FOLDER.sub(" at ", name)
+
+
+_CALL_SITE_FOLDER = re.compile(r" at \S*/(?=[^/\s]+$)")
+
+
 class StageNode(QGraphicsRectItem):
     """One attempt of one stage: its name, tasks done of all, and a bar of them."""
 
@@ -56,7 +67,7 @@ class StageNode(QGraphicsRectItem):
         retried = f" (retry {stage.attempt})" if stage.attempt else ""
         title = QGraphicsSimpleTextItem(f"Stage {stage.stage_id}{retried}: {stage.status}", self)
         title.setPos(6, 3)
-        name = QGraphicsSimpleTextItem(stage.name[:38], self)
+        name = QGraphicsSimpleTextItem(short_call_site(stage.name)[:38], self)
         name.setPos(6, 19)
         failed = f", {stage.failed} failed" if stage.failed else ""
         counts = QGraphicsSimpleTextItem(
@@ -169,7 +180,7 @@ class SparkWorkView(QWidget):
             job = next((j for j in work.jobs if j.job_id == job_id), None)
             header = self.scene.addSimpleText(
                 f"Spark job {job_id}: {job.status if job else ''}\n"
-                f"{(job.name if job else '')[:34]}")
+                f"{short_call_site(job.name if job else '')[:34]}")
             header.setPos(x, -40)
             for row, stage in enumerate(stages):
                 node = StageNode(stage, x, row * (NODE_HEIGHT + ROW_GAP))

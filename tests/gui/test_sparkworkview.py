@@ -18,7 +18,7 @@ from clusterdeck.core.protocol.sparkwork import (
 )
 from clusterdeck.gui.views.failuresview import FailuresView
 from clusterdeck.gui.views.jobsview import JobsView
-from clusterdeck.gui.views.sparkworkview import FAILED, NODE_WIDTH, SparkWorkView
+from clusterdeck.gui.views.sparkworkview import FAILED, NODE_WIDTH, SparkWorkView, short_call_site
 from tests.gui.jobsnapshots import mixed_word_count
 
 JOB = "3892b72ea8554705"
@@ -131,3 +131,10 @@ def test_a_report_without_parents_draws_no_edges(qtbot):
     qtbot.addWidget(view)
     view.show_work(replace(WORK, stages=(COUNT, MAP, replace(REDUCE, parent_ids=()))))
     assert view.edges == {} and len(view.nodes) == 3
+
+
+def test_a_call_site_is_shown_by_its_file_name_and_line() -> None:
+    assert short_call_site("collect at /home/ann/jobs/pagerank.py:68") == \
+        "collect at pagerank.py:68"
+    assert short_call_site("runJob at PythonRDD.scala:181") == "runJob at PythonRDD.scala:181"
+    assert short_call_site("count at <stdin>:1") == "count at <stdin>:1"
