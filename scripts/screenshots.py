@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -43,6 +45,9 @@ from clusterdeck.gui.models.replay import JobHistory
 from clusterdeck.gui.session import SessionMode, attach_config
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+SPARK_HOME = Path(importlib.util.find_spec("pyspark").origin).parent  # the wheel's own examples
+SPARK_EXAMPLES = SPARK_HOME / "examples" / "src" / "main" / "python"
+SPARK_DATA = SPARK_HOME / "data"
 _CLUSTER = {"cluster.id": "demo", "heartbeat.interval": 0.5, "heartbeat.timeout": 3.0,
             "taskmanager.count": 2, "taskmanager.slots": 2, "spark.start": "eager"}
 
@@ -135,6 +140,13 @@ def shoot_all(shooter: Shooter) -> None:
     print(f"wordcount: {shooter.ended(wordcount)}")
     pi = shooter.submit(EXAMPLES / "pi.py")
     print(f"pi: {shooter.ended(pi)}")
+    # Spark's own pagerank.py, copied out of the wheel unmodified as a user would: pyspark
+    # names a Spark job's call site after the first frame outside its own folder.
+    pagerank_py = Path(tempfile.mkdtemp(prefix="clusterdeck-shots-")) / "pagerank.py"
+    shutil.copy(SPARK_EXAMPLES / "pagerank.py", pagerank_py)
+    pagerank = shooter.submit(pagerank_py,
+                              arguments=f"{SPARK_DATA / 'mllib' / 'pagerank_data.txt'} 3")
+    print(f"pagerank: {shooter.ended(pagerank)}")
     shoot_live_numbers(shooter, wordcount)
 
     not_a_job = Path(tempfile.mkdtemp(prefix="clusterdeck-shots-")) / "notes_to_self.py"
@@ -162,6 +174,13 @@ def shoot_all(shooter: Shooter) -> None:
     window.choose_job(pi)
     shooter.wait(lambda: "Pi is roughly" in window.result.stdout.toPlainText(), 20, "pi's stdout")
     shooter.save(window.result_dock, "result-stdout")
+
+    # Spark's own pagerank.py, unmodified: its vertex opens into its Spark jobs and stages.
+    window.choose_job(pagerank)
+    shooter.raise_dock(window.jobs_dock, 500)
+    box = next(iter(window.jobs.graph.boxes.values()))
+    window.jobs.graph.select(box.vertex_id, 0)
+    shooter.save(window.jobs, "spark-jobs")
 
     # The failing job: root cause, history, and a click that finds the subtask in the graph.
     window.choose_job(failing)
