@@ -389,7 +389,10 @@ def _fetching(client: JobClient, job_id: str, taskmanager: NamespacedTaskManager
     """The consumer attempts running on ``taskmanager`` whose input is arriving there now
     (the hidden partial copy of a partition's file is on its disk: the client's reads
     fill it a megabyte at a time, so it may still be empty); [] while none is."""
-    partials = list(taskmanager.sees(work_dir / "partitions").rglob("__part=*/.*.part"))
+    try:
+        partials = list(taskmanager.sees(work_dir / "partitions").rglob("__part=*/.*.part"))
+    except FileNotFoundError:  # a producer's Spark removed a _temporary folder meanwhile
+        return []
     snapshot = client.snapshot(job_id, timeout=5.0) if partials else None
     if snapshot is None:
         return []
