@@ -166,8 +166,8 @@ class MessagesView(QWidget):
         at_end = scrollbar.value() >= scrollbar.maximum() - 2
         self.model.append(records)
         self._new_types()
-        if at_end:  # after the view laid out the new rows
-            QTimer.singleShot(0, self.table.scrollToBottom)
+        if at_end:  # after the view laid out the new rows; never once the table is gone
+            QTimer.singleShot(0, self.table, self.table.scrollToBottom)
 
     def set_on_screen(self, on_screen: bool) -> None:
         """The dock's tab came to the top (True) or went behind another (False)."""
@@ -202,7 +202,7 @@ class MessagesView(QWidget):
     def _filter(self, **change: object) -> None:
         """Apply a filter change; the selected message stays in sight if it still shows."""
         self.proxy.set_filter(**change)  # type: ignore[arg-type]
-        QTimer.singleShot(0, self._show_current)
+        QTimer.singleShot(0, self, self._show_current)
 
     def _show_current(self) -> None:
         current = self.table.currentIndex()
