@@ -6,6 +6,7 @@ involved (``clusterdeck.core.protocol.causes``)."""
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from typing import Any
 
 from clusterdeck.core.protocol.causes import CauseChain, CauseEvent, CauseKind
@@ -25,17 +26,9 @@ def chain_lines(chain: CauseChain) -> list[str]:
 
 
 def chain_json(chain: CauseChain) -> dict[str, Any]:
-    """The chain for ``--json``: its events oldest first, each naming its cause."""
-    return {"dropped": chain.dropped, "events": [{
-        "id": event.id, "cause_id": event.cause_id, "kind": event.kind.value,
-        "at": event.at, "summary": event.summary, "taskmanager_id": event.taskmanager_id,
-        "attempt_id": event.attempt_id, "vertex_id": event.vertex_id,
-        "subtask": event.subtask, "checkpoint_id": event.checkpoint_id, "more": event.more,
-        "carried_by": None if event.carried_by is None else {
-            "type": event.carried_by.type, "sender": event.carried_by.sender,
-            "at": event.carried_by.at},
-        "log_lines": [{"process": line.process, "line": line.line, "at": line.at}
-                      for line in event.log_lines]} for event in chain.events]}
+    """The chain for ``--json``: its events oldest first, each naming its cause, every
+    field as the protocol has it (``dataclasses.asdict``, as ``result --json`` does)."""
+    return asdict(chain)
 
 
 def _walk(chain: CauseChain, event: CauseEvent, depth: int, lines: list[str]) -> None:

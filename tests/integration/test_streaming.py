@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.recorder.replay import recorded_runs
 from clusterdeck.core.recorder.store import FILE_NAME
 from tests.integration.clusters import SPARK_UP_AND_RESTARTS, wait_result
+from tests.integration.test_cluster_jobs import clusterdeck
 from tests.integration.test_failover import described, pid_of, running_on
 from tests.waiting import wait_for
 
@@ -216,9 +215,7 @@ def test_a_killed_taskmanagers_chain_of_causes_is_the_same_live_and_in_the_recor
     assert graph.root_cause.exception_type == TASKMANAGER_LOST
     client.cancel(job_id)
     assert wait_result(client, job_id, 60).status == JobStatus.CANCELED
-    printed = subprocess.run([sys.executable, "-m", "clusterdeck.core.cli", "failures",
-                              "--cluster", local_cluster.cluster_id, job_id],
-                             capture_output=True, text=True, timeout=120)
+    printed = clusterdeck(cluster, "failures", job_id)
     assert printed.returncode == 0, printed.stderr
     tree = printed.stdout.split("chain of causes:\n", 1)[-1].splitlines()
     loss = next(index for index, line in enumerate(tree)  # a root, and its restart under it

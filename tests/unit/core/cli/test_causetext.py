@@ -1,3 +1,5 @@
+import json
+
 from clusterdeck.core.cli.causetext import chain_json, chain_lines
 from clusterdeck.core.protocol.causes import (
     CarriedBy,
@@ -29,7 +31,7 @@ def test_a_chain_prints_as_a_tree_with_each_events_evidence() -> None:
         "- --:--:-- ValueError: bad (vertex-2 subtask 0)",
         "(2 older event(s) not kept)",
     ]
-    printed = chain_json(chain)
+    printed = json.loads(json.dumps(chain_json(chain)))  # as failures --json prints it
     assert [event["cause_id"] for event in printed["events"]] == [None, 1, 2, None]
     assert printed["events"][1]["log_lines"] == [
         {"process": "taskmanager-2", "line": "last words", "at": 0.0}]
