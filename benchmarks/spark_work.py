@@ -1,13 +1,18 @@
 """What following a PySpark script's Spark work costs (issue 37).
 
 (a) Run time with and without following: the same scripts on a cluster of one
-    TaskManager of one slot (``local[1]``) with ``taskmanager.spark-work.follow`` true,
-    then on one with it false: a word count over generated text (``--size-mb``, 1 GB by
-    default; ``textFile -> flatMap -> map -> reduceByKey -> count``) and 20,000 tiny tasks
-    (``spark.range(0, 20000, 1, 20000).count()``: a JVM stage, Spark's cheapest task).
-    Each script times its own Spark work (from its first action to its last), so the
-    session's start and the submission do not count; ``--runs`` runs of each, the median
-    compared. Target: < 5 % slower when followed.
+    TaskManager of one slot (``local[1]``) with ``taskmanager.spark-work.follow`` true
+    and on one with it false: a word count over generated text (``--size-mb``, 1 GB by
+    default, 0 for none; ``textFile -> flatMap -> map -> reduceByKey -> count``) and
+    20,000 tiny tasks (``spark.range(0, 20000, 1, 20000).count()``: a JVM stage, Spark's
+    cheapest task). Each script times its own Spark work (from its first action to its
+    last), so the session's start and the submission do not count. ``--runs`` pairs,
+    followed and not in turn (which goes first alternates), each run on a fresh cluster
+    after one warm-up script of 2,000 tiny tasks: one SparkContext's run times grow with
+    the tasks its status store keeps and fall as its JIT warms up, and the machine drifts
+    over minutes, so runs on one cluster, or all of one side first, measure the order.
+    The medians and the median of the pairs' ratios are compared. Target: < 5 % slower
+    when followed.
 (b) Delay from a Spark task ending to the job's snapshot showing it: a script runs
     ``--delay-jobs`` Spark jobs of one task each, one a second; each task returns the
     time it ended (``time.time()``, same machine), and the client notes when a snapshot
@@ -51,12 +56,14 @@ print("took", time.monotonic() - started)
 """
 
 TINY_TASKS = """
+import sys
 import time
 from pyspark.sql import SparkSession
 
 spark = SparkSession.builder.getOrCreate()
 started = time.monotonic()
-print("rows", spark.range(0, 20000, 1, 20000).count())
+tasks = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
+print("rows", spark.range(0, tasks, 1, tasks).count())
 print("took", time.monotonic() - started)
 """
 
@@ -118,20 +125,30 @@ def took(result: Any) -> float:
     return float(result.stdout.split("took ")[1].split()[0])
 
 
-def run_times(follow: bool, folder: Path, data: Path, runs: int) -> Timings:
+def run_once(timings: Timings, folder: Path, data: Path | None) -> None:
+    """One run of the scripts on a fresh cluster, after a warm-up script."""
     from benchmarks.submit_latency import bench_cluster
-    timings, meter = Timings(follow), LoadMeter()
+    follow = timings.follow
     with bench_cluster("spark-work", **{"taskmanager.count": 1, "taskmanager.slots": 1,
                                         "taskmanager.spark-work.follow": follow}) as bench:
-        for run in range(runs):
+        submit(bench, folder, "tiny.py", TINY_TASKS, ("2000",))
+        if data is not None:
             timings.wordcount_s.append(took(submit(bench, folder, "wordcount.py", WORDCOUNT,
                                                    (str(data),))))
-            timings.tiny_s.append(took(submit(bench, folder, "tiny.py", TINY_TASKS)))
-            print(f"  follow={follow} run {run + 1}: word count {timings.wordcount_s[-1]:.1f}"
-                  f" s, 20,000 tasks {timings.tiny_s[-1]:.1f} s (load "
-                  f"{os.getloadavg()[0]:.1f})", file=sys.stderr)
-    timings.load = meter.stop().describe()
-    return timings
+        timings.tiny_s.append(took(submit(bench, folder, "tiny.py", TINY_TASKS)))
+    counted = f"word count {timings.wordcount_s[-1]:.1f} s, " if data is not None else ""
+    print(f"  follow={follow} run {len(timings.tiny_s)}: {counted}20,000 tasks "
+          f"{timings.tiny_s[-1]:.1f} s (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
+
+
+def run_pairs(folder: Path, data: Path | None, pairs: int) -> tuple[Timings, Timings]:
+    on, off = Timings(True), Timings(False)
+    meter = LoadMeter()
+    for pair in range(pairs):
+        for timings in (on, off) if pair % 2 == 0 else (off, on):
+            run_once(timings, folder, data)
+    on.load = off.load = meter.stop().describe()
+    return on, off
 
 
 def delays(folder: Path, jobs: int) -> list[float]:
@@ -161,31 +178,33 @@ def delays(folder: Path, jobs: int) -> list[float]:
 
 
 def slower(followed: list[float], not_followed: list[float]) -> str:
-    return f"{100 * (median(followed) / median(not_followed) - 1):+.1f} %"
+    ratios = [a / b for a, b in zip(followed, not_followed, strict=True)]
+    return (f"medians {100 * (median(followed) / median(not_followed) - 1):+.1f} %, "
+            f"median of the pairs {100 * (median(ratios) - 1):+.1f} %")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-mb", type=int, default=1024)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=6, help="pairs of runs")
     parser.add_argument("--delay-jobs", type=int, default=40)
     options = parser.parse_args(argv)
     print(f"Machine: {machine_summary()}; load average {os.getloadavg()}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="spark-work-bench-") as work:
         folder = Path(work)
-        data = folder / "words.txt"
-        generate(data, options.size_mb)
+        data = folder / "words.txt" if options.size_mb > 0 else None
+        if data is not None:
+            generate(data, options.size_mb)
         waits = delays(folder, options.delay_jobs)
-        on = run_times(True, folder, data, options.runs)
-        off = run_times(False, folder, data, options.runs)
-    print(f"word count over {options.size_mb} MB: followed {median(on.wordcount_s):.1f} s, "
-          f"not followed {median(off.wordcount_s):.1f} s "
-          f"({slower(on.wordcount_s, off.wordcount_s)})")
+        on, off = run_pairs(folder, data, options.runs)
+    if data is not None:
+        print(f"word count over {options.size_mb} MB: followed "
+              f"{median(on.wordcount_s):.1f} s, not followed {median(off.wordcount_s):.1f} s"
+              f" ({slower(on.wordcount_s, off.wordcount_s)})")
     print(f"20,000 tiny tasks: followed {median(on.tiny_s):.1f} s, not followed "
           f"{median(off.tiny_s):.1f} s ({slower(on.tiny_s, off.tiny_s)})")
     print(f"runs: followed {on.wordcount_s} / {on.tiny_s}, not followed "
-          f"{off.wordcount_s} / {off.tiny_s}; CPU busy / load: followed {on.load}, not "
-          f"followed {off.load}")
+          f"{off.wordcount_s} / {off.tiny_s}; CPU busy / load over both: {on.load}")
     print(f"delay task end -> snapshot over {len(waits)} Spark jobs: median "
           f"{median(waits):.2f} s, p95 {percentile(waits, 0.95):.2f} s, max {max(waits):.2f} s")
     return 0
