@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterdeck.core.config.settings import Config
+from clusterdeck.core.engine.sparkwatch import start_rest_api
 from clusterdeck.core.node import exitcodes
 from clusterdeck.core.taskmanager.endpoint import Endpoint
 from clusterdeck.core.taskmanager.sparkhealth import JvmExit, SparkJvm
@@ -78,6 +79,8 @@ def start_spark(config: Config, resource_id: str, scratch: Path) -> Any:
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     log.info("SparkSession started (master %s, Spark %s)", master, session.version)
+    if config["taskmanager.spark-work.follow"]:
+        start_rest_api(session.sparkContext)
     return session
 
 

@@ -3,6 +3,7 @@ beyond the status tracker's counts."""
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from clusterdeck.core.engine import sparkwatch
 from clusterdeck.core.engine.sparkstatus import StageEdges
 from clusterdeck.core.engine.sparkwatch import DETAIL_EVERY, SparkWatch
+from tests.waiting import wait_for
 
 
 class FakeSpark:
@@ -102,3 +104,18 @@ def test_a_spark_without_the_operation_graph_gives_stages_without_parents(spark)
     fake.done = 200
     work = watch.poll()
     assert work.stages[0].done == 200 and work.stages[0].parent_ids == ()
+
+
+def test_the_rest_api_is_started_as_spark_starts_not_by_the_first_script(spark) -> None:
+    fake, asked = spark
+    sparkwatch.start_rest_api(fake)
+    wait_for(lambda: asked, 10.0, "the REST API asked once")
+    assert asked == ["http://ui/api/v1/version"]
+
+
+def test_without_a_ui_nothing_is_asked(spark) -> None:
+    fake, asked = spark
+    fake.uiWebUrl = None
+    sparkwatch.start_rest_api(fake)
+    assert not [t for t in threading.enumerate() if t.name == "spark-rest-start"]
+    assert not asked
