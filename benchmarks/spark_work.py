@@ -6,13 +6,14 @@
     default, 0 for none; ``textFile -> flatMap -> map -> reduceByKey -> count``) and
     20,000 tiny tasks (``spark.range(0, 20000, 1, 20000).count()``: a JVM stage, Spark's
     cheapest task). Each script times its own Spark work (from its first action to its
-    last), so the session's start and the submission do not count. ``--runs`` pairs,
-    followed and not in turn (which goes first alternates), each run on a fresh cluster
-    after one warm-up script of 2,000 tiny tasks: one SparkContext's run times grow with
-    the tasks its status store keeps and fall as its JIT warms up, and the machine drifts
-    over minutes, so runs on one cluster, or all of one side first, measure the order.
-    The medians and the median of the pairs' ratios are compared. Target: < 5 % slower
-    when followed.
+    last), so the session's start and the submission do not count. Two clusters are up
+    side by side, one followed and one not, each warmed up by a script of 2,000 tiny
+    tasks; ``--runs`` pairs of runs, the two sides in turn (which goes first alternates).
+    One SparkContext's run times grow with the tasks its status store keeps and fall as
+    its JIT warms up, and this machine's speed drifts by tens of per cent over minutes, so
+    all of one side first measures the order: a pair's runs meet stores of the same size,
+    a minute apart at most. The medians and the median of the pairs' ratios are compared.
+    Target: < 5 % slower when followed.
 (b) Delay from a Spark task ending to the job's snapshot showing it: a script runs
     ``--delay-jobs`` Spark jobs of one task each, one a second; each task returns the
     time it ended (``time.time()``, same machine), and the client notes when a snapshot
@@ -27,6 +28,7 @@ work folder and deleted at the end. Results go to docs/benchmarks.md by hand.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import sys
@@ -125,30 +127,35 @@ def took(result: Any) -> float:
     return float(result.stdout.split("took ")[1].split()[0])
 
 
-def run_once(timings: Timings, folder: Path, data: Path | None) -> None:
-    """One run of the scripts on a fresh cluster, after a warm-up script."""
-    from benchmarks.submit_latency import bench_cluster
-    follow = timings.follow
-    with bench_cluster("spark-work", **{"taskmanager.count": 1, "taskmanager.slots": 1,
-                                        "taskmanager.spark-work.follow": follow}) as bench:
-        submit(bench, folder, "tiny.py", TINY_TASKS, ("2000",))
-        if data is not None:
-            timings.wordcount_s.append(took(submit(bench, folder, "wordcount.py", WORDCOUNT,
-                                                   (str(data),))))
-        timings.tiny_s.append(took(submit(bench, folder, "tiny.py", TINY_TASKS)))
-    counted = f"word count {timings.wordcount_s[-1]:.1f} s, " if data is not None else ""
-    print(f"  follow={follow} run {len(timings.tiny_s)}: {counted}20,000 tasks "
-          f"{timings.tiny_s[-1]:.1f} s (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
-
-
 def run_pairs(folder: Path, data: Path | None, pairs: int) -> tuple[Timings, Timings]:
+    """``pairs`` runs on each of two clusters up side by side, one followed, one not, in
+    turn (which goes first alternates): each pair's two runs are minutes apart at most and
+    meet status stores of the same size."""
+    from benchmarks.submit_latency import bench_cluster
     on, off = Timings(True), Timings(False)
-    meter = LoadMeter()
-    for pair in range(pairs):
-        for timings in (on, off) if pair % 2 == 0 else (off, on):
-            run_once(timings, folder, data)
-    on.load = off.load = meter.stop().describe()
+    with contextlib.ExitStack() as clusters:
+        benches = {timings.follow: clusters.enter_context(bench_cluster(
+            "spark-work", **{"taskmanager.count": 1, "taskmanager.slots": 1,
+                             "taskmanager.spark-work.follow": timings.follow}))
+            for timings in (on, off)}
+        for bench in benches.values():  # warm-up: Spark's JIT and first jobs
+            submit(bench, folder, "tiny.py", TINY_TASKS, ("2000",))
+        meter = LoadMeter()
+        for pair in range(pairs):
+            for timings in (on, off) if pair % 2 == 0 else (off, on):
+                run_once(benches[timings.follow], timings, folder, data)
+        on.load = off.load = meter.stop().describe()
     return on, off
+
+
+def run_once(bench: Any, timings: Timings, folder: Path, data: Path | None) -> None:
+    if data is not None:
+        timings.wordcount_s.append(took(submit(bench, folder, "wordcount.py", WORDCOUNT,
+                                               (str(data),))))
+    timings.tiny_s.append(took(submit(bench, folder, "tiny.py", TINY_TASKS)))
+    counted = f"word count {timings.wordcount_s[-1]:.1f} s, " if data is not None else ""
+    print(f"  follow={timings.follow} run {len(timings.tiny_s)}: {counted}20,000 tasks "
+          f"{timings.tiny_s[-1]:.1f} s (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
 
 
 def delays(folder: Path, jobs: int) -> list[float]:
