@@ -281,7 +281,8 @@ class JobsView(QWidget):
             self.status.setStyleSheet(
                 f"background: {colour.name()}; color: {text_colour_on(colour).name()}; "
                 "border-radius: 3px; padding: 2px 6px; font-weight: bold;" if colour else "")
-        self.progress.set_progress(snapshot.progress.finished, snapshot.progress.total)
+        self.progress.set_progress(snapshot.progress.finished, snapshot.progress.total,
+                                   progress_text(snapshot))
         self.spark.show_work(snapshot.spark[-1] if snapshot.spark else None)
         cause = snapshot.root_cause
         if cause is not None:
@@ -306,3 +307,13 @@ class JobsView(QWidget):
         vertex = snapshot.vertex(vertex_id) if snapshot is not None else None
         if vertex is not None and 0 <= subtask < len(vertex.subtasks):
             self.attempts.show_subtask(vertex, vertex.subtasks[subtask])
+
+
+def progress_text(snapshot: JobGraphSnapshot) -> str | None:
+    """While a script runs Spark jobs its JobMaster counts Spark stages, not subtasks
+    (``JobMaster.progress``): the bar says so. None: the strip's own subtask text."""
+    if snapshot.status.is_terminal or not any(work.stage_progress()[1]
+                                              for work in snapshot.spark):
+        return None
+    return f"{snapshot.progress.finished} / {snapshot.progress.total} Spark stages done"
+

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from clusterdeck.core.protocol.failures import FailureRecord, TaskFailure
 from clusterdeck.core.protocol.jobgraph import JobKind
+from clusterdeck.core.protocol.snapshots import JobProgress
 from clusterdeck.core.protocol.sparkwork import (
     SparkJob,
     SparkJobStatus,
@@ -16,6 +17,7 @@ from clusterdeck.core.protocol.sparkwork import (
     SparkTaskFailure,
     SparkWork,
 )
+from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.gui.views.failuresview import FailuresView
 from clusterdeck.gui.views.jobsview import JobsView
 from clusterdeck.gui.views.sparkworkview import FAILED, NODE_WIDTH, SparkWorkView, short_call_site
@@ -63,6 +65,18 @@ def test_the_scripts_vertex_opens_into_its_spark_stages_drawn_live(qtbot):
     done = replace(REDUCE, status=SparkStageStatus.COMPLETE, running=0, done=3)
     jobs.set_job("job-1", replace(script, spark=(replace(WORK, stages=(COUNT, MAP, done)),)))
     assert jobs.spark.nodes[(2, 1)].bar.rect().width() == NODE_WIDTH - 12
+
+
+def test_a_running_scripts_bar_counts_spark_stages_and_a_finished_ones_subtasks(qtbot):
+    _, snapshot = mixed_word_count()
+    running = replace(snapshot, kind=JobKind.PYSPARK_SCRIPT, status=JobStatus.RUNNING,
+                      progress=JobProgress(2, 3), spark=(WORK,))
+    jobs = JobsView()
+    qtbot.addWidget(jobs)
+    jobs.set_job("job-1", running)
+    assert jobs.progress.text() == "2 / 3 Spark stages done"
+    jobs.set_job("job-1", replace(running, status=JobStatus.FINISHED, progress=JobProgress(1, 1)))
+    assert jobs.progress.text() == "1 / 1 subtasks finished"
 
 
 def test_a_job_without_spark_work_says_so(qtbot):
