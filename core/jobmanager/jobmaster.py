@@ -573,9 +573,9 @@ class JobMaster(FencedRpcEndpoint):
                            spark=self.spark_work.snapshot(), causes=self.causes.chain())
         if (root_cause := self.causes.root_failure()) is not None:  # the real one
             snapshot = replace(snapshot, root_cause=root_cause)
-        if snapshot.spark and not snapshot.status.is_terminal:
-            finished, total = self.progress
-            snapshot = replace(snapshot, progress=JobProgress(finished, total))
+        stages = self.spark_work.stage_progress()
+        if stages is not None and not snapshot.status.is_terminal:  # as self.progress counts
+            snapshot = replace(snapshot, progress=JobProgress(*stages, spark_stages=True))
         if self._failed_outside_graph:  # the graph never ran, or its JobMaster failed
             snapshot = replace(snapshot, status=JobStatus.FAILED)
         return snapshot

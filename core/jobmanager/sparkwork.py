@@ -36,11 +36,16 @@ class ScriptSparkWork:
     def snapshot(self) -> tuple[SparkWork, ...]:
         return tuple(self._work.values())
 
-    def progress(self, subtasks: tuple[int, int]) -> tuple[int, int]:
+    def stage_progress(self) -> tuple[int, int] | None:
         """Stages done of the stages known, of the newest attempt that ran Spark jobs;
-        ``subtasks`` (finished, total) when none did."""
+        None when none did."""
         for work in reversed(self._work.values()):
             done, total = work.stage_progress()
             if total:
                 return done, total
-        return subtasks
+        return None
+
+    def progress(self, subtasks: tuple[int, int]) -> tuple[int, int]:
+        """``stage_progress``, or ``subtasks`` (finished, total) when no attempt ran Spark
+        jobs."""
+        return self.stage_progress() or subtasks

@@ -162,7 +162,7 @@ from clusterdeck.core.protocol.wiring import (
 # 25: SparkStage.parent_ids, the edges of a Spark job's stage DAG
 # 26: TaskManagerHeartbeat.wall_time, TaskManagerInfo.clock_offset_s (clock skew measured)
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-PROTOCOL_VERSION = 26
+PROTOCOL_VERSION = 27
 
 __all__ = [
     "METRICS_ATTEMPTS",

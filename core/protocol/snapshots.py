@@ -111,10 +111,13 @@ class VertexSnapshot:
 
 @dataclass(frozen=True)
 class JobProgress:
-    """Subtasks whose current attempt finished, of all subtasks."""
+    """Subtasks whose current attempt finished, of all subtasks; or, with
+    ``spark_stages``, a running script's Spark stages done, of those known (its
+    JobMaster's choice, ``JobMaster.progress``), so that a reader need not guess which."""
 
     finished: int
     total: int
+    spark_stages: bool = False
 
 
 @dataclass(frozen=True)

@@ -310,10 +310,7 @@ class JobsView(QWidget):
 
 
 def progress_text(snapshot: JobGraphSnapshot) -> str | None:
-    """While a script runs Spark jobs its JobMaster counts Spark stages, not subtasks
-    (``JobMaster.progress``): the bar says so. None: the strip's own subtask text."""
-    if snapshot.status.is_terminal or not any(work.stage_progress()[1]
-                                              for work in snapshot.spark):
-        return None
-    return f"{snapshot.progress.finished} / {snapshot.progress.total} Spark stages done"
-
+    """The bar says what the JobMaster counted; None: the strip's own subtask text."""
+    progress = snapshot.progress
+    return f"{progress.finished} / {progress.total} Spark stages done" \
+        if progress.spark_stages else None

@@ -70,7 +70,7 @@ def test_the_scripts_vertex_opens_into_its_spark_stages_drawn_live(qtbot):
 def test_a_running_scripts_bar_counts_spark_stages_and_a_finished_ones_subtasks(qtbot):
     _, snapshot = mixed_word_count()
     running = replace(snapshot, kind=JobKind.PYSPARK_SCRIPT, status=JobStatus.RUNNING,
-                      progress=JobProgress(2, 3), spark=(WORK,))
+                      progress=JobProgress(2, 3, spark_stages=True), spark=(WORK,))
     jobs = JobsView()
     qtbot.addWidget(jobs)
     jobs.set_job("job-1", running)
