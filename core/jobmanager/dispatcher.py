@@ -242,6 +242,11 @@ class Dispatcher(FencedRpcEndpoint):
 
     def _job_status_changed(self, job_id: str, status: JobStatus, finished: int,
                             total: int) -> None:
+        if self._progress.get(job_id) == (finished, total) and \
+                self.jobs[job_id].status == status:
+            # A script's Spark work reports its counts twice a second; the job list is
+            # published whole, retained, and recorded, so only a change goes out.
+            return
         self._progress[job_id] = (finished, total)
         if self.jobs[job_id].status != status:
             try:

@@ -213,3 +213,19 @@ def test_a_submitted_upload_leaves_no_bytes_behind_for_its_expiry_timer(harness)
         harness.gateway.submit_job(submit("done")).result(10)
     assert held == {}
     assert dispatcher.call_async(lambda: dict(dispatcher._upload_bytes)).result(10) == {}
+
+
+@pytest.mark.parametrize("harness", [(3, {})], indirect=True)
+def test_the_job_list_goes_out_again_only_when_a_status_or_progress_changed(harness) -> None:
+    """A script's Spark work reports its counts twice a second with the same stages done:
+    the whole retained list must not go out (and be recorded) for each."""
+    wait_for(harness.latest_list, 10, "the first job list")
+    job_id = f"{2:016x}"
+    before = len(harness.lists)
+    for progress in ((1, 3), (1, 3), (1, 3), (2, 3)):
+        harness.dispatcher.run_async(harness.dispatcher._job_status_changed, job_id,
+                                     JobStatus.FINISHED, *progress)
+    wait_for(lambda: len(harness.lists) >= before + 2, 10, "two lists")
+    # The page's answer comes after every list the four calls sent, on the same transport.
+    assert harness.page(0).jobs[0].job_id == job_id
+    assert len(harness.lists) == before + 2, "an unchanged progress published the list again"
