@@ -10,7 +10,7 @@ Measured on a 2-core machine: a poll through the status tracker 3 ms, through th
 18 ms with one running job and stage (40 ms and more on a loaded machine); so only what
 may still change is asked (jobs not ended, their stages not ended, failed tasks not
 fetched yet), and while a stage runs on its counts come from the status tracker, its
-bytes and records from the REST API every ``DETAIL_EVERY`` polls. Without a UI
+bytes and records from the REST API every ``DETAIL_INTERVAL`` seconds. Without a UI
 (``spark.ui.enabled = false``) the status tracker's numbers are used, without bytes,
 call sites or errors.
 
@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -45,23 +47,28 @@ log = logging.getLogger(__name__)
 # Seconds for one answer of the Spark UI (in the same JVM): its REST API starts on the first
 # request, which took over 5 s on a busy 2-core machine.
 HTTP_TIMEOUT = 30.0
-# Every DETAIL_EVERY-th poll asks the REST API for all; the others ask it only for what the
-# status tracker says changed beyond its counts (a stage or job ended, a task failed).
-DETAIL_EVERY = 4
+# Seconds between two polls that ask the REST API for all; the others ask it only for what
+# the status tracker says changed beyond its counts (a stage or job ended, a task failed).
+# A running stage's bytes and records are that old at most. Every 2 s, the REST calls were
+# a fifth of following's cost to a script of 20,000 tiny tasks (docs/benchmarks.md, 24).
+DETAIL_INTERVAL = 5.0
 _OWN_UI = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
 _EDGE = re.compile(r"RDDOperationEdge\((\d+),(\d+)\)")
 _STAGE_CLUSTER = re.compile(r"stage_(\d+)")
 
 
 class SparkWatch:
-    """``context()``: the TaskManager's SparkContext (waited for by the caller)."""
+    """``context()``: the TaskManager's SparkContext (waited for by the caller);
+    ``clock()``: monotonic seconds."""
 
-    def __init__(self, context: Callable[[], Any], attempt_id: str) -> None:
+    def __init__(self, context: Callable[[], Any], attempt_id: str,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._context = context
         self._book = SparkWorkBook(attempt_id)
         self._lock = threading.Lock()
+        self._clock = clock
         self._api: str | None = None
-        self._polls = 0
+        self._detail_due = -math.inf
         self._graph_warned = False
 
     def poll(self) -> SparkWork:
@@ -83,8 +90,9 @@ class SparkWatch:
             self._from_tracker(tracker, asked)
             self._ask_graphs(context)
             return
-        detail = self._polls % DETAIL_EVERY == 0
-        self._polls += 1
+        detail = self._clock() >= self._detail_due
+        if detail:
+            self._detail_due = self._clock() + DETAIL_INTERVAL
         for job_id in asked:
             if detail or not self._book.running(job_id) or \
                     getattr(tracker.getJobInfo(job_id), "status", None) != "RUNNING":

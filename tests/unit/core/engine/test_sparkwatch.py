@@ -11,7 +11,7 @@ import pytest
 
 from clusterdeck.core.engine import sparkwatch
 from clusterdeck.core.engine.sparkstatus import StageEdges
-from clusterdeck.core.engine.sparkwatch import DETAIL_EVERY, SparkWatch
+from clusterdeck.core.engine.sparkwatch import DETAIL_INTERVAL, SparkWatch
 from tests.waiting import wait_for
 
 
@@ -57,14 +57,17 @@ def spark(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeSpark, list[str]]:
 
 def test_between_detailed_polls_a_running_stage_costs_no_rest_call(spark) -> None:
     fake, asked = spark
-    watch = SparkWatch(lambda: fake, "job/v#0/a0")
+    now = [100.0]
+    watch = SparkWatch(lambda: fake, "job/v#0/a0", clock=lambda: now[0])
     watch.poll()
     assert len(asked) == 2  # the job and its stage
-    for step in range(1, DETAIL_EVERY):
+    for step in range(1, 10):
+        now[0] += DETAIL_INTERVAL / 10
         fake.done = 10 + step
         work = watch.poll()
         assert work.stages[0].done == fake.done
     assert len(asked) == 2
+    now[0] += DETAIL_INTERVAL / 10
     watch.poll()
     assert len(asked) == 4  # bytes and records, now and then
 
