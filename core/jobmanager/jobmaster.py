@@ -69,7 +69,12 @@ from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot, JobProgress
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from clusterdeck.core.protocol.workdir import whole_partitions
-from clusterdeck.core.rpc import FencedRpcEndpoint, SenderMismatchError, handler
+from clusterdeck.core.rpc import (
+    FencedRpcEndpoint,
+    RefusedMessageError,
+    SenderMismatchError,
+    handler,
+)
 
 log = logging.getLogger(__name__)
 
@@ -319,7 +324,8 @@ class JobMaster(FencedRpcEndpoint):
         """Pass what a running script printed on to its submitter, if it is one of this
         job's attempts, from the TaskManager running it, into one of its output files."""
         if self.graph.execution(output.attempt_id) is None:
-            raise ValueError(f"output of {output.attempt_id}, no attempt of job {self.job_id}")
+            raise RefusedMessageError(f"output of {output.attempt_id}, no attempt of job "
+                                      f"{self.job_id}")
         self._check_attempt_host(output.attempt_id)
         self.rpc_service.publish(topics.job_output(self.job_id),
                                  relayed_output(self.job_id, output, self.work_dir))
@@ -330,7 +336,8 @@ class JobMaster(FencedRpcEndpoint):
         refused is logged, not failed: it costs the job its Spark view, not its run."""
         attempt_id = report.work.attempt_id
         if self.graph.execution(attempt_id) is None:
-            raise ValueError(f"Spark work of {attempt_id}, no attempt of job {self.job_id}")
+            raise RefusedMessageError(f"Spark work of {attempt_id}, no attempt of job "
+                                      f"{self.job_id}")
         self._check_attempt_host(attempt_id)
         try:
             changed = self.spark_work.reported(report.work)

@@ -32,6 +32,7 @@ from clusterdeck.core.rpc._errors import (
     EndpointStoppedError,
     FencingTokenMismatchError,
     NotMainThreadError,
+    RefusedMessageError,
     RemoteError,
     SenderMismatchError,
 )
@@ -326,10 +327,13 @@ class RpcEndpoint:
                 invocation.reply(None, _as_remote(error))
             return
         except Exception as error:
-            if invocation.reply is None:
-                self._unhandled(error, f"handling {type(invocation.message).__name__}")
-            else:
+            if invocation.reply is not None:
                 invocation.reply(None, _as_remote(error))
+            elif isinstance(error, RefusedMessageError):  # the sender's fault, not ours
+                log.warning("%s: refused %s from %s: %s", self.endpoint_id,
+                            type(invocation.message).__name__, invocation.sender, error)
+            else:
+                self._unhandled(error, f"handling {type(invocation.message).__name__}")
             return
         if invocation.reply is None:
             return

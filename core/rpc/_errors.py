@@ -15,7 +15,14 @@ class FencingTokenMismatchError(RpcError):
     """A message carried a stale fencing token: it was meant for an earlier leader."""
 
 
-class SenderMismatchError(RpcError, PermissionError):
+class RefusedMessageError(RpcError):
+    """A well-formed message its receiver will not act on: from a sender that may not send
+    it, or about an attempt or job the receiver does not have. The asker of an ask gets it
+    as the answer; a tell's is logged and dropped, and the receiver goes on as before: a
+    hostile or late sender cannot fail what its message names."""
+
+
+class SenderMismatchError(RefusedMessageError, PermissionError):
     """A message came from someone its handler does not take it from: a TaskManager that
     speaks for another, or a role that may not make this call (broker/acl.py)."""
 

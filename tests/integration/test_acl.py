@@ -30,10 +30,12 @@ from clusterdeck.core.client.jobclient import JobClient, collected_rows
 from clusterdeck.core.config import paths
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
-from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.core.protocol.sparkwork import SparkWork
+from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from clusterdeck.core.rpc import Envelope, decode, encode
 from tests.integration.clusters import broker_kinds, running_cluster, wait_result
 from tests.integration.test_broker import CLUSTER, KINDS, RunningBroker, start_broker, stop
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 T = TypeVar("T")
@@ -482,6 +484,11 @@ class Impostor:
                             encode(envelope, self.framesize), qos=1).wait_for_publish(5)
         return correlation_id
 
+    def tell(self, endpoint: str, message: object, fencing_token: str) -> None:
+        envelope = Envelope("tell", self.name, message, fencing_token=fencing_token)
+        self.client.publish(self.layout.rpc(endpoint, self.name),
+                            encode(envelope, self.framesize), qos=1).wait_for_publish(5)
+
     def ask_raw(self, endpoint: str, type_name: str, body: object) -> str:
         """An ask whose body is whatever the caller says, as no encoder would write it."""
         correlation_id = uuid.uuid4().hex
@@ -577,3 +584,47 @@ def test_a_malformed_ask_is_answered_with_why_and_the_receiver_keeps_serving(clu
         assert hello.error and hello.error["type"] == "SenderMismatchError"  # served as ever
     finally:
         impostor.close()
+
+
+def test_a_strangers_tells_about_anothers_attempt_are_refused_and_fail_nothing(
+        cluster, tmp_path):
+    """A TaskManager login tells a running script's JobMaster about an attempt that runs
+    on another TaskManager (its Spark work, its output, a declined checkpoint), and about
+    an attempt the job never had: each is refused and logged; none fails the job, which
+    finishes as it would have."""
+    local_cluster, _ = cluster
+    script = tmp_path / "waits.py"
+    script.write_text("import time\nimport pyspark  # a PySpark script\ntime.sleep(4)\n")
+    stranger = Impostor(local_cluster, name="taskmanager-62")
+    try:
+        with JobClient(local_cluster.config, connect_timeout=30) as client:
+            job_id = client.submit(script, ())
+            attempt_id = wait_for(lambda: _running_attempt(client, job_id), 120,
+                                  "the script's attempt running")
+            fencing = _leader_token(stranger)
+            for message in (
+                    p.SparkWorkReport(job_id, SparkWork(attempt_id)),
+                    p.SparkWorkReport(job_id, SparkWork(f"{job_id}/nobody#0/a0")),
+                    p.TaskOutput(job_id, attempt_id, "stdout", "output/x", 0, "forged"),
+                    p.DeclineCheckpoint(job_id, attempt_id, "s", 1, "forged")):
+                stranger.tell(f"jobmaster.{job_id}", message, fencing)
+            result = wait_result(client, job_id, 120)
+    finally:
+        stranger.close()
+    assert result.status is JobStatus.FINISHED, result.root_cause
+
+
+def _running_attempt(client: JobClient, job_id: str) -> str | None:
+    snapshot = client.snapshot(job_id, 2)
+    if snapshot is None:
+        return None
+    subtask = snapshot.graph.vertices[0].subtasks[0]
+    return subtask.attempt_id if subtask.state is ExecutionState.RUNNING else None
+
+
+def _leader_token(impostor: Impostor) -> str:
+    leader: queue.Queue[bytes] = queue.Queue()
+    impostor.client.on_message = lambda c, u, m: leader.put(m.payload)
+    impostor.client.subscribe(impostor.layout.absolute(topics.LEADER), qos=1)
+    return decode(leader.get(timeout=DELIVERY_TIMEOUT), impostor.framesize).message \
+        .fencing_token

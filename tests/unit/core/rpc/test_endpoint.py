@@ -15,6 +15,7 @@ from clusterdeck.core.rpc import (
     Gateway,
     LocalRpcService,
     NotMainThreadError,
+    RefusedMessageError,
     RemoteError,
     RpcEndpoint,
     ServiceClosedError,
@@ -149,6 +150,35 @@ def test_an_exception_in_a_handler_reaches_the_caller_as_remote_error(service) -
     with pytest.raises(RemoteError, match="ValueError: boom") as caught:
         service.gateway(Gateway, "recorder").ask(Explode("boom")).result(5)
     assert "raise ValueError" in caught.value.remote_traceback
+
+
+class Strict(Recorder):
+    """Refuses what its sender may not say; fails (here: records) on an error of its own."""
+
+    def __init__(self) -> None:
+        super().__init__("strict")
+        self.unhandled: list[str] = []
+
+    @handler(Blob)
+    def refuse(self, msg: Blob) -> None:
+        raise RefusedMessageError(f"no attempt {msg.data}")
+
+    def on_unhandled_error(self, error: Exception, context: str) -> None:
+        self.unhandled.append(f"{context}: {error}")
+
+
+def test_a_refused_tell_is_dropped_and_fails_nothing_an_error_of_its_own_does(service) -> None:
+    """A hostile or late tell (about another's attempt) must not fail what the receiver
+    serves, as a bug of the receiver's own does; an ask hears the refusal."""
+    strict = service.start_endpoint(Strict())
+    gateway = service.gateway(Gateway, "strict")
+    gateway.tell(Blob("a0"))
+    gateway.tell(Explode("boom"))
+    assert gateway.ask(GetLog()).result(5) == LogContents(())  # both handled by now
+    assert strict.unhandled == ["handling Explode: boom"]
+    with pytest.raises(RemoteError) as refused:
+        gateway.ask(Blob("a1")).result(5)
+    assert refused.value.type_name == "RefusedMessageError"
 
 
 def test_a_stale_fencing_token_is_rejected(service) -> None:
