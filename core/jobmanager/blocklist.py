@@ -27,6 +27,9 @@ from clusterdeck.core.protocol.failures import DISK_FULL, FailureRecord
 HOST_BLAMING = frozenset({DISK_FULL})
 """Failure types that blame the TaskManager's host resources, not the task: a restart on
 the same TaskManager would meet the same full disk."""
+TOLD_AGAIN_AFTER = 5.0
+"""Seconds a block must grow by to be told again: the attempts of every slot of a full
+disk fail within moments of each other, and one event says it for all of them."""
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,8 @@ class Blocklist:
             return None  # a sibling's failure heard late: the block holds already
         self._blocks[taskmanager_id] = block
         self._schedule(self.timeout, lambda: self._expired(block))
-        self._blocked(failure, block.summary())
+        if known is None or block.until - known.until >= TOLD_AGAIN_AFTER:
+            self._blocked(failure, block.summary())
         if known is None:
             self._changed()
         return block

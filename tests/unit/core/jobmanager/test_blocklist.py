@@ -117,6 +117,16 @@ def test_a_later_failure_makes_the_block_longer_and_the_first_timer_ends_nothing
     assert FULL not in blocks
 
 
+def test_a_siblings_failure_of_the_same_moment_makes_it_longer_untold() -> None:
+    blocks, timers, recorder = blocklist()
+    blocks.failed(failure(at=1000.0))
+
+    longer = blocks.failed(failure(at=1001.0, attempt="job/source#1/a0"))
+
+    assert longer is not None and longer.until == 1001.0 + TIMEOUT
+    assert len(timers.due) == 2 and len(recorder.blocked) == 1
+
+
 def test_a_siblings_failure_heard_late_changes_nothing() -> None:
     blocks, timers, recorder = blocklist()
     blocks.failed(failure(at=1000.0))
