@@ -317,6 +317,11 @@ OPTIONS: tuple[Option, ...] = (
            "Deploy attempts into a busy slot whose vertex's tasks take less than this "
            "(one, up to 32 behind the shortest: as many as cover 100 ms), each to start "
            "on its TaskManager the moment the one before ends; 0: never."),
+    Option("jobmanager.blocklist.timeout", duration, 60.0, "A TaskManager where an "
+           "attempt failed for want of what its host lacks (a full disk: DiskFull) gets "
+           "none of the job's new work for this long while others have free slots; with "
+           "none, the work waits for the block to end. 0: never block (Flink's "
+           "cluster.resource-blocklist.item.timeout)."),
     Option("restart-strategy.type", one_of("none", "fixed-delay", "failure-rate",
                                            "exponential-delay"), "fixed-delay",
            "How a job restarts failed tasks; overridable per job."),

@@ -28,7 +28,7 @@ name it) and a consumer still needs them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -98,7 +98,7 @@ class Scheduler:
                  splits: InputSplitAssigner | None = None, *,
                  partitions_outlive_taskmanagers: bool = True,
                  failover: FailoverStrategy = "region", deploy_ahead: float = 1.0,
-                 pipelined: bool = False) -> None:
+                 pipelined: bool = False, avoid: Container[str] = frozenset()) -> None:
         if failover not in FAILOVER_STRATEGIES:
             raise ValueError(f"failover must be one of {FAILOVER_STRATEGIES}, got {failover!r}")
         self.graph = graph
@@ -120,6 +120,9 @@ class Scheduler:
         # consumer is deployed knowing where its producers run, and a failure restarts
         # everything connected to it (Flink's pipelined region).
         self.pipelined = pipelined
+        # TaskManagers the job blocked (the JobMaster's blocklist): a slot of one that
+        # frees goes back, and none is deployed into ahead; the offers come from elsewhere.
+        self.avoid = avoid
 
     @property
     def status(self) -> JobStatus:
@@ -195,6 +198,7 @@ class Scheduler:
         the next ones wait on its TaskManager, not on the JobMaster)."""
         holder = self._slots.holder(slot)
         if holder is None or self.status is not JobStatus.RUNNING \
+                or slot.taskmanager_id in self.avoid \
                 or not self._task_times.shorter_than(holder.vertex_id, self.deploy_ahead):
             return []
         queue = self._slots.queue_behind(slot)
@@ -230,7 +234,8 @@ class Scheduler:
         a round trip to the ResourceManager; back to it when nothing waits."""
         if slot is None:
             return []
-        execution = self._slots.next_waiting() if self.status is JobStatus.RUNNING else None
+        execution = self._slots.next_waiting() if self.status is JobStatus.RUNNING \
+            and slot.taskmanager_id not in self.avoid else None
         if execution is None:
             return [ReleaseSlot(slot)]
         if self.pipelined:

@@ -29,6 +29,7 @@ from clusterdeck.core.executiongraph.execution import Execution
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.executiongraph.recovery import FinishedSubtask
 from clusterdeck.core.executiongraph.scheduler import Scheduler
+from clusterdeck.core.jobmanager.blocklist import Blocklist
 from clusterdeck.core.jobmanager.checkpoints import (
     JobCheckpoints,
     SavepointFailed,
@@ -111,7 +112,13 @@ class JobMaster(FencedRpcEndpoint):
         self._split_shares: dict[str, int] = {}  # source vertex id -> bytes; set at start
         self._data_peers = DataPeers(str(work_dir))
         self.checkpoints: JobCheckpoints | None = None  # a streaming job's
-        self.slots = JobSlots(self.job_id, self.endpoint_id, resource_manager, self.run_async)
+        self.causes = CauseLinker(self._host_of, "jobmanager",
+                                  lambda line: log.info("job %s: %s", self.job_id, line))
+        self.blocklist = Blocklist(config["jobmanager.blocklist.timeout"], self.schedule,
+                                   self.causes.taskmanager_blocked,
+                                   lambda: self.slots.blocklist_changed())
+        self.slots = JobSlots(self.job_id, self.endpoint_id, resource_manager, self.run_async,
+                              self.blocklist)
         self.reconciliation = ReconciliationRounds(
             self.job_id, self.graph, self.slots, self, self._executor, config,
             self._running, self._task_state_changed, self._slots_overdue)
@@ -127,8 +134,6 @@ class JobMaster(FencedRpcEndpoint):
                                       self, self._snapshot, self._publish_retained)
         self._progress = ProgressReports(self, self._report_progress)
         self.spark_work = ScriptSparkWork()
-        self.causes = CauseLinker(self._host_of, "jobmanager",
-                                  lambda line: log.info("job %s: %s", self.job_id, line))
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -145,7 +150,8 @@ class JobMaster(FencedRpcEndpoint):
                     self._fail_for_checkpoints)
             splits = planned_splits(self.record, self.config)
             self._split_shares = fair_shares(self.record, splits)
-            scheduler = job_scheduler(self.graph, self.record, self.config, splits)
+            scheduler = job_scheduler(self.graph, self.record, self.config, splits,
+                                      self.blocklist)
         except (OSError, ValueError) as error:  # ConfigError included: bad job settings
             self._fail_before_start(error)
             return
@@ -461,6 +467,7 @@ class JobMaster(FencedRpcEndpoint):
         execution = self.graph.execution(change.attempt_id)
         slot = execution.slot if execution else None
         self.events.execution_moved(execution_event(self.job_id, change, slot))
+        self.blocklist.failed(change.failure)  # after the chain of causes took it in
         if change.new in (ExecutionState.FAILED, ExecutionState.CANCELING) \
                 and self.checkpoints is not None:
             why = f"{change.attempt_id} is {change.new}"

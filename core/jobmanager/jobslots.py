@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from clusterdeck.core.executiongraph.execution import SlotRef
+from clusterdeck.core.jobmanager.blocklist import Blocklist
 from clusterdeck.core.jobmanager.slotrequests import SlotRequestQueue
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.gateways import ResourceManagerGateway
@@ -23,10 +24,12 @@ RESOURCE_MANAGER = "resourcemanager"
 
 class JobSlots:
     def __init__(self, job_id: str, jobmaster_id: str, resource_manager: ResourceManagerGateway,
-                 post: Callable[[Callable[[], None]], None]) -> None:
+                 post: Callable[[Callable[[], None]], None], blocklist: Blocklist) -> None:
         """``post(fn)`` runs ``fn`` on the JobMaster's main thread after what its mailbox
-        holds now (``run_async``): the end of this turn."""
+        holds now (``run_async``): the end of this turn. ``blocklist``: TaskManagers whose
+        slots the job's requests avoid."""
         self.job_id = job_id
+        self.blocklist = blocklist
         self.jobmaster_id = jobmaster_id
         self.resource_manager = resource_manager
         self._post = post
@@ -57,6 +60,10 @@ class JobSlots:
         """The slot the job now holds, or None when the offer crossed a free of ours."""
         if offer.allocation_id in self._withdrawn:  # crossed our FreeSlot: no longer ours
             self._withdrawn.discard(offer.allocation_id)
+            return None
+        if offer.resource_id in self.blocklist:  # asked for before the block: ask again
+            self._send_requests(self._requests.again(offer.allocation_id))
+            self._to_resource_manager(p.FreeSlot(self.job_id, offer.allocation_id))
             return None
         self._send_requests(self._requests.answered(offer.allocation_id))
         slot = SlotRef(offer.resource_id, offer.slot_index)
@@ -103,10 +110,16 @@ class JobSlots:
             # a single request or free too large for a frame: a frame far too small to run
             send_in_halves(batch, self._send_batch)
 
+    def blocklist_changed(self) -> None:
+        """The requests out go again with the blocklist of now: those still waiting at the
+        ResourceManager take it (those it allocated meanwhile are offered as they are)."""
+        self._send_requests(self._requests.out_allocations())
+
     def _send_requests(self, allocation_ids: list[str]) -> None:
+        blocked = self.blocklist.blocked()
         for allocation_id in allocation_ids:
             self._to_resource_manager(p.RequestSlot(self.job_id, allocation_id,
-                                                    self.jobmaster_id))
+                                                    self.jobmaster_id, blocked))
 
     def _to_resource_manager(self, message: p.RequestSlot | p.FreeSlot) -> None:
         """Queued: the slot requests and frees of this turn go in one SlotRequests."""

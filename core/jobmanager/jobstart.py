@@ -8,7 +8,7 @@ JobMaster fails the job with it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -72,9 +72,10 @@ def _located(splits: list[InputSplit]) -> list[InputSplit]:
 
 
 def job_scheduler(graph: ExecutionGraph, record: JobRecord, config: Config,
-                  splits: InputSplitAssigner) -> Scheduler:
+                  splits: InputSplitAssigner, blocklist: Container[str]) -> Scheduler:
     """The job's scheduler, with the cluster's settings under the job's own restart
-    settings. Raises ValueError (a ConfigError) for bad ones."""
+    settings, avoiding the slots of the TaskManagers in ``blocklist``. Raises ValueError
+    (a ConfigError) for bad ones."""
     streaming = record.graph.kind is JobKind.STREAMING
     settings = config.with_overrides(record.restart_strategy or {})
     return Scheduler(
@@ -82,7 +83,7 @@ def job_scheduler(graph: ExecutionGraph, record: JobRecord, config: Config,
         failover=settings["jobmanager.execution.failover-strategy"],
         # a streaming task never ends: nothing may wait behind it in its slot
         deploy_ahead=settings["jobmanager.scheduler.deploy-ahead"] and not streaming,
-        pipelined=streaming)
+        pipelined=streaming, avoid=blocklist)
 
 
 def restore_finished(scheduler: Scheduler, record: JobRecord, progress: ProgressLog) -> None:

@@ -240,7 +240,7 @@ class ResourceManager(FencedRpcEndpoint):
     def slot_requests(self, batch: p.SlotRequests) -> None:
         for request in batch.requests:
             self.slots.request(PendingRequest(request.job_id, request.allocation_id,
-                                              request.jobmaster))
+                                              request.jobmaster, frozenset(request.blocked)))
         for free in batch.frees:
             self.slots.free(free.allocation_id)
         self._assign_slots()

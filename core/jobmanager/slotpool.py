@@ -21,6 +21,7 @@ class PendingRequest:
     job_id: str
     allocation_id: str
     jobmaster: str
+    blocked: frozenset[str] = frozenset()  # TaskManagers whose slots it must not get
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,10 @@ class SlotPool:
         return lost
 
     def request(self, request: PendingRequest) -> None:
+        """A new request, or one waiting asked again with its job's blocklist changed:
+        it takes the new blocklist and keeps its place."""
         if request.allocation_id not in self._allocations:
-            self._pending.setdefault(request.allocation_id, request)
+            self._pending[request.allocation_id] = request
 
     def free(self, allocation_id: str) -> None:
         """The allocation ends, or its request is withdrawn while it waits."""
@@ -84,19 +87,27 @@ class SlotPool:
         self._pending = {a: r for a, r in self._pending.items() if r.job_id != job_id}
 
     def assign(self) -> list[Allocation]:
-        """Match waiting requests with free slots, oldest request first: on TaskManagers
-        whose Spark is up before those still starting it (a task there would wait for the
-        JVM), then spreading the work (the one with most free slots first)."""
+        """Match waiting requests with free slots, oldest request first, never on a
+        TaskManager the request's job blocked (such a request waits, the younger ones go
+        on): on TaskManagers whose Spark is up before those still starting it (a task
+        there would wait for the JVM), then spreading the work (the one with most free
+        slots first)."""
         made: list[Allocation] = []
-        while self._pending:
-            slot = self._a_free_slot()
-            if slot is None:
+        free = {r: count for r in self._slots if (count := self.free_count(r)) > 0}
+        for request in list(self._pending.values()):
+            if not free:
                 break
-            request = self._pending.pop(next(iter(self._pending)))
+            slot = self._a_free_slot(free, request.blocked)
+            if slot is None:
+                continue
+            del self._pending[request.allocation_id]
             allocation = Allocation(slot, request)
             self._allocations[request.allocation_id] = allocation
             self._by_slot[slot] = request.allocation_id
             made.append(allocation)
+            free[slot.resource_id] -= 1
+            if not free[slot.resource_id]:
+                del free[slot.resource_id]
         return made
 
     def free_count(self, resource_id: str) -> int:
@@ -113,8 +124,9 @@ class SlotPool:
     def pending(self) -> int:
         return len(self._pending)
 
-    def _a_free_slot(self) -> SlotId | None:
-        candidates = [(self.free_count(r), r) for r in self._slots if self.free_count(r) > 0]
+    def _a_free_slot(self, free: dict[str, int], blocked: frozenset[str]) -> SlotId | None:
+        """``free``: free slots per TaskManager with any."""
+        candidates = [(count, r) for r, count in free.items() if r not in blocked]
         if not candidates:
             return None
         _, resource_id = max(candidates, key=lambda c: (c[1] not in self._starting, c[0],

@@ -35,6 +35,20 @@ class SlotRequestQueue:
             del self._out[attempt_id]
         return self._fill()
 
+    def again(self, allocation_id: str) -> list[str]:
+        """A slot was offered for the allocation, but the job will not use it (its
+        TaskManager was blocked since): the attempt it stood for waits again, first in
+        line. The allocation ids to request now."""
+        attempt_id = self._owner.pop(allocation_id, None)
+        if attempt_id is not None:
+            del self._out[attempt_id]
+            self._waiting = {attempt_id: None, **self._waiting}
+        return self._fill()
+
+    def out_allocations(self) -> list[str]:
+        """The allocation ids out at the ResourceManager, oldest first."""
+        return list(self._owner)
+
     def withdraw(self, attempt_id: str) -> str | None:
         """The attempt got a slot the job held. Its request, if out, now stands for the
         oldest waiting attempt; with none waiting, its allocation id is returned, to be

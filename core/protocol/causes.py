@@ -41,6 +41,7 @@ class CauseKind(StrEnum):
     CHECKPOINT_ABORTED = "checkpoint-aborted"
     RESTORED = "restored"  # from checkpoint ``checkpoint_id``; 0: from the start
     JOB_FAILED = "job-failed"
+    TASKMANAGER_BLOCKED = "taskmanager-blocked"  # the job gives it no new work a while
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,9 @@ from typing import Any
 
 TASKMANAGER_LOST = "TaskManagerLost"
 """``exception_type`` of the failure given to executions whose TaskManager was lost."""
+DISK_FULL = "DiskFull"
+"""``exception_type`` of a failure for want of space on the TaskManager's disks
+(``clusterdeck.core.taskmanager.fulldisk``); the job blocks that TaskManager a while."""
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,15 @@ from clusterdeck.core.rpc import message
 @message
 @dataclass(frozen=True)
 class RequestSlot:
-    """JobMaster -> ResourceManager (tell): answered later by an OfferSlot."""
+    """JobMaster -> ResourceManager (tell): answered later by an OfferSlot. ``blocked``:
+    TaskManagers the job blocked (``clusterdeck.core.jobmanager.blocklist``), none of whose
+    slots may answer it. Sent again with the same allocation id when the job's blocklist
+    changes: a request still waiting takes the new one and keeps its place."""
 
     job_id: str
     allocation_id: str
     jobmaster: str
+    blocked: tuple[str, ...] = ()
 
 
 @message

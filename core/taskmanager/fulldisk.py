@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-DISK_FULL = "DiskFull"  # the failure's exception type
+from clusterdeck.core.protocol.failures import DISK_FULL
+
 # strerror(ENOSPC) and (EDQUOT), as Python, the JVM and Hadoop write them into messages
 _NO_SPACE = ("No space left on device", "Disk quota exceeded")
 # A disk with less than this free when the attempt failed is the full one: an attempt's

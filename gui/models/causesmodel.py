@@ -34,7 +34,8 @@ KIND_WORDS = {CauseKind.TASKMANAGER_LOST: "TaskManager lost",
               CauseKind.JOB_RESTARTED: "Job restarted",
               CauseKind.CHECKPOINT_ABORTED: "Checkpoint aborted",
               CauseKind.RESTORED: "Restored",
-              CauseKind.JOB_FAILED: "Job failed"}
+              CauseKind.JOB_FAILED: "Job failed",
+              CauseKind.TASKMANAGER_BLOCKED: "TaskManager blocked"}
 NO_CHAIN = "No failover yet: nothing to link."
 
 

@@ -26,7 +26,8 @@ import pytest
 from clusterdeck.core.client.jobclient import JobClient, collected_rows
 from clusterdeck.core.client.localcluster import LocalCluster
 from clusterdeck.core.protocol import messages as p
-from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.core.protocol.causes import CauseKind
+from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from tests.integration.clusters import (
     FAST_HEARTBEATS,
     ClusterWatcher,
@@ -63,6 +64,7 @@ TASKMANAGER_CONFIG = {**FAST_HEARTBEATS, "heartbeat.interval": 0.5, "heartbeat.t
 RESTARTS = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 10,
             "restart-strategy.fixed-delay.delay": 0.2}
 DELAY, LOSS = 0.2, 5
+BLOCKED_FOR = 60.0  # jobmanager.blocklist.timeout's default: a full disk's TaskManager
 JOBMANAGER_CUT = 10.0  # seconds: past the JobManager's heartbeat timeout (4 s) twice
 
 
@@ -242,31 +244,48 @@ def filled_work_dir(taskmanager: NamespacedTaskManager, work: Path) -> Iterator[
         _in_namespace_of(taskmanager, f"umount -l '{work}'")
 
 
-def test_a_taskmanagers_full_work_dir_is_named_and_nothing_stored_is_lost(
+def test_a_taskmanagers_full_work_dir_is_named_blocked_and_nothing_stored_is_lost(
         cluster: Cluster, client: JobClient, tmp_path: Path) -> None:
     """The first TaskManager's work dirs on a small tmpfs, filled: its attempts fail with
     a cause naming its work dir as full (not their producers, not a bare ENOSPC), the job
-    ends on the other one or fails with that cause; emptied, a word count on both is
-    exact, and an earlier job's result still reads the same."""
+    blocks it (an event in its chain of causes says until when) and ends exactly on the
+    other one; emptied, a word count on both is exact, and an earlier job's result still
+    reads the same."""
     earlier = _word_count(client, tmp_path)
     earlier_rows = dict(collected_rows(client.result(earlier)))
-    full = cluster.taskmanagers[0]
+    full, other = cluster.taskmanagers
     work = cluster.local.cluster_dir / "work"
     with filled_work_dir(full, work):
         source, expected = words_file(tmp_path)
+        started = time.monotonic()
         job_id = client.submit(EXAMPLES / "wordcount.py", [source, "4"],
                                restart_strategy=RESTARTS)
         result = wait_result(client, job_id, 240)
-        failures = _failures(client, job_id)
+        took = time.monotonic() - started
+        snapshot = client.snapshot(job_id, timeout=5.0)
+    assert snapshot is not None
+    failures = list(snapshot.graph.failures)
     named = [f for f in failures if f.failure.exception_type == "DiskFull"]
     assert named, [f.failure.message for f in failures]
     assert all(f"TaskManager {full.id}'s work dir {work}" in f.failure.message
                and "is full" in f.failure.message for f in named), named[0].failure.message
     assert not any(f.failure.exception_type == "PartitionNotFound" for f in failures)
-    if result.status is JobStatus.FINISHED:
-        assert dict(collected_rows(result)) == expected
-    else:
-        assert "DiskFull" in _why(result), _why(result)
+    assert result.status is JobStatus.FINISHED, _why(result)
+    assert dict(collected_rows(result)) == expected
+    chain = snapshot.graph.causes
+    blocks = [e for e in (chain.events if chain else ())
+              if e.kind is CauseKind.TASKMANAGER_BLOCKED]
+    assert blocks and all(e.taskmanager_id == full.id for e in blocks), chain
+    assert f"TaskManager {full.id} blocked until " in blocks[0].summary, blocks[0].summary
+    assert "DiskFull" in blocks[0].summary, blocks[0].summary
+    deployed = [(a.state_timestamps.get(ExecutionState.DEPLOYING, 0.0), a.slot.taskmanager_id,
+                 a.state) for v in snapshot.graph.vertices for s in v.subtasks
+                for a in s.attempts if a.slot is not None]
+    blocked_from = min(e.at for e in blocks)
+    assert all(tm == other.id for at, tm, _ in deployed
+               if blocked_from < at < blocked_from + BLOCKED_FOR), deployed
+    print(f"full disk: FINISHED in {took:.1f} s, {len(named)} DiskFull failure(s), "
+          f"{len(blocks)} block(s) of {full.id}")
     _word_count(client, tmp_path)
     assert dict(collected_rows(client.result(earlier))) == earlier_rows
 

@@ -1,0 +1,98 @@
+"""The TaskManagers one job stops choosing for a while, after Flink's BlocklistHandler
+(``cluster.resource-blocklist.item.timeout``).
+
+An attempt that failed for want of something its TaskManager's host lacks (a full work
+dir: ``DiskFull``) fails again on that TaskManager: a restart there only counts down the
+restart strategy. The TaskManager is blocked for ``jobmanager.blocklist.timeout``: the job's
+slot requests carry the blocked ids (the ResourceManager offers none of their slots), a
+slot of a blocked TaskManager the job held goes back rather than to a waiting attempt, and
+an offer made before the block is handed back and asked for again. When no other
+TaskManager has a slot, the requests wait for the block to end, then go to the blocked one
+again: the wait is bounded by the timeout, the failures that follow by the restart
+strategy.
+
+Only causes that blame the host block it; a failure of the task's own code does not. State
+of the JobMaster's main thread: blocks start on a failure and end by the JobMaster's timer,
+so nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from clusterdeck.core.protocol.failures import DISK_FULL, FailureRecord
+
+HOST_BLAMING = frozenset({DISK_FULL})
+"""Failure types that blame the TaskManager's host resources, not the task: a restart on
+the same TaskManager would meet the same full disk."""
+TOLD_AGAIN_AFTER = 5.0
+"""Seconds a block must grow by to be told again: the attempts of every slot of a full
+disk fail within moments of each other, and one event says it for all of them."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """``taskmanager_id`` is not chosen until ``until`` (wall time, as the failure's) because
+    an attempt failed there with ``cause``."""
+
+    taskmanager_id: str
+    cause: str
+    reason: str
+    until: float
+
+    def summary(self) -> str:
+        until = datetime.fromtimestamp(self.until, UTC).strftime("%H:%M:%S UTC")
+        return (f"TaskManager {self.taskmanager_id} blocked until {until}: no new work "
+                f"there while others have slots, after {self.cause}: {self.reason}")
+
+
+class Blocklist:
+    def __init__(self, timeout: float, schedule: Callable[[float, Callable[[], None]], object],
+                 blocked: Callable[[FailureRecord, str], None],
+                 changed: Callable[[], None]) -> None:
+        """``schedule(delay, fn)`` runs ``fn`` on the JobMaster's main thread later;
+        ``blocked(failure, summary)`` tells the job's observers of a new or longer block
+        (the job's chain of causes); ``changed()`` after a block starts or ends (the slot
+        requests out go again)."""
+        self.timeout = timeout
+        self._schedule = schedule
+        self._blocked = blocked
+        self._changed = changed
+        self._blocks: dict[str, Block] = {}
+
+    def failed(self, failure: FailureRecord | None) -> Block | None:
+        """An attempt moved, with its failure if it failed: its TaskManager is blocked
+        (again, for longer) if the cause blames the host; the new block, or None."""
+        if failure is None:
+            return None
+        taskmanager_id = failure.taskmanager_id
+        if failure.exception_type not in HOST_BLAMING or not taskmanager_id \
+                or self.timeout <= 0:
+            return None
+        block = Block(taskmanager_id, failure.exception_type, failure.message,
+                      failure.timestamp + self.timeout)
+        known = self._blocks.get(taskmanager_id)
+        if known is not None and known.until >= block.until:
+            return None  # a sibling's failure heard late: the block holds already
+        self._blocks[taskmanager_id] = block
+        self._schedule(self.timeout, lambda: self._expired(block))
+        if known is None or block.until - known.until >= TOLD_AGAIN_AFTER:
+            self._blocked(failure, block.summary())
+        if known is None:
+            self._changed()
+        return block
+
+    def __contains__(self, taskmanager_id: object) -> bool:
+        """Whether no new work should go to the TaskManager now."""
+        return taskmanager_id in self._blocks
+
+    def blocked(self) -> tuple[str, ...]:
+        """The blocked TaskManagers, in the order they were blocked."""
+        return tuple(self._blocks)
+
+    def _expired(self, block: Block) -> None:
+        if self._blocks.get(block.taskmanager_id) is block:  # not extended since
+            del self._blocks[block.taskmanager_id]
+            self._changed()

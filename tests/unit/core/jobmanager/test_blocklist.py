@@ -1,0 +1,291 @@
+"""A job's blocklist: a TaskManager whose host failed an attempt (a full disk) gets none of
+the job's new work for a while, from the ResourceManager's pool, from the job's own slots
+or from offers made before the block, and gets it again when the block ends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from clusterdeck.core.executiongraph import DeployTask, ReleaseSlot, SlotRef
+from clusterdeck.core.executiongraph import ExecutionState as S
+from clusterdeck.core.executiongraph.causes import CauseLinker
+from clusterdeck.core.jobmanager.blocklist import Blocklist
+from clusterdeck.core.jobmanager.jobslots import JobSlots
+from clusterdeck.core.jobmanager.slotpool import PendingRequest, SlotPool
+from clusterdeck.core.jobmanager.slotrequests import SlotRequestQueue
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.causes import CauseKind
+from clusterdeck.core.protocol.failures import DISK_FULL, FailureRecord, TaskFailure
+from tests.unit.core.executiongraph.helpers import Harness, word_count
+
+FULL = "tm-full"
+TIMEOUT = 60.0
+
+
+class Timers:
+    """The JobMaster's ``schedule``, run by hand."""
+
+    def __init__(self) -> None:
+        self.due: list[tuple[float, Callable[[], None]]] = []
+
+    def schedule(self, delay: float, fn: Callable[[], None]) -> None:
+        self.due.append((delay, fn))
+
+    def run_all(self) -> None:
+        due, self.due = self.due, []
+        for _, fn in due:
+            fn()
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.blocked: list[tuple[FailureRecord, str]] = []
+        self.changes = 0
+
+    def told(self, failure: FailureRecord, summary: str) -> None:
+        self.blocked.append((failure, summary))
+
+    def changed(self) -> None:
+        self.changes += 1
+
+
+def failure(exception_type: str = DISK_FULL, taskmanager_id: str | None = FULL,
+            at: float = 1000.0, attempt: str = "job/source#0/a0") -> FailureRecord:
+    return FailureRecord(attempt, "source", 0, 0, taskmanager_id,
+                         TaskFailure(exception_type, f"TaskManager {taskmanager_id}'s work "
+                                     "dir /w is full (0 bytes free)"), at)
+
+
+def blocklist(timeout: float = TIMEOUT) -> tuple[Blocklist, Timers, Recorder]:
+    timers, recorder = Timers(), Recorder()
+    return Blocklist(timeout, timers.schedule, recorder.told, recorder.changed), timers, \
+        recorder
+
+
+# -- the blocklist ---------------------------------------------------------------------------
+
+def test_a_full_disk_blocks_its_taskmanager_for_the_timeout_and_says_so() -> None:
+    blocks, timers, recorder = blocklist()
+
+    block = blocks.failed(failure(at=1000.0))
+
+    assert block is not None and block.until == 1000.0 + TIMEOUT
+    assert FULL in blocks and blocks.blocked() == (FULL,)
+    assert [delay for delay, _ in timers.due] == [TIMEOUT]
+    (_, summary), = recorder.blocked
+    assert summary.startswith(f"TaskManager {FULL} blocked until 00:17:40 UTC")
+    assert "DiskFull" in summary and "work dir /w is full" in summary
+    assert recorder.changes == 1
+
+
+def test_the_block_ends_with_its_timer() -> None:
+    blocks, timers, recorder = blocklist()
+    blocks.failed(failure())
+
+    timers.run_all()
+
+    assert FULL not in blocks and blocks.blocked() == ()
+    assert recorder.changes == 2  # started, ended: the requests out go again each time
+
+
+def test_a_failure_of_the_tasks_own_does_not_block() -> None:
+    blocks, timers, recorder = blocklist()
+
+    assert blocks.failed(failure("ValueError")) is None
+    assert blocks.failed(None) is None
+    assert blocks.failed(failure(taskmanager_id=None)) is None
+    assert blocks.blocked() == () and not timers.due and not recorder.blocked
+
+
+def test_a_timeout_of_zero_never_blocks() -> None:
+    blocks, _, _ = blocklist(timeout=0.0)
+
+    assert blocks.failed(failure()) is None and FULL not in blocks
+
+
+def test_a_later_failure_makes_the_block_longer_and_the_first_timer_ends_nothing() -> None:
+    blocks, timers, recorder = blocklist()
+    blocks.failed(failure(at=1000.0))
+    (_, first), = timers.due
+
+    longer = blocks.failed(failure(at=1030.0))
+    first()
+
+    assert longer is not None and longer.until == 1030.0 + TIMEOUT
+    assert FULL in blocks and len(recorder.blocked) == 2 and recorder.changes == 1
+    timers.due[-1][1]()
+    assert FULL not in blocks
+
+
+def test_a_siblings_failure_of_the_same_moment_makes_it_longer_untold() -> None:
+    blocks, timers, recorder = blocklist()
+    blocks.failed(failure(at=1000.0))
+
+    longer = blocks.failed(failure(at=1001.0, attempt="job/source#1/a0"))
+
+    assert longer is not None and longer.until == 1001.0 + TIMEOUT
+    assert len(timers.due) == 2 and len(recorder.blocked) == 1
+
+
+def test_a_siblings_failure_heard_late_changes_nothing() -> None:
+    blocks, timers, recorder = blocklist()
+    blocks.failed(failure(at=1000.0))
+
+    assert blocks.failed(failure(at=990.0, attempt="job/source#1/a0")) is None
+    assert len(timers.due) == 1 and len(recorder.blocked) == 1
+
+
+def test_the_block_goes_under_its_failure_in_the_chain_of_causes() -> None:
+    causes = CauseLinker(lambda _attempt: FULL, "jobmanager", lambda _line: None)
+    record = failure()
+    causes.observe([], [record], None)
+
+    causes.taskmanager_blocked(record, "TaskManager tm-full blocked until 00:17:40 UTC")
+
+    chain = causes.chain()
+    assert chain is not None
+    failed, blocked = chain.events
+    assert failed.kind is CauseKind.ATTEMPT_FAILED
+    assert (blocked.kind, blocked.cause_id, blocked.taskmanager_id) == (
+        CauseKind.TASKMANAGER_BLOCKED, failed.id, FULL)
+
+
+# -- the ResourceManager's pool --------------------------------------------------------------
+
+def request(n: int, blocked: frozenset[str] = frozenset()) -> PendingRequest:
+    return PendingRequest("job", f"alloc-{n}", "jobmaster.job", blocked)
+
+
+def test_a_request_gets_no_slot_of_a_taskmanager_its_job_blocked() -> None:
+    pool = SlotPool()
+    pool.add_taskmanager(FULL, 4)
+    pool.add_taskmanager("tm-ok", 1)
+    pool.request(request(0, frozenset({FULL})))
+
+    (made,) = pool.assign()
+
+    assert made.slot.resource_id == "tm-ok"
+
+
+def test_a_blocked_request_waits_while_a_younger_one_goes_on() -> None:
+    pool = SlotPool()
+    pool.add_taskmanager(FULL, 1)
+    pool.request(request(0, frozenset({FULL})))
+    pool.request(request(1))
+
+    (made,) = pool.assign()
+
+    assert (made.request.allocation_id, made.slot.resource_id) == ("alloc-1", FULL)
+    assert pool.pending == 1
+
+
+def test_a_request_asked_again_without_the_block_takes_the_slot_in_its_place() -> None:
+    pool = SlotPool()
+    pool.add_taskmanager(FULL, 1)
+    pool.request(request(0, frozenset({FULL})))
+    pool.request(request(1, frozenset({FULL})))
+    assert pool.assign() == []
+
+    pool.request(request(0))  # the block ended: the JobMaster sends its requests again
+    pool.request(request(1))
+
+    (made,) = pool.assign()
+    assert made.request.allocation_id == "alloc-0"
+
+
+# -- the job's slot requests -----------------------------------------------------------------
+
+def test_an_offer_refused_sends_its_attempt_first_in_line_again() -> None:
+    queue = SlotRequestQueue(limit=1)
+    (first,) = queue.add("a0")
+    assert queue.add("a1") == []
+
+    (again,) = queue.again(first)
+
+    assert again.startswith("a0/") and again != first
+    assert queue.out_allocations() == [again] and queue.waiting == 1
+
+
+class ResourceManager:
+    def __init__(self) -> None:
+        self.batches: list[p.SlotRequests] = []
+
+    def slot_requests(self, batch: p.SlotRequests) -> None:
+        self.batches.append(batch)
+
+    def release_job_slots(self, _request: p.ReleaseJobSlots) -> None:
+        pass
+
+    def take(self) -> tuple[list[p.RequestSlot], list[p.FreeSlot]]:
+        requests = [r for batch in self.batches for r in batch.requests]
+        frees = [f for batch in self.batches for f in batch.frees]
+        self.batches.clear()
+        return requests, frees
+
+
+def job_slots() -> tuple[JobSlots, Blocklist, Timers, ResourceManager]:
+    timers, recorder, resource_manager = Timers(), Recorder(), ResourceManager()
+    holder: list[JobSlots] = []
+    blocks = Blocklist(TIMEOUT, timers.schedule, recorder.told,
+                       lambda: holder[0].blocklist_changed())
+    slots = JobSlots("job", "jobmaster.job", resource_manager,  # type: ignore[arg-type]
+                     lambda _fn: None, blocks)
+    holder.append(slots)
+    return slots, blocks, timers, resource_manager
+
+
+def offer(allocation_id: str, taskmanager_id: str) -> p.OfferSlot:
+    return p.OfferSlot(allocation_id, taskmanager_id, f"taskexecutor.{taskmanager_id}",
+                       "host", 0)
+
+
+def test_requests_carry_the_blocklist_and_go_again_when_it_changes() -> None:
+    slots, blocks, timers, resource_manager = job_slots()
+    slots.request("job/source#0/a0")
+    slots.send()
+    (sent,), _ = resource_manager.take()
+    assert sent.blocked == ()
+
+    blocks.failed(failure())
+    slots.send()
+    (again,), _ = resource_manager.take()
+    timers.run_all()
+    slots.send()
+    (after,), _ = resource_manager.take()
+
+    assert again.allocation_id == sent.allocation_id and again.blocked == (FULL,)
+    assert after.allocation_id == sent.allocation_id and after.blocked == ()
+
+
+def test_an_offer_of_a_blocked_taskmanager_is_handed_back_and_asked_for_again() -> None:
+    slots, blocks, _, resource_manager = job_slots()
+    slots.request("job/source#0/a0")
+    slots.send()
+    (sent,), _ = resource_manager.take()
+    blocks.failed(failure())
+    slots.send()
+    resource_manager.take()
+
+    assert slots.offered(offer(sent.allocation_id, FULL)) is None
+    slots.send()
+    (asked,), (freed,) = resource_manager.take()
+
+    assert freed.allocation_id == sent.allocation_id
+    assert asked.allocation_id != sent.allocation_id and asked.blocked == (FULL,)
+    assert not slots.knows(FULL)
+    assert slots.offered(offer(asked.allocation_id, "tm-ok")) == SlotRef("tm-ok", 0)
+
+
+# -- the scheduler ---------------------------------------------------------------------------
+
+def test_a_slot_of_a_blocked_taskmanager_goes_back_rather_than_to_a_waiting_attempt() -> None:
+    harness = Harness(word_count(sources=1, reducers=1), slots={FULL: 1},
+                      avoid=frozenset({FULL}))
+    harness.start()
+    harness.grant_slots()
+
+    out = harness.report(harness.attempt("source", 0), S.FINISHED)
+
+    assert ReleaseSlot(SlotRef(FULL, 0)) in out
+    assert not [d for d in out if isinstance(d, DeployTask)]
+    assert harness.state("reduce", 0) is S.SCHEDULED
