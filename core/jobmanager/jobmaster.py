@@ -316,10 +316,13 @@ class JobMaster(FencedRpcEndpoint):
         self._execute(out, carried_by)
         return [i.reason for i in out if isinstance(i, ins.Rejected)]
 
-    def _check_attempt_host(self, attempt_id: str) -> None:
+    def _check_attempt_host(self, attempt_id: str, known: bool = False) -> None:
         """Only the TaskManager an attempt was deployed to speaks for it (when the
-        transport vouches for the sender: ``self.sender``)."""
+        transport vouches for the sender: ``self.sender``); ``known``: and only of an
+        attempt this job has."""
         execution = self.graph.execution(attempt_id)
+        if execution is None and known:
+            raise RefusedMessageError(f"{attempt_id} is no attempt of job {self.job_id}")
         host = execution.taskmanager_id if execution is not None else None
         if self.sender is not None and host is not None and host != self.sender:
             raise SenderMismatchError(f"attempt {attempt_id} runs on {host}, not on "
@@ -329,10 +332,7 @@ class JobMaster(FencedRpcEndpoint):
     def task_output(self, output: p.TaskOutput) -> None:
         """Pass what a running script printed on to its submitter, if it is one of this
         job's attempts, from the TaskManager running it, into one of its output files."""
-        if self.graph.execution(output.attempt_id) is None:
-            raise RefusedMessageError(f"output of {output.attempt_id}, no attempt of job "
-                                      f"{self.job_id}")
-        self._check_attempt_host(output.attempt_id)
+        self._check_attempt_host(output.attempt_id, known=True)
         self.rpc_service.publish(topics.job_output(self.job_id),
                                  relayed_output(self.job_id, output, self.work_dir))
 
@@ -340,17 +340,8 @@ class JobMaster(FencedRpcEndpoint):
     def spark_work_report(self, report: p.SparkWorkReport) -> None:
         """A script attempt's Spark jobs, for the job's snapshot and progress. One that is
         refused is logged, not failed: it costs the job its Spark view, not its run."""
-        attempt_id = report.work.attempt_id
-        if self.graph.execution(attempt_id) is None:
-            raise RefusedMessageError(f"Spark work of {attempt_id}, no attempt of job "
-                                      f"{self.job_id}")
-        self._check_attempt_host(attempt_id)
-        try:
-            changed = self.spark_work.reported(report.work)
-        except ValueError as error:
-            log.warning("job %s: Spark work of %s refused: %s", self.job_id, attempt_id, error)
-            return
-        if changed:
+        self._check_attempt_host(report.work.attempt_id, known=True)
+        if self.spark_work.reported(report.work):
             self.snapshots.schedule()
             self._progress.soon()
 

@@ -13,6 +13,7 @@ Main thread of the JobMaster only.
 from __future__ import annotations
 
 from clusterdeck.core.protocol.sparkwork import SparkWork, check_spark_work
+from clusterdeck.core.rpc import RefusedMessageError
 
 ATTEMPTS_KEPT = 3
 
@@ -22,9 +23,12 @@ class ScriptSparkWork:
         self._work: dict[str, SparkWork] = {}  # by attempt id, oldest attempt first
 
     def reported(self, work: SparkWork) -> bool:
-        """Keep ``work`` if it is newer than what is kept; True when it was. ValueError for
-        a report no honest TaskManager sends."""
-        check_spark_work(work)
+        """Keep ``work`` if it is newer than what is kept; True when it was.
+        RefusedMessageError for a report no honest TaskManager sends."""
+        try:
+            check_spark_work(work)
+        except ValueError as error:
+            raise RefusedMessageError(f"Spark work of {work.attempt_id}: {error}") from error
         kept = self._work.get(work.attempt_id)
         if kept is not None and kept.reports >= work.reports:
             return False

@@ -15,6 +15,7 @@ from clusterdeck.core.protocol.sparkwork import (
     SparkStageStatus,
     SparkWork,
 )
+from clusterdeck.core.rpc import RefusedMessageError
 
 JOB = SparkJob(0, "count at job.py:3", "", SparkJobStatus.RUNNING, (1,))
 STAGE = SparkStage(1, 0, 0, "count at job.py:3", SparkStageStatus.COMPLETE, 4, done=4)
@@ -42,7 +43,7 @@ def test_only_the_last_attempts_are_kept() -> None:
 
 def test_a_hostile_report_is_refused_and_changes_nothing() -> None:
     book = ScriptSparkWork()
-    with pytest.raises(ValueError):
+    with pytest.raises(RefusedMessageError, match="more Spark jobs"):
         book.reported(replace(work(0, 1), jobs=(JOB,) * (JOBS_KEPT + 1)))
     assert book.snapshot() == ()
 
