@@ -102,6 +102,18 @@ def split_job_args(argv: list[str]) -> tuple[list[str], list[str]]:
     return argv[:index], argv[index + 1:]
 
 
+def unrecognized(command: str, unknown: list[str], argv: list[str]) -> str:
+    """argparse's complaint, and for a job's command the way to pass its arguments:
+    spark-submit takes everything after the script as the script's, clusterdeck takes
+    them after a ``--`` (so that its own options may follow the file)."""
+    complaint = f"unrecognized arguments: {' '.join(unknown)}"
+    if command not in ("submit", "run", "rescale") or "--" in argv:
+        return complaint
+    rest = [a for a in argv if a not in unknown]
+    return (f"{complaint} (a job's own arguments follow a --: clusterdeck "
+            f"{' '.join([*rest, '--', *unknown])})")
+
+
 def _job_args(args: argparse.Namespace) -> list[str]:
     return list(getattr(args, "job_args", []))
 

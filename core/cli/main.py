@@ -34,6 +34,7 @@ from clusterdeck.core.cli.jobcommands import (
     cmd_stop,
     cmd_submit,
     split_job_args,
+    unrecognized,
 )
 from clusterdeck.core.cli.profilecommands import add_profile_command, cmd_profile
 from clusterdeck.core.cli.recordcommands import add_record_commands, cmd_record, cmd_recorder
@@ -203,7 +204,9 @@ def _run(arguments: list[str]) -> int:
         return EXIT_USAGE
     parser = build_parser()
     own, job_args = split_job_args(arguments)
-    args = parser.parse_args(own)
+    args, unknown = parser.parse_known_args(own)
+    if unknown:
+        parser.error(unrecognized(args.command, unknown, arguments))
     args.job_args = job_args
     try:
         config = effective_config(args)

@@ -66,3 +66,17 @@ def test_stop_takes_a_savepoint_only_when_asked():
     assert build_parser().parse_args(["stop", "j1"]).savepoint is False
     assert build_parser().parse_args(["stop", "j1", "--savepoint"]).savepoint is True
     assert build_parser().parse_args(["savepoint", "j1", "--timeout", "5"]).timeout == 5.0
+
+
+def test_a_scripts_arguments_without_a_separator_are_refused_saying_how(capsys):
+    """spark-submit takes everything after the script as the script's; clusterdeck's own
+    options may follow the file, so the script's come after a --, and the refusal says so
+    with the command line that works."""
+    from clusterdeck.core.cli.main import main
+    with pytest.raises(SystemExit) as usage:
+        main(["submit", "pagerank.py", "links.txt", "10"])
+    assert usage.value.code == 2
+    assert "clusterdeck submit pagerank.py -- links.txt 10" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["status", "--bogus"])
+    assert "follow a --" not in capsys.readouterr().err
