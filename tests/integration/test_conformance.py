@@ -4,8 +4,6 @@ and the same stdout. The full table is in docs/conformance.md."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from benchmarks import conformance
@@ -22,10 +20,10 @@ FAILING = "sql/basic.py"
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    """One ``clusterdeck up`` for the module, stopped (every process) also on failure."""
-    with Cluster() as running:
-        yield running
+def cluster(up_cluster: Cluster) -> Cluster:
+    """``clusterdeck up`` as a user runs it (tests/integration/conftest.py), shared with
+    test_script_parity.py."""
+    return up_cluster
 
 
 @pytest.mark.integration

@@ -1,10 +1,11 @@
 """Standby JobManagers (docs/ha.md), on a real cluster with two JobManagers per mode.
 
 ``local``: the standby waits on the leader lock; ``zookeeper``: on the election of the
-cluster's own ZooKeeper server. The leader is killed with SIGKILL while a batch job runs:
-a standby must lead within the bound, the job finish with the exact result, and the
-``clusterdeck submit`` that submitted it exit 0 without anyone trying again. The takeover times
-are printed (run with -s to read them).
+cluster's own ZooKeeper server. The leader is killed with SIGKILL while a job runs (a
+batch job in local mode, a streaming one in zookeeper mode): a standby must lead within
+the bound, the job finish with the exact result, and the ``clusterdeck submit`` that
+submitted it exit 0 without anyone trying again. The takeover times are printed (run with
+-s to read them).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -80,7 +81,38 @@ def overview(client: JobClient) -> p.ClusterOverview | None:
 
 def test_a_standby_takes_over_from_a_killed_leader_and_the_job_finishes_exactly(
         cluster: RunningCluster, client: JobClient, tmp_path: Path) -> None:
+    """A batch job, kill -9 of the leader while it maps. In ha.mode local only: a
+    takeover in ha.mode zookeeper, with every check of ``submit_through_a_takeover``, is
+    the streaming test's below, and the new leader recovers a job the same way in either
+    mode (only the election differs; the batch job's recovery under a zookeeper election
+    is also the ZooKeeper-kill test's)."""
     local_cluster, watcher = cluster
+    if local_cluster.config["ha.mode"] != "local":
+        pytest.skip("the takeover in ha.mode zookeeper is the streaming test's")
+    marks = tmp_path / "marks.txt"
+    job_file = tmp_path / "slow_sums.py"
+    job_file.write_text(SLOW_SUMS.format(marks=str(marks)))
+    job_id = submit_through_a_takeover(
+        cluster, client, tmp_path, [str(job_file)],
+        lambda: marks.exists() and len(marks.read_text().split()) >= 4,
+        "the job's first records mapped")
+    result = client.result(job_id)
+    assert result.status == JobStatus.FINISHED, result.root_cause
+    assert dict(collected_rows(result)) == EXPECTED_SUMS
+    # The killed JobManager, started again by its supervisor, stands by.
+    wait_for(lambda: (o := overview(client)) and len(o.standbys) == 1, 60,
+             "the restarted JobManager standing by")
+    watcher.wait_registered(["taskmanager-1", "taskmanager-2"], timeout=60)
+
+
+def submit_through_a_takeover(cluster: RunningCluster, client: JobClient, tmp_path: Path,
+                              submit_args: list[str], started: Callable[[], object],
+                              what: str) -> str:
+    """``clusterdeck submit`` of a job, kill -9 of the leader once ``started()``: a standby
+    leads within the bound, having won the mode's election, the recording tells the
+    takeover, and the submitting command follows the new leader on its own and exits 0.
+    The job's id."""
+    local_cluster, _watcher = cluster
     mode = local_cluster.config["ha.mode"]
     first = wait_for(lambda: (o := overview(client)) and len(o.standbys) == 1 and o, 60,
                      "a leader with one standby")
@@ -89,19 +121,13 @@ def test_a_standby_takes_over_from_a_killed_leader_and_the_job_finishes_exactly(
     jobmanagers = {local_cluster.supervisor.info(name).pid
                    for name in local_cluster.jobmanager_names()}
     assert old.pid in jobmanagers
-
-    marks = tmp_path / "marks.txt"
-    job_file = tmp_path / "slow_sums.py"
-    job_file.write_text(SLOW_SUMS.format(marks=str(marks)))
     output = tmp_path / "submit.out"
     with output.open("wb") as sink:
         submit = subprocess.Popen(clusterdeck("submit", "--cluster", local_cluster.cluster_id,
-                                              str(job_file)), stdout=sink, stderr=sink)
+                                              *submit_args), stdout=sink, stderr=sink)
     try:
-        wait_for(lambda: marks.exists() and len(marks.read_text().split()) >= 4, 180,
-                 "the job's first records mapped")
+        wait_for(started, 180, what)
         took_over = kill_the_leader(client, old, mode)
-        # The submitting command follows the new leader on its own and exits 0.
         assert submit.wait(240) == 0, output.read_text()
     finally:
         if submit.poll() is None:
@@ -116,13 +142,7 @@ def test_a_standby_takes_over_from_a_killed_leader_and_the_job_finishes_exactly(
     assert serving.standbys == () or all(str(new.pid) not in s for s in serving.standbys)
     submitted = re.search(r"job (\S+) submitted", output.read_text())
     assert submitted, output.read_text()
-    result = client.result(submitted.group(1))
-    assert result.status == JobStatus.FINISHED, result.root_cause
-    assert dict(collected_rows(result)) == EXPECTED_SUMS
-    # The killed JobManager, started again by its supervisor, stands by.
-    wait_for(lambda: (o := overview(client)) and len(o.standbys) == 1, 60,
-             "the restarted JobManager standing by")
-    watcher.wait_registered(["taskmanager-1", "taskmanager-2"], timeout=60)
+    return submitted.group(1)
 
 
 def kill_the_leader(client: JobClient, old: p.LeaderInfo,
@@ -145,23 +165,20 @@ def kill_the_leader(client: JobClient, old: p.LeaderInfo,
 
 def test_a_streaming_job_continues_exactly_once_across_a_takeover(
         cluster: RunningCluster, client: JobClient, tmp_path: Path) -> None:
-    """test_streaming's keyed window count, kill -9 of the leader once windows are
-    committed: the new leader resumes every subtask from the last completed checkpoint,
-    and the committed output is the undisturbed run's, each window once. In ha.mode
-    zookeeper only: the new leader finds the job store and the checkpoints the same way
-    in either mode (only the election differs), and a takeover in local mode is the
-    batch test's above."""
+    """test_streaming's keyed window count, submitted with ``clusterdeck submit``, kill -9
+    of the leader once windows are committed: the takeover as the batch test checks it,
+    and the new leader resumes every subtask from the last completed checkpoint, so the
+    committed output is the undisturbed run's, each window once. In ha.mode zookeeper
+    only: the new leader finds the job store and the checkpoints the same way in either
+    mode (only the election differs), and a takeover in local mode is the batch test's
+    above."""
     local_cluster, watcher = cluster
-    mode = local_cluster.config["ha.mode"]
-    if mode != "zookeeper":
+    if local_cluster.config["ha.mode"] != "zookeeper":
         pytest.skip("the resume after a takeover is the same in ha.mode local")
-    wait_for(lambda: (o := overview(client)) and len(o.standbys) == 1, 60,
-             "a leader with one standby")
-    old = leader(client)
     out = tmp_path / "out"
-    job_id = client.submit(WINDOWS, (str(out), "6000", "500", "2"))
-    wait_for(lambda: len(committed(out)) >= 20, 120, "some windows committed")
-    kill_the_leader(client, old, mode)
+    job_id = submit_through_a_takeover(
+        cluster, client, tmp_path, [str(WINDOWS), "--", str(out), "6000", "500", "2"],
+        lambda: len(committed(out)) >= 20, "some windows committed")
     result = wait_result(client, job_id, 240)
     assert result.status == JobStatus.FINISHED, described(result)
     assert committed(out) == windows_expected(6000)

@@ -150,15 +150,20 @@ def test_a_script_that_changes_directory_moves_neither_the_process_nor_the_next_
 
 
 STOPS_ITS_STREAMS_AND_CONTEXT = """
-    import time
+    import threading
     from pyspark import SparkContext
     from pyspark.streaming import StreamingContext
     sc = SparkContext(appName="queue")
     ssc = StreamingContext(sc, 0.5)
     stream = ssc.queueStream([sc.parallelize(range(10))])
-    stream.foreachRDD(lambda rdd: print("batch", rdd.count()))
+    counted = threading.Event()
+
+    def count(rdd):
+        print("batch", rdd.count())
+        counted.set()
+    stream.foreachRDD(count)
     ssc.start()
-    time.sleep(1.5)
+    assert counted.wait(60), "no batch counted within 60 s"
     ssc.stop(stopSparkContext=True, stopGraceFully=True)
     print("stopped")
 """

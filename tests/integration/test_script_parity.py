@@ -22,14 +22,20 @@ JOB_LINE = re.compile(r"^Job (\d+) status: ", re.MULTILINE)
 STAGE_LINE = re.compile(r"^Stage (\d+): \d+ tasks total", re.MULTILINE)
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    """``clusterdeck up`` as a user runs it: without ``PYTHONHASHSEED``, whatever the test
-    run's environment holds; stopped (every process) also on failure."""
+@pytest.fixture(scope="module", autouse=True)
+def no_hash_seed() -> Iterator[None]:
+    """spark-submit runs as a user runs it too: without ``PYTHONHASHSEED``, whatever the
+    test run's environment holds."""
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("PYTHONHASHSEED", raising=False)
-        with Cluster() as running:
-            yield running
+        yield
+
+
+@pytest.fixture(scope="module")
+def cluster(up_cluster: Cluster) -> Cluster:
+    """``clusterdeck up`` as a user runs it, without ``PYTHONHASHSEED`` in its environment
+    (tests/integration/conftest.py), shared with test_conformance.py."""
+    return up_cluster
 
 
 def side_by_side(cluster: Cluster, entry: Program) -> tuple[Run, Run]:

@@ -157,7 +157,7 @@ def stall_once(record):
     if not os.path.exists(MARKER) and os.path.isdir(OUT) and any(
             name.startswith("part-") for name in os.listdir(OUT)):
         open(MARKER, "w").close()
-        time.sleep(4)
+        time.sleep(4)  # on purpose: the test kills a TaskManager during this stall
     return record
 
 
