@@ -10,7 +10,6 @@ lists the same. The last tests run a whole cluster.
 from __future__ import annotations
 
 import contextlib
-import json
 import queue
 import stat
 import threading
@@ -32,8 +31,9 @@ from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.protocol.sparkwork import SparkWork
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
-from clusterdeck.core.rpc import Envelope, decode, encode
+from clusterdeck.core.rpc import Envelope, encode
 from tests.integration.clusters import broker_kinds, running_cluster, wait_result
+from tests.integration.impostor import DELIVERY_TIMEOUT, Impostor
 from tests.integration.test_broker import CLUSTER, KINDS, RunningBroker, start_broker, stop
 from tests.waiting import wait_for
 
@@ -42,7 +42,6 @@ T = TypeVar("T")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 LAYOUT = topics.layout(CLUSTER)
-DELIVERY_TIMEOUT = 5.0
 TASKMANAGER, OTHER_TASKMANAGER = "taskmanager-1", "taskmanager-2"
 CLIENT = "client-0123456789abcdef0123456789abcdef"
 OTHER_CLIENT = "client-" + "f" * 32
@@ -455,62 +454,6 @@ def test_the_cluster_keeps_its_logs_and_credentials_private(cluster):
 
 
 
-class Impostor:
-    """A raw paho client with a TaskManager login no TaskManager of the cluster uses, as
-    one handed to another machine would be, speaking the protocol by hand."""
-
-    def __init__(self, local_cluster, name: str = "taskmanager-64") -> None:
-        self.name = name
-        self.layout = topics.layout(local_cluster.cluster_id)
-        self.framesize = local_cluster.config["rpc.framesize"]
-        self.replies: queue.Queue[Envelope] = queue.Queue()
-        address = local_cluster.broker_address("taskmanager", name)
-        self.client = make_client(address, f"impostor-{uuid.uuid4().hex}")
-        self.client.on_message = lambda c, u, m: self.replies.put(decode(m.payload,
-                                                                         self.framesize))
-        connect_and_wait(self.client, address, DELIVERY_TIMEOUT)
-        acked = threading.Event()
-        self.client.on_subscribe = lambda *_: acked.set()
-        self.client.subscribe(self.layout.reply(name), qos=1)
-        assert acked.wait(DELIVERY_TIMEOUT), "no SUBACK"
-
-    def ask(self, endpoint: str, message: object, *, claims: str | None = None) -> str:
-        """Send an ask to ``endpoint`` saying it is from ``claims`` (default: itself)."""
-        sender = claims or self.name
-        correlation_id = uuid.uuid4().hex
-        envelope = Envelope("ask", sender, message, correlation_id=correlation_id,
-                            reply_to=sender)
-        self.client.publish(self.layout.rpc(endpoint, self.name),
-                            encode(envelope, self.framesize), qos=1).wait_for_publish(5)
-        return correlation_id
-
-    def tell(self, endpoint: str, message: object, fencing_token: str) -> None:
-        envelope = Envelope("tell", self.name, message, fencing_token=fencing_token)
-        self.client.publish(self.layout.rpc(endpoint, self.name),
-                            encode(envelope, self.framesize), qos=1).wait_for_publish(5)
-
-    def ask_raw(self, endpoint: str, type_name: str, body: object) -> str:
-        """An ask whose body is whatever the caller says, as no encoder would write it."""
-        correlation_id = uuid.uuid4().hex
-        document = {"v": 1, "kind": "ask", "from": self.name, "id": correlation_id,
-                    "reply_to": self.name, "fencing": None, "type": type_name,
-                    "body": body, "error": None}
-        self.client.publish(self.layout.rpc(endpoint, self.name), json.dumps(document),
-                            qos=1).wait_for_publish(5)
-        return correlation_id
-
-    def answer(self, correlation_id: str, timeout: float = 30.0) -> Envelope:
-        deadline = time.monotonic() + timeout
-        while True:
-            envelope = self.replies.get(timeout=max(0.01, deadline - time.monotonic()))
-            if envelope.correlation_id == correlation_id:
-                return envelope
-
-    def close(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
-
-
 def test_a_taskmanager_login_speaks_only_for_itself_and_jobs_still_finish(cluster, tmp_path):
     """The whole cluster against a TaskManager login in the wrong hands: it cannot speak
     for another TaskManager, nor ask what only clients may ask, nor report another's
@@ -601,7 +544,7 @@ def test_a_strangers_tells_about_anothers_attempt_are_refused_and_fail_nothing(
             job_id = client.submit(script, ())
             attempt_id = wait_for(lambda: _running_attempt(client, job_id), 120,
                                   "the script's attempt running")
-            fencing = _leader_token(stranger)
+            fencing = stranger.leader_token()
             for message in (
                     p.SparkWorkReport(job_id, SparkWork(attempt_id)),
                     p.SparkWorkReport(job_id, SparkWork(f"{job_id}/nobody#0/a0")),
@@ -620,11 +563,3 @@ def _running_attempt(client: JobClient, job_id: str) -> str | None:
         return None
     subtask = snapshot.graph.vertices[0].subtasks[0]
     return subtask.attempt_id if subtask.state is ExecutionState.RUNNING else None
-
-
-def _leader_token(impostor: Impostor) -> str:
-    leader: queue.Queue[bytes] = queue.Queue()
-    impostor.client.on_message = lambda c, u, m: leader.put(m.payload)
-    impostor.client.subscribe(impostor.layout.absolute(topics.LEADER), qos=1)
-    return decode(leader.get(timeout=DELIVERY_TIMEOUT), impostor.framesize).message \
-        .fencing_token
