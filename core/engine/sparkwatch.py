@@ -90,9 +90,10 @@ class SparkWatch:
             self._from_tracker(tracker, asked)
             self._ask_graphs(context)
             return
-        detail = self._clock() >= self._detail_due
+        now = self._clock()
+        detail = now >= self._detail_due
         if detail:
-            self._detail_due = self._clock() + DETAIL_INTERVAL
+            self._detail_due = now + DETAIL_INTERVAL
         for job_id in asked:
             if detail or not self._book.running(job_id) or \
                     getattr(tracker.getJobInfo(job_id), "status", None) != "RUNNING":
