@@ -192,14 +192,20 @@ def declare_partitions(output_dir: str, edge: JobEdge, consumer_parallelism: int
         files += _mark_complete(path)
         partitions.append(ResultPartition(edge.target, edge.input_index, partition, path))
     if records_written and not files:
-        folder = edge_dir(output_dir, edge.target, edge.input_index)
-        raise SubtaskFailed(
-            f"OutputNotVisible: {records_written} records were written for {edge.target}, "
-            f"but no data file is in {folder} on this machine: Spark's executors wrote them "
-            f"elsewhere. With a Spark cluster behind the TaskManagers (spark.master), the "
-            f"clusterdeck home's data folder must be on a filesystem the executors share "
-            f"(docs/distributed.md).", vertex_id=edge.target)
+        raise output_not_visible(records_written, edge.target,
+                                 edge_dir(output_dir, edge.target, edge.input_index))
     return partitions
+
+
+def output_not_visible(records_written: int, written_for: str, folder: str) -> SubtaskFailed:
+    """Records counted as written with no data file in sight: Spark's executors wrote them
+    on a disk this machine does not see, and passing on nothing would lose them silently."""
+    return SubtaskFailed(
+        f"OutputNotVisible: {records_written} records were written for {written_for}, "
+        f"but no data file is in {folder} on this machine: Spark's executors wrote them "
+        f"elsewhere. With a Spark cluster behind the TaskManagers (spark.master), the "
+        f"clusterdeck home's data folder must be on a filesystem the executors share "
+        f"(docs/distributed.md).", vertex_id=written_for)
 
 
 def _mark_complete(path: str) -> int:

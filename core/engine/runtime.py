@@ -336,7 +336,7 @@ class _Run:
         if self.writer is None:
             self.counts.bytes_out = size_of([self.output_dir])
             return {}
-        published = self.writer.publish()
+        published = self.writer.publish(self.counts.records_out)
         self.counts.bytes_out = size_of(published)
         return {self.writer.op.id: published}
 

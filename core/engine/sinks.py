@@ -29,6 +29,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from clusterdeck.core.engine.exchange import output_not_visible
 from clusterdeck.core.engine.records import (
     SCALAR,
     SCALAR_COLUMN,
@@ -89,8 +90,10 @@ class FileSinkWriter:
         if not write_text_file(str(hidden), records):
             self._unpublished.pop()
 
-    def publish(self) -> list[str]:
-        """Move the staged files to their final names; returns them."""
+    def publish(self, records_written: int = 0) -> list[str]:
+        """Move the staged files to their final names; returns them. ``records_written``
+        records with no file to publish fail the attempt (OutputNotVisible) rather than
+        finish it with no output: Spark's executors wrote them on a disk not this one."""
         prefix = f"part-{self.subtask_index:05d}-"
         if not self.first:
             with os.scandir(self.folder) as entries:
@@ -103,8 +106,14 @@ class FileSinkWriter:
             os.replace(hidden, final)
             published.append(str(final))
         self._unpublished.clear()
-        if not self._batches:
-            return published  # nothing staged, no staging folder (a subtask with no input)
+        if self._batches:  # else nothing staged, no staging folder (a subtask with no input)
+            self._publish_staged(prefix, published)
+            self.discard()
+        if records_written and not published:
+            raise output_not_visible(records_written, self.op.id, str(self.folder))
+        return published
+
+    def _publish_staged(self, prefix: str, published: list[str]) -> None:
         for batch in (self.staging / f"batch-{n}" for n in range(self._batches)):
             if not batch.is_dir():
                 continue  # a batch with no records and no columns writes nothing
@@ -114,8 +123,6 @@ class FileSinkWriter:
                 final = self.folder / f"{prefix}{len(published):03d}{''.join(data_file.suffixes)}"
                 os.replace(data_file, final)
                 published.append(str(final))
-        self.discard()
-        return published
 
     def discard(self) -> None:
         """Remove this attempt's staging folder and unpublished files (on failure, cancel,

@@ -11,6 +11,7 @@ import pytest
 
 from clusterdeck.core.engine.sinks import FileSinkWriter, TextPartWriter, make_folder
 from clusterdeck.core.jobapi import plan
+from clusterdeck.core.jobapi.errors import SubtaskFailed
 from clusterdeck.core.jobapi.sinkfolders import STAGING
 from clusterdeck.core.protocol.jobgraph import OperatorSpec
 
@@ -62,6 +63,18 @@ def test_the_first_attempt_does_not_search_for_earlier_parts(tmp_path: Path) -> 
     stage(sink, "a\n")
     sink.publish()
     assert stray.exists()
+
+
+def test_records_written_where_this_machine_cannot_see_fail_instead_of_publishing_nothing(
+        tmp_path: Path) -> None:
+    """Executors of a Spark cluster (spark.master) write on their own disks: the batches
+    the attempt wrote never appear in its staging folder here."""
+    sink = writer(tmp_path, "job/sink#3/a0", first=True)
+    sink._batches = 2
+    with pytest.raises(SubtaskFailed, match="OutputNotVisible: 5 records were written "
+                                            "for lines"):
+        sink.publish(records_written=5)
+    assert sink.publish(records_written=0) == []  # an attempt with no records is fine
 
 
 def test_text_lines_written_from_python_are_published_as_parts(tmp_path: Path) -> None:
