@@ -334,6 +334,20 @@ class Scheduler:
             return out + self._terminate_if_quiet(now)
         return out + self._after_failures(failed, now)
 
+    def leave_avoided(self, now: float) -> list[Instruction]:
+        """A TaskManager is avoided now (blocked): the attempts sent there that have not
+        started (queued behind a slot's holder, or still deploying) are cancelled and run
+        again elsewhere at once, counting no failure: they would meet what blocked it.
+        Not for a pipelined job, whose subtasks deploy together (its region restarts)."""
+        if self.pipelined or self.status is not JobStatus.RUNNING:
+            return []
+        unstarted = [e for e in self.graph.current_executions()
+                     if e.state is ExecutionState.DEPLOYING and e.taskmanager_id in self.avoid]
+        if unstarted:
+            self._pending_restarts.append(
+                _PendingRestart(now, tuple(e.subtask_id for e in unstarted)))
+        return self._cancel(unstarted, now)
+
     def restart_due(self, now: float) -> list[Instruction]:
         """The backoff of one or more earlier ``ScheduleRestart`` has passed: restart each
         region whose subtasks have all stopped (the others follow their last cancel), or

@@ -6,7 +6,9 @@ dir: ``DiskFull``) fails again on that TaskManager: a restart there only counts 
 restart strategy. The TaskManager is blocked for ``jobmanager.blocklist.timeout``: the job's
 slot requests carry the blocked ids (the ResourceManager offers none of their slots), a
 slot of a blocked TaskManager the job held goes back rather than to a waiting attempt, and
-an offer made before the block is handed back and asked for again. When no other
+an offer made before the block is handed back and asked for again, and the attempts sent
+there that have not started are cancelled and run elsewhere (``Scheduler.leave_avoided``),
+counting no failure. The blocks end with the job, their timers cancelled. When no other
 TaskManager has a slot, the requests wait for the block to end, then go to the blocked one
 again: the wait is bounded by the timeout, the failures that follow by the restart
 strategy.
@@ -21,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from clusterdeck.core.protocol.failures import DISK_FULL, FailureRecord
 
@@ -30,6 +33,12 @@ the same TaskManager would meet the same full disk."""
 TOLD_AGAIN_AFTER = 5.0
 """Seconds a block must grow by to be told again: the attempts of every slot of a full
 disk fail within moments of each other, and one event says it for all of them."""
+
+
+class Timer(Protocol):
+    """What the JobMaster's ``schedule`` returns (rpc's ScheduledCall)."""
+
+    def cancel(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -49,7 +58,7 @@ class Block:
 
 
 class Blocklist:
-    def __init__(self, timeout: float, schedule: Callable[[float, Callable[[], None]], object],
+    def __init__(self, timeout: float, schedule: Callable[[float, Callable[[], None]], Timer],
                  blocked: Callable[[FailureRecord, str], None],
                  changed: Callable[[], None]) -> None:
         """``schedule(delay, fn)`` runs ``fn`` on the JobMaster's main thread later;
@@ -61,6 +70,7 @@ class Blocklist:
         self._blocked = blocked
         self._changed = changed
         self._blocks: dict[str, Block] = {}
+        self._timers: dict[str, Timer] = {}  # the timer that ends each block
 
     def failed(self, failure: FailureRecord | None) -> Block | None:
         """An attempt moved, with its failure if it failed: its TaskManager is blocked
@@ -77,7 +87,10 @@ class Blocklist:
         if known is not None and known.until >= block.until:
             return None  # a sibling's failure heard late: the block holds already
         self._blocks[taskmanager_id] = block
-        self._schedule(self.timeout, lambda: self._expired(block))
+        if known is not None:  # the longer block's timer ends it
+            self._timers.pop(taskmanager_id).cancel()
+        self._timers[taskmanager_id] = self._schedule(self.timeout,
+                                                      lambda: self._expired(block))
         if known is None or block.until - known.until >= TOLD_AGAIN_AFTER:
             self._blocked(failure, block.summary())
         if known is None:
@@ -92,7 +105,16 @@ class Blocklist:
         """The blocked TaskManagers, in the order they were blocked."""
         return tuple(self._blocks)
 
+    def end(self) -> None:
+        """The job ended: its blocks end with it, their timers cancelled (a JobMaster that
+        ended sends no requests and takes no new work)."""
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        self._blocks.clear()
+
     def _expired(self, block: Block) -> None:
         if self._blocks.get(block.taskmanager_id) is block:  # not extended since
             del self._blocks[block.taskmanager_id]
+            del self._timers[block.taskmanager_id]
             self._changed()

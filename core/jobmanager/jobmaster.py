@@ -458,7 +458,9 @@ class JobMaster(FencedRpcEndpoint):
         execution = self.graph.execution(change.attempt_id)
         slot = execution.slot if execution else None
         self.events.execution_moved(execution_event(self.job_id, change, slot))
-        self.blocklist.failed(change.failure)  # after the chain of causes took it in
+        # after the chain of causes took it in; once blocked, what waits to start there moves
+        if self.blocklist.failed(change.failure) and (scheduler := self.scheduler):
+            self.run_async(lambda: self._execute(scheduler.leave_avoided(time.time())))
         if change.new in (ExecutionState.FAILED, ExecutionState.CANCELING) \
                 and self.checkpoints is not None:
             why = f"{change.attempt_id} is {change.new}"

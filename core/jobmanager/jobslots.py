@@ -97,8 +97,10 @@ class JobSlots:
         return self._executors[taskmanager_id]
 
     def release_all(self) -> None:
-        """The job ended: what is queued goes out, then every slot of the job is freed."""
+        """The job ended: what is queued goes out, then every slot of the job is freed;
+        its blocks end, their timers cancelled."""
         self.send()
+        self.blocklist.end()
         self.resource_manager.release_job_slots(p.ReleaseJobSlots(self.job_id))
         self._allocations.clear()
         self._requests.clear()

@@ -96,6 +96,14 @@ def parse_attempt_id(attempt_id: str) -> AttemptId | None:
     return AttemptId(job_id, vertex_id, subtask, int(match.group(2)), int(match.group(1) or 0))
 
 
+def attempt_order(part: str) -> tuple[int, int] | None:
+    """Where an attempt's last part (``a3``, ``e1a3``) stands among its subtask's
+    attempts: a later epoch first, then a later attempt in it; None for a part that is
+    not an attempt's. An attempt made later replaced every one before it."""
+    match = _ATTEMPT_PART.fullmatch(part)
+    return (int(match.group(1) or 0), int(match.group(2))) if match else None
+
+
 def epoch_of(attempt_id: str) -> int | None:
     """The epoch an attempt id was issued in; None when its last part is not an attempt's.
     Reads the last part only, so it also answers for an id of another job."""

@@ -9,8 +9,11 @@ the rest are its work in progress (hidden: their names start with a dot)::
     part-<subtask>-<n>                          committed: checkpoint c (or a later) completed
 
 ``<attempt>`` names the attempt that writes the file: an attempt its TaskManager still
-runs after it was replaced (a JobManager failed over, say) never writes into the new
-attempt's files, and what it leaves is never committed.
+runs after it was replaced (a JobManager failed over, its TaskManager was cut off and
+declared lost) never writes into the new attempt's files, and what it leaves is never
+committed: it commits only on its JobMaster's word, which goes to the current attempts
+alone (the checkpoint coordinator counts only their acknowledgements, and a TaskExecutor
+hands a notice only to the attempt it names).
 
 ``snapshot(c)`` closes the file being written and names it pending for *c*; the
 returned ``SinkState`` (what the checkpoint keeps) lists every file still pending.
@@ -19,7 +22,12 @@ of *c* or older to its ``part-`` name: an aborted checkpoint's files wait for th
 one that completes. ``restore`` starts a subtask again from a completed checkpoint's
 state: the files it lists as pending are committed (the checkpoint did complete; the
 notice may have been lost with the process), and everything else in progress of this
-subtask, written after that checkpoint, is deleted; the next run writes it again.
+subtask, written after that checkpoint, is deleted; the next run writes it again. Fenced
+by attempt: a restore deletes only its own attempt's work and that of attempts before it
+(an earlier epoch, or an earlier attempt in its epoch), never a later one's. A replaced
+attempt that starts late (deployed just before its TaskManager was cut off, restoring
+after the heal) would otherwise delete the current attempt's files in progress and
+pending ones, losing records or failing its next commit.
 
 A rename within one folder is atomic: a reader sees a part file whole or not at all.
 Blocking file work: on the task's thread, never an endpoint's main thread.
@@ -32,6 +40,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from clusterdeck.core.protocol.ids import attempt_order
 
 
 @dataclass(frozen=True)
@@ -71,7 +81,7 @@ class TwoPhaseFileSink:
         sink._pending = list(state.pending)
         sink.committed(max((p.checkpoint_id for p in state.pending), default=0))
         kept = {p.name for p in sink._pending}
-        for name in sink._own_work_in_progress():
+        for name in sink._earlier_work_in_progress():
             if name not in kept:  # written after the checkpoint: never part of the output
                 (folder / name).unlink(missing_ok=True)
         return sink
@@ -128,14 +138,19 @@ class TwoPhaseFileSink:
             out, self._out = self._out, None
             os.close(out)
 
-    def _own_work_in_progress(self) -> list[str]:
+    def _earlier_work_in_progress(self) -> list[str]:
+        """The files in progress or pending of this subtask written by this attempt or an
+        earlier one; a name that is no attempt's counts as earlier."""
         pattern = re.compile(
-            rf"\.part-{self.subtask}-\d+\.[A-Za-z0-9_-]+\.(inprogress|pending-\d+)")
+            rf"\.part-{self.subtask}-\d+\.([A-Za-z0-9_-]+)\.(inprogress|pending-\d+)")
+        own = attempt_order(self.attempt) or (-1, -1)
         try:
-            return [entry.name for entry in os.scandir(self.folder)
-                    if pattern.fullmatch(entry.name)]
+            found = [(entry.name, pattern.fullmatch(entry.name))
+                     for entry in os.scandir(self.folder)]
         except FileNotFoundError:
             return []
+        return [name for name, match in found
+                if match and (attempt_order(match.group(1)) or (-1, -1)) <= own]
 
 
 def next_free_file(folder: Path, subtask: int) -> int:

@@ -46,6 +46,7 @@ VETH_PREFIX = "cdv"
 CUT_TABLE = "clusterdeck_cut"
 LOSS_TABLE = "clusterdeck_loss"
 PORT_TABLE = "clusterdeck_port"
+PEER_TABLE = "clusterdeck_peer"
 RELAY_TABLE = "clusterdeck_relay"  # this machine's, per run: its pid follows
 ISOLATION_TABLE = "clusterdeck_isolated"  # this machine's, per run: its pid follows
 CLOCK_SKEW_SITE = Path(__file__).with_name("clockskew")  # its sitecustomize.py
@@ -111,6 +112,17 @@ class Machine:
 
     def reopen_port(self) -> None:
         self._nft_table(PORT_TABLE, "")
+
+    def part_from(self, address: str) -> None:
+        """No frame between it and the machine of ``address``, either way, silently;
+        the rest of its link (the broker) untouched. ``rejoin`` heals."""
+        self._nft_table(PEER_TABLE, "".join(
+            f' chain {hook} {{\n  type filter hook {hook} device "eth0" priority 3; '
+            f'ip {end} {address} drop;\n }}\n'
+            for hook, end in (("ingress", "saddr"), ("egress", "daddr"))))
+
+    def rejoin(self) -> None:
+        self._nft_table(PEER_TABLE, "")
 
     def _nft_table(self, table: str, chains: str) -> None:
         """The netdev table ``table`` on its ``eth0`` made anew with ``chains``; none

@@ -416,3 +416,98 @@ def _wait_back_with_free_slots(cluster: Cluster, taskmanager: NamespacedTaskMana
         return (info is not None and info.state is p.TaskManagerState.REGISTERED
                 and info.slots_total > 0 and info.slots_free == info.slots_total)
     wait_for(back, 90, f"{taskmanager.id} registered again with every slot free")
+
+
+# A streaming job of one vertex (rate source, a map, the two-phase file sink) whose map
+# notes on its machine when each batch passed, for the test to see a stale attempt still
+# writing after its TaskManager was declared lost.
+NOTED_STREAM = '''
+import os, time
+
+def build(env):
+    out, count, rate = env.args[0], int(env.args[1]), float(env.args[2])
+    env.set_job_name("noted rate to files").set_parallelism(2)
+    env.enable_checkpointing(0.5)
+
+    def noted(records):
+        with open(os.path.join(os.environ["HOME"], "sunk"), "a") as notes:
+            notes.write(f"{time.time()}\\n")
+        return [str(index) for index, _key in records]
+
+    env.rate_source(rate, count).map_batches(noted).write_text(out)
+'''
+STREAM_RECORDS, STREAM_RATE = 9000, 300.0  # 30 s of records, two subtasks
+
+
+def test_a_stale_streaming_attempt_writing_after_the_heal_commits_nothing(
+        cluster: Cluster, client: JobClient, tmp_path: Path) -> None:
+    """A streaming job's file sink subtasks run on a TaskManager that is cut off: it is
+    declared lost, they run again from the latest checkpoint on the other one, and the cut
+    lasts while the stale attempts go on writing there and the new ones commit. Healed,
+    the stale attempts are cancelled, and the committed output holds every record once:
+    nothing they wrote after the loss (records the new attempts wrote again) is
+    committed."""
+    for taskmanager in cluster.taskmanagers:
+        _wait_back_with_free_slots(cluster, taskmanager)
+    job_file, out = tmp_path / "noted.py", tmp_path / "out"
+    job_file.write_text(NOTED_STREAM, encoding="utf-8")
+    job_id = client.submit(job_file, [str(out), str(STREAM_RECORDS), str(STREAM_RATE)],
+                           restart_strategy=RESTARTS)
+    wait_for(lambda: len(_committed_lines(out)) >= 300, 180, "a checkpoint committed")
+    snapshot = client.snapshot(job_id)
+    assert snapshot is not None
+    subtasks = snapshot.graph.vertices[0].subtasks
+    cut_off = next(t for t in cluster.taskmanagers if t.id == _host(subtasks[0].attempts[-1]))
+    stale = sorted(s.attempts[-1].attempt_id for s in subtasks
+                   if _host(s.attempts[-1]) == cut_off.id)
+    notes = cut_off.sees(cut_off.own / "home" / "sunk")
+    machine = cluster.machine_of(cut_off)
+    machine.cut()
+    try:
+        cut_at = time.monotonic()
+        wait_for(lambda: _lost(cluster.watcher, cut_off.id), 30, f"{cut_off.id} lost")
+        lost_after, lost_at = time.monotonic() - cut_at, time.time()
+        replaced = wait_for(lambda: _replaced_elsewhere(client, job_id, stale, cut_off), 60,
+                            f"{stale} running again elsewhere")
+        committed_then = len(_committed_lines(out))
+        wait_for(lambda: len(_committed_lines(out)) > committed_then + 300, 60,
+                 "the new attempts committing")
+        wait_for(lambda: _last_note(notes) > max(lost_at + 2.0, time.time() - 1.0), 15,
+                 f"{stale} still writing on {cut_off.id}, after its loss")
+    finally:
+        machine.heal()
+    healed_at = time.monotonic()
+    wait_for(lambda: _ended_in_log(cut_off, stale), 60, f"{stale} cancelled after the heal")
+    ended_after = time.monotonic() - healed_at
+    result = wait_result(client, job_id, 180)
+    assert result.status is JobStatus.FINISHED, _why(result)
+    lines = _committed_lines(out)
+    assert sorted(map(int, lines)) == list(range(STREAM_RECORDS)), \
+        (len(lines), len(set(lines)))
+    print(f"stale streaming attempts {stale}: lost {lost_after:.1f} s after the cut, "
+          f"replaced by {replaced}, cancelled {ended_after:.1f} s after the heal")
+
+
+def _committed_lines(folder: Path) -> list[str]:
+    return [line for path in folder.iterdir() if path.name.startswith("part-")
+            for line in path.read_text().splitlines()] if folder.is_dir() else []
+
+
+def _replaced_elsewhere(client: JobClient, job_id: str, stale: list[str],
+                        taskmanager: NamespacedTaskManager) -> list[str] | None:
+    """Once every subtask runs a new attempt elsewhere than ``taskmanager``, their ids."""
+    snapshot = client.snapshot(job_id, timeout=5.0)
+    if snapshot is None:
+        return None
+    current = [s.attempts[-1] for s in snapshot.graph.vertices[0].subtasks]
+    if any(a.attempt_id in stale or a.state is not ExecutionState.RUNNING
+           or _host(a) == taskmanager.id for a in current):
+        return None
+    return [a.attempt_id for a in current]
+
+
+def _last_note(notes: Path) -> float:
+    try:
+        return float(notes.read_text().split()[-1])
+    except (FileNotFoundError, IndexError, ValueError):
+        return 0.0

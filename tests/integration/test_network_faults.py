@@ -225,6 +225,42 @@ def test_a_data_port_unreachable_one_way_is_blamed_on_its_taskmanager_and_the_jo
         (named_after, blamed[0].failure)
 
 
+@pytest.mark.slow
+def test_two_taskmanagers_that_cannot_reach_each_other_blame_the_producers_and_recover(
+        cluster: Cluster, client: JobClient, tmp_path: Path) -> None:
+    """Every frame between the two TaskManagers' machines dropped, both ways, while both
+    reach the broker: a consumer fetching from a producer on the other machine fails
+    naming that producer's TaskManager, none is declared lost, and once they reach each
+    other again the job ends exactly."""
+    first, second = cluster.network.machines
+    ids = {t.id for t in cluster.taskmanagers}
+    lost_before = len(_lost_events(cluster.watcher))
+    source, expected = words_file(tmp_path)
+    first.part_from(second.address)
+    try:
+        parted_at = time.monotonic()
+        job_id = client.submit(EXAMPLES / "wordcount.py", [source, "4"],
+                               restart_strategy=RESTARTS)
+        blamed = wait_for(lambda: [f for f in _failures(client, job_id)
+                                   if f.taskmanager_id in ids and
+                                   (ids - {f.taskmanager_id}).pop() in f.failure.message],
+                          150, "a consumer's failure naming the other TaskManager")
+        named_after = time.monotonic() - parted_at
+    finally:
+        first.rejoin()
+    healed_at = time.monotonic()
+    result = wait_result(client, job_id, 180)
+    ended_after = time.monotonic() - healed_at
+    assert result.status is JobStatus.FINISHED, _why(result)
+    assert dict(collected_rows(result)) == expected
+    assert blamed[0].failure.exception_type in ("PartitionNotFound", "ResultNotFetched"), \
+        blamed[0].failure
+    assert _lost_events(cluster.watcher)[lost_before:] == []
+    print(f"TaskManagers parted: {blamed[0].failure.exception_type} naming the producer's "
+          f"TaskManager {named_after:.1f} s after the submission; exact "
+          f"{ended_after:.1f} s after they reach each other again")
+
+
 def _in_namespace_of(taskmanager: NamespacedTaskManager, script: str) -> None:
     done = subprocess.run(["nsenter", "-t", str(taskmanager.pid), "-m", "sh", "-c", script],
                           capture_output=True, text=True, timeout=60, check=False)

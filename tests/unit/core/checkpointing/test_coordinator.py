@@ -167,6 +167,26 @@ def test_a_failover_aborts_what_is_in_progress_without_counting_it():
     assert c.abort_in_progress(112.0, "again") == []
 
 
+def test_a_replaced_attempt_is_never_told_of_a_checkpoint_after_its_replacement():
+    """The sink's attempt a-k0 is replaced (its TaskManager was cut off and declared lost)
+    by a-k1: what a-k0 acknowledges after the heal, of the aborted checkpoint or of the new
+    one, counts for nothing, and only a-k1 hears that the new one completed (a sink
+    commits only then: the stale attempt commits nothing)."""
+    c = coordinator()
+    c.trigger(110.0, TASKS)
+    c.abort_in_progress(111.0, "a-k0 is FAILED")
+    replaced = (*TASKS[:2], CheckpointTask("sink#0", "a-k1"))
+    c.trigger(120.0, replaced)
+    stale = ack("sink#0")
+    assert c.acknowledge(1, "sink#0", "a-k0", stale, 121.0) == [DiscardStates((stale.state,))]
+    assert c.acknowledge(2, "sink#0", "a-k0", stale, 121.0) == [DiscardStates((stale.state,))]
+    out = []
+    for task in replaced:
+        out += c.acknowledge(2, task.subtask_id, task.attempt_id, ack(task.subtask_id), 122.0)
+    (completed,) = [i for i in out if isinstance(i, CheckpointCompleted)]
+    assert completed.notify == ("a-s0", "a-s1", "a-k1")
+
+
 def test_a_task_finishing_before_it_acknowledged_aborts_the_checkpoint_uncounted():
     c = coordinator()   # no failure tolerated
     c.trigger(110.0, TASKS)

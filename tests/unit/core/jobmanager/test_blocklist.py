@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from clusterdeck.core.executiongraph import DeployTask, ReleaseSlot, SlotRef
+from clusterdeck.core.executiongraph import (
+    CancelAttempt,
+    DeployTask,
+    JobStatus,
+    ReleaseSlot,
+    SlotRef,
+)
 from clusterdeck.core.executiongraph import ExecutionState as S
 from clusterdeck.core.executiongraph.causes import CauseLinker
 from clusterdeck.core.jobmanager.blocklist import Blocklist
@@ -17,24 +23,36 @@ from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.causes import CauseKind
 from clusterdeck.core.protocol.failures import DISK_FULL, FailureRecord, TaskFailure
 from tests.unit.core.executiongraph.helpers import Harness, word_count
+from tests.unit.core.executiongraph.test_ahead import sources
 
 FULL = "tm-full"
 TIMEOUT = 60.0
 
 
+class Call:
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self.fn = fn
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
 class Timers:
-    """The JobMaster's ``schedule``, run by hand."""
+    """The JobMaster's ``schedule``, run by hand; ``due`` holds (delay, call)."""
 
     def __init__(self) -> None:
-        self.due: list[tuple[float, Callable[[], None]]] = []
+        self.due: list[tuple[float, Call]] = []
 
-    def schedule(self, delay: float, fn: Callable[[], None]) -> None:
-        self.due.append((delay, fn))
+    def schedule(self, delay: float, fn: Callable[[], None]) -> Call:
+        self.due.append((delay, Call(fn)))
+        return self.due[-1][1]
 
     def run_all(self) -> None:
         due, self.due = self.due, []
-        for _, fn in due:
-            fn()
+        for _, call in due:
+            if not call.cancelled:
+                call.fn()
 
 
 class Recorder:
@@ -88,6 +106,18 @@ def test_the_block_ends_with_its_timer() -> None:
     assert recorder.changes == 2  # started, ended: the requests out go again each time
 
 
+def test_the_blocks_of_a_job_that_ended_end_with_it_and_their_timers_are_cancelled() -> None:
+    slots, blocks, timers, resource_manager = job_slots()
+    blocks.failed(failure())
+
+    slots.release_all()
+
+    assert FULL not in blocks and [call.cancelled for _, call in timers.due] == [True]
+    timers.run_all()
+    slots.send()
+    assert resource_manager.take() == ([], [])
+
+
 def test_a_failure_of_the_tasks_own_does_not_block() -> None:
     blocks, timers, recorder = blocklist()
 
@@ -109,11 +139,11 @@ def test_a_later_failure_makes_the_block_longer_and_the_first_timer_ends_nothing
     (_, first), = timers.due
 
     longer = blocks.failed(failure(at=1030.0))
-    first()
+    first.fn()  # had it run before it was cancelled
 
-    assert longer is not None and longer.until == 1030.0 + TIMEOUT
+    assert longer is not None and longer.until == 1030.0 + TIMEOUT and first.cancelled
     assert FULL in blocks and len(recorder.blocked) == 2 and recorder.changes == 1
-    timers.due[-1][1]()
+    timers.due[-1][1].fn()
     assert FULL not in blocks
 
 
@@ -289,3 +319,43 @@ def test_a_slot_of_a_blocked_taskmanager_goes_back_rather_than_to_a_waiting_atte
     assert ReleaseSlot(SlotRef(FULL, 0)) in out
     assert not [d for d in out if isinstance(d, DeployTask)]
     assert harness.state("reduce", 0) is S.SCHEDULED
+
+
+def test_attempts_sent_to_a_taskmanager_blocked_now_but_not_started_run_elsewhere() -> None:
+    """Behind short tasks the slot of the full disk holds one attempt being deployed and
+    one queued behind it when the block starts: both are cancelled there and run again on
+    another TaskManager, counting no failure; its slot goes back."""
+    avoid: set[str] = set()
+    harness = Harness(sources(3), slots={FULL: 1}, deploy_ahead=10.0, avoid=avoid)
+    harness.start()
+    harness.grant_slots()
+    harness.report(harness.attempt("source", 0), S.RUNNING)
+    harness.report(harness.attempt("source", 0), S.FINISHED)
+    unstarted = [harness.attempt("source", 1), harness.attempt("source", 2)]
+    assert [harness.state("source", i) for i in (1, 2)] == [S.DEPLOYING, S.DEPLOYING]
+
+    avoid.add(FULL)
+    out = harness.feed(harness.scheduler.leave_avoided(harness.tick()))
+    for attempt_id in unstarted:
+        harness.report(attempt_id, S.CANCELED)
+
+    assert sorted(c.attempt_id for c in out if isinstance(c, CancelAttempt)) == unstarted
+    assert [r.slot for r in harness.logged(ReleaseSlot)] == [SlotRef(FULL, 0)]
+    assert [harness.state("source", i) for i in (1, 2)] == [S.SCHEDULED, S.SCHEDULED]
+    assert harness.graph.failures == []
+    harness.free_slots.clear()
+    harness.free_slots.append(SlotRef("tm-ok", 0))
+    harness.run_to_end()
+    assert harness.scheduler.status is JobStatus.FINISHED
+    assert {d.slot.taskmanager_id for d in harness.logged(DeployTask)
+            if d.attempt_id not in unstarted and d.subtask} == {"tm-ok"}
+
+
+def test_nothing_is_left_when_no_attempt_waits_to_start_on_a_blocked_taskmanager() -> None:
+    harness = Harness(word_count(sources=1, reducers=1), slots={FULL: 1},
+                      avoid=frozenset({FULL}))
+    harness.start()
+    harness.grant_slots()
+    harness.report(harness.attempt("source", 0), S.RUNNING)
+
+    assert harness.scheduler.leave_avoided(harness.tick()) == []

@@ -98,3 +98,28 @@ def test_a_replaced_attempt_still_running_never_writes_into_the_new_ones_files(t
 def test_an_attempt_name_that_is_not_a_file_name_part_is_refused(tmp_path):
     with pytest.raises(ValueError, match="cannot be part of a file name"):
         TwoPhaseFileSink(tmp_path, subtask=0, attempt="../x")
+
+
+def test_a_replaced_attempt_restoring_late_never_deletes_a_later_attempts_files(tmp_path):
+    """Deployed just before its TaskManager was cut off, a replaced attempt restores only
+    after the heal, from the checkpoint it was deployed with: the attempt that replaced it
+    (a later attempt in its epoch, or one of a later epoch) keeps its files in progress
+    and pending, and its commit finds them."""
+    first = TwoPhaseFileSink(tmp_path, subtask=0, attempt="a0")
+    first.write(["a"])
+    state = first.snapshot(1)
+    current = TwoPhaseFileSink.restore(tmp_path, state, attempt="a2")
+    current.write(["b"])
+    current.snapshot(2)
+    current.write(["c"])
+    TwoPhaseFileSink.restore(tmp_path, state, attempt="a1").write(["zombie"])
+    current.committed(2)
+    assert output(tmp_path) == {"part-0-0": "a\n", "part-0-1": "b\n"}
+    later_epoch = TwoPhaseFileSink.restore(tmp_path, current.snapshot(3), attempt="e1a0")
+    later_epoch.write(["d"])
+    later_epoch.snapshot(4)
+    TwoPhaseFileSink.restore(tmp_path, state, attempt="a7")  # an earlier epoch's
+    later_epoch.committed(4)
+    assert output(tmp_path) == {"part-0-0": "a\n", "part-0-1": "b\n", "part-0-2": "c\n",
+                                "part-0-3": "d\n"}
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # zombie's gone
