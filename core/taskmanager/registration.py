@@ -98,6 +98,11 @@ class Registration:
             self._heartbeats.receive(RESOURCE_MANAGER, None, time.monotonic())
 
     def disconnected(self, reason: str) -> None:
+        if self.answer is None:
+            # Registering again already: the ResourceManager answers each heartbeat queued
+            # during a cut with a disconnect, and each would otherwise start one more round.
+            log.debug("a disconnect while registering again, ignored: %s", reason)
+            return
         log.warning("the ResourceManager disconnected us: %s", reason)
         # Declared lost: the JobMasters failed these tasks and will refuse their updates.
         self._fail_tasks("this TaskManager was declared lost")

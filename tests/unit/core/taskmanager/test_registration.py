@@ -101,6 +101,22 @@ def test_a_disconnect_fails_the_tasks_and_registers_again() -> None:
     assert len(asks(endpoint, "register_task_manager")) == 2
 
 
+def test_the_disconnects_of_heartbeats_queued_during_a_cut_start_one_registration() -> None:
+    registered, endpoint, seen = registration()
+    registered.on_leader(LEADER)
+    asks(endpoint, "register_task_manager")[0][2].set_result(ACK)
+    endpoint.drain()
+
+    for _ in range(20):
+        registered.disconnected("not registered at this ResourceManager")
+
+    assert seen.failed == ["this TaskManager was declared lost"]
+    assert len(asks(endpoint, "register_task_manager")) == 2
+    asks(endpoint, "register_task_manager")[1][2].set_result(ACK)
+    endpoint.drain()
+    assert registered.is_registered
+
+
 def test_a_leader_record_of_an_older_epoch_is_refused_and_the_newer_leader_kept() -> None:
     registered, endpoint, seen = registration()
     newer = replace(LEADER, fencing_token=fencing_token(3), epoch=3, pid=3)
