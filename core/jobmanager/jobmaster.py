@@ -2,8 +2,9 @@
 what the ResourceManager and the TaskManagers tell it into the scheduler's events, and
 the scheduler's instructions into calls on the job's collaborators: its slots
 (``jobslots``), deployments (``deployer``), reconciliation rounds and cancels
-(``reconciliation``), checkpoints (``checkpoints``), events, snapshots and progress
-(``jobevents``) and result (``jobresult``). It serves input splits and relays output.
+(``reconciliation``), checkpoints (``checkpoints``; their messages in
+``checkpointhandlers``), events, snapshots and progress (``jobevents``) and result
+(``jobresult``). It serves input splits and relays output.
 
 The scheduling logic is the pure state machine in ``clusterdeck.core.executiongraph``; this
 endpoint only carries its instructions out, each by the one handler of its type.
@@ -15,7 +16,6 @@ import logging
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import replace
 from functools import singledispatchmethod
 from pathlib import Path
@@ -30,13 +30,8 @@ from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.executiongraph.recovery import FinishedSubtask
 from clusterdeck.core.executiongraph.scheduler import Scheduler
 from clusterdeck.core.jobmanager.blocklist import Blocklist
-from clusterdeck.core.jobmanager.checkpoints import (
-    JobCheckpoints,
-    SavepointFailed,
-    chain,
-    send_to_task,
-    tasks_to_checkpoint,
-)
+from clusterdeck.core.jobmanager.checkpointhandlers import CheckpointHandlers
+from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints, tasks_to_checkpoint
 from clusterdeck.core.jobmanager.datapeers import DataPeers
 from clusterdeck.core.jobmanager.deployer import Deployer
 from clusterdeck.core.jobmanager.finalupdates import FinalUpdates
@@ -70,12 +65,7 @@ from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot, JobProgress
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from clusterdeck.core.protocol.workdir import whole_partitions
-from clusterdeck.core.rpc import (
-    FencedRpcEndpoint,
-    RefusedMessageError,
-    SenderMismatchError,
-    handler,
-)
+from clusterdeck.core.rpc import RefusedMessageError, SenderMismatchError, handler
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +79,7 @@ def endpoint_id_of(job_id: str) -> str:
     return f"jobmaster.{job_id}"
 
 
-class JobMaster(FencedRpcEndpoint):
+class JobMaster(CheckpointHandlers):
     def __init__(self, config: Config, record: JobRecord,
                  resource_manager: ResourceManagerGateway, fencing_token: str, work_dir: Path,
                  progress: ProgressLog, on_status: Callable[[JobStatus, int, int], None],
@@ -208,62 +198,9 @@ class JobMaster(FencedRpcEndpoint):
         if self._running():
             self._execute(self.scheduler.cancel(time.time()))
 
-    def savepoint(self, request: p.TriggerSavepoint, answer: Future[p.SavepointCompleted]
-                  ) -> None:
-        """Main thread: take a savepoint or stop; ``answer`` is completed when it is."""
-        if self.checkpoints is None or self._ended:
-            what = "not a streaming job" if self.checkpoints is None else "over"
-            answer.set_exception(SavepointFailed(
-                f"job {self.job_id} is {what}: savepoints are of running streaming jobs"))
-            return
-        chain(self.checkpoints.savepoint(request.stop, request.savepoint), answer)
-
     def _running(self) -> bool:
         """The scheduler runs the job, and it has not ended."""
         return self.scheduler is not None and not self._ended
-
-    # -- checkpoints ---------------------------------------------------------------------------
-
-    def _tell_attempt(self, attempt_id: str, message: Any) -> None:
-        self.snapshots.schedule()  # a checkpoint started or ended: observers see it
-        execution = self.graph.execution(attempt_id)
-        taskmanager_id = execution.taskmanager_id if execution is not None else None
-        if not self.slots.knows(taskmanager_id):
-            return  # its TaskManager is gone: the attempt is failing over
-        send_to_task(self._executor(taskmanager_id), message)
-
-    def _fail_for_checkpoints(self, reason: str) -> None:
-        if self._running():
-            self._execute(self.scheduler.fail_job(TaskFailure("CheckpointFailure", reason),
-                                                  time.time()))
-
-    @handler(p.AcknowledgeCheckpoint, senders=(topics.TASKMANAGERS,))
-    def acknowledge_checkpoint(self, ack: p.AcknowledgeCheckpoint) -> None:
-        self._check_attempt_host(ack.attempt_id)
-        if self.checkpoints is not None and not self._ended:
-            execution = self.graph.execution(ack.attempt_id)
-            self.checkpoints.acknowledged(ack, self._data_peers.endpoint(
-                execution.taskmanager_id if execution is not None else None))
-            self.snapshots.schedule()
-
-    @handler(p.RequestStateChunk, senders=(topics.TASKMANAGERS,))
-    def request_state_chunk(self, request: p.RequestStateChunk) -> Future[p.JobFileChunk]:
-        """A chunk of the snapshot an attempt restores, for its TaskManager when that one
-        does not see this machine's checkpoint folder (read on a worker thread)."""
-        self._check_attempt_host(request.attempt_id)
-        execution = self.graph.execution(request.attempt_id)
-        if execution is None or self.checkpoints is None:
-            raise ValueError(f"{request.attempt_id} is no attempt of a streaming job "
-                             f"{self.job_id}")
-        return self.checkpoints.state_chunk(execution.subtask_id, request,
-                                            self.config["rpc.framesize"])
-
-    @handler(p.DeclineCheckpoint, senders=(topics.TASKMANAGERS,))
-    def decline_checkpoint(self, decline: p.DeclineCheckpoint) -> None:
-        self._check_attempt_host(decline.attempt_id)
-        if self.checkpoints is not None and not self._ended:
-            self.checkpoints.declined(decline)
-            self.snapshots.schedule()
 
     # -- from the ResourceManager and TaskExecutors ----------------------------------------
 
