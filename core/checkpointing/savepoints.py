@@ -165,7 +165,13 @@ class Savepoints:
         takes; the job then restores from it as from its own latest checkpoint."""
         metadata = self.read(restore.path)
         kept = fitting_states(metadata, graph, restore.allow_non_restored_state)
-        folder = self.locate(restore.path)
+        return self._adopted(self.locate(restore.path), metadata, kept, graph, job_id, job)
+
+    def _adopted(self, folder: Path, metadata: SavepointMetadata, kept: dict[str, StateHandle],
+                 graph: JobGraph, job_id: str, job: CheckpointStorage) -> CompletedCheckpoint:
+        """``kept`` of the state ``metadata`` describes (its files under ``folder``),
+        committed as checkpoint ``metadata.checkpoint_id`` of job ``job_id``, each vertex's
+        redistributed to its parallelism in ``graph`` where that changed."""
         states = {}
         for vertex in graph.vertices:
             old = metadata.parallelism.get(vertex.id)
@@ -236,6 +242,26 @@ class Savepoints:
         relative = shared_path(subtask, checkpoint_id, file.path.rpartition(".")[2])
         copy_checked(folder / file.path, job.job_folder(job_id) / relative, file)
         return SharedStateFile(relative, file.size, file.sha256)
+
+
+def rescale_checkpoint(job: CheckpointStorage, job_id: str, old: JobGraph, new: JobGraph
+                       ) -> CompletedCheckpoint | None:
+    """The job's latest completed checkpoint, taken at ``old``'s parallelism, copied into
+    the next checkpoint number with its state redistributed as a savepoint's is to
+    ``new``'s (reactive mode, core/jobmanager/reactive.py): the old one stays whole until
+    the new one is committed, so a crash in between restores from either, never from a
+    mix. None when no checkpoint completed (the job starts over)."""
+    completed, _ = job.completed(job_id)
+    if not completed:
+        return None
+    latest = completed[-1]
+    metadata = SavepointMetadata(
+        FORMAT, job_id, old.name, latest.checkpoint_id + 1, latest.triggered,
+        latest.completed, {vertex.id: vertex.parallelism for vertex in old.vertices},
+        dict(latest.states), old.max_parallelism)
+    kept = fitting_states(metadata, new, allow_non_restored_state=False)
+    folder = job.job_folder(job_id)
+    return Savepoints(folder)._adopted(folder, metadata, kept, new, job_id, job)
 
 
 def rescaled_state(max_parallelism: int, parts: list[dict[str, Any]]) -> dict[str, Any]:

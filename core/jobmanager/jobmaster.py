@@ -98,6 +98,7 @@ class JobMaster(CheckpointHandlers):
         self.scheduler: Scheduler | None = None
         self._ended = False
         self._failed_outside_graph = False  # the graph never ran, or its JobMaster failed
+        self._suspended: Callable[[], None] | None = None  # stopping to rescale (suspend)
         self._split_answers: dict[str, tuple[int, p.NextInputSplit]] = {}
         self._split_shares: dict[str, int] = {}  # source vertex id -> bytes; set at start
         self._data_peers = DataPeers(str(work_dir))
@@ -197,6 +198,28 @@ class JobMaster(CheckpointHandlers):
     def cancel(self) -> None:
         if self._running():
             self._execute(self.scheduler.cancel(time.time()))
+
+    def suspend(self, suspended: Callable[[], None]) -> None:
+        """Main thread: stop every task without ending the job (reactive mode restarts
+        it at another parallelism, core/jobmanager/reactive.py): a cancel, whose end calls
+        ``suspended`` instead of ending the job. Nothing is committed meanwhile: the
+        checkpoints stop first, so the job goes on from its latest completed one."""
+        if not self._running() or self._suspended is not None:
+            return
+        self._suspended = suspended
+        if self.checkpoints is not None:
+            self.checkpoints.stop("the job rescales")
+        self._execute(self.scheduler.cancel(time.time()))
+
+    def rescaled(self, rescales: tuple[tuple[str, int, float], ...]) -> None:
+        """Main thread: this run of the job is reactive mode's restart at another
+        parallelism; ``rescales``, (summary, checkpoint, when) of the latest ones, this
+        one last, begin its chain of causes."""
+        for summary, checkpoint_id, at in rescales:
+            self.causes.rescaled(f"{summary} (from checkpoint {checkpoint_id})"
+                                 if checkpoint_id else f"{summary} (no checkpoint yet: "
+                                 f"from the start)", checkpoint_id, at)
+        self.snapshots.schedule()
 
     def _running(self) -> bool:
         """The scheduler runs the job, and it has not ended."""
@@ -387,6 +410,8 @@ class JobMaster(CheckpointHandlers):
 
     @_carry_out.register
     def _job_status_changed(self, change: ins.JobStatusChanged) -> None:
+        if self._suspended is not None:  # neither CANCELLING nor CANCELED: it goes on
+            return
         self.events.status_changed(change.old, change.new, change.timestamp)
         self._on_status(change.new, *self.progress)
 
@@ -476,6 +501,13 @@ class JobMaster(CheckpointHandlers):
 
     @_carry_out.register
     def _job_canceled(self, canceled: ins.JobCanceled) -> None:
+        if self._suspended is not None:
+            self._ended = True
+            self.progress_log.close()
+            self.events.flush()
+            self.slots.release_all()
+            self._suspended()
+            return
         self._end(self._result(JobStatus.CANCELED, canceled.duration, []))
 
     @_carry_out.register
@@ -520,6 +552,8 @@ class JobMaster(CheckpointHandlers):
             snapshot = replace(snapshot, progress=JobProgress(*stages, spark_stages=True))
         if self._failed_outside_graph:  # the graph never ran, or its JobMaster failed
             snapshot = replace(snapshot, status=JobStatus.FAILED)
+        elif self._suspended is not None:  # stopping to rescale: it goes on
+            snapshot = replace(snapshot, status=JobStatus.RESTARTING)
         return snapshot
 
     def _publish(self, topic: str, message: Any) -> None:
