@@ -3,6 +3,9 @@ allow, the jobs it refuses, and the wait for the slots to settle."""
 
 from __future__ import annotations
 
+import pytest
+
+from clusterdeck.core.jobmanager.admission import SubmissionRefused
 from clusterdeck.core.jobmanager.reactive import (
     Settling,
     reactive_graph,
@@ -18,6 +21,7 @@ from clusterdeck.core.protocol.jobgraph import (
     OperatorSpec,
     ShipStrategy,
 )
+from tests.unit.core.jobmanager.test_dispatcher_bounds import Harness
 
 
 def keyed(parallelism: int = 1, source: str = "source.rate", max_parallelism: int = 128
@@ -81,3 +85,12 @@ def test_a_change_without_a_reason_names_the_slot_count():
     assert reasons == () and Settling.describe(reasons, 4) == "the cluster has 4 slots"
     many = tuple(f"taskmanager-{i} lost" for i in range(6))
     assert Settling.describe(many, 2).endswith("taskmanager-3 lost and 2 more")
+
+
+def test_a_reactive_dispatcher_plans_a_new_job_on_the_slots_it_heard_of(tmp_path):
+    dispatcher = Harness(tmp_path, 0, **{"scheduler.mode": "reactive"}).dispatcher
+    assert dispatcher._reactive_start(keyed(3)) == keyed(3)  # no slots heard of yet
+    dispatcher._slots_total = 4  # as the cluster's overview said
+    assert [v.parallelism for v in dispatcher._reactive_start(keyed(3)).vertices] == [2, 2]
+    with pytest.raises(SubmissionRefused, match="reactive: vertex rate reads a watched"):
+        dispatcher._reactive_start(keyed(source="source.folder"))
