@@ -123,7 +123,8 @@ class Dispatcher(ReactiveJobs):
         first: a record an older version stored unchecked, or a damaged one, fails here."""
         self.store.check_artifact(record)
         check_submission(record.submission(), self.config["jobmanager.max-parallelism"])
-        record = self.store.update(record, epoch=record.epoch + 1, status=JobStatus.RESTARTING)
+        record = self.store.update(record, graph=self._as_checkpointed(record),
+                                   epoch=record.epoch + 1, status=JobStatus.RESTARTING)
         self.jobs[record.job_id] = record
         log.info("recovering job %s (%s), epoch %d", record.job_id, record.graph.name,
                  record.epoch)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clusterdeck.core.checkpointing import CheckpointStorage
-from clusterdeck.core.checkpointing.savepoints import rescale_checkpoint
+from clusterdeck.core.checkpointing.savepoints import recorded_parallelism, rescale_checkpoint
 from clusterdeck.core.jobmanager.admission import SubmissionRefused
 from clusterdeck.core.jobmanager.jobresult import failure_cause
 from clusterdeck.core.jobmanager.reactive import (
@@ -58,6 +58,22 @@ class ReactiveJobs(FencedRpcEndpoint):
 
     def _job_ended(self, job_id: str, result: p.JobResult) -> None:
         raise NotImplementedError
+
+    def _as_checkpointed(self, record: JobRecord) -> JobGraph:
+        """A recovered streaming job's graph at the parallelism of its latest checkpoint,
+        when a rescale recorded one there and the JobManager died before it stored the
+        job's new parallelism (whatever ``scheduler.mode`` is now: the state is laid out
+        so); its stored graph otherwise."""
+        if record.graph.kind is not JobKind.STREAMING:
+            return record.graph
+        storage = CheckpointStorage(checkpoints_dir(job_work_dir(self.work_root,
+                                                                 record.job_id)))
+        graph = recorded_parallelism(storage, record.job_id, record.graph)
+        if graph != record.graph:
+            log.warning("job %s: its JobManager stopped while it rescaled to %d: it goes on "
+                        "at that parallelism, as its latest checkpoint is laid out",
+                        record.job_id, width(graph))
+        return graph
 
     def _reactive_start(self, graph: JobGraph) -> JobGraph:
         """In reactive mode, a streaming job's graph at the parallelism the cluster's

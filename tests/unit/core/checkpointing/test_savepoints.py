@@ -28,7 +28,11 @@ from clusterdeck.core.checkpointing.instructions import (
     TriggerCheckpoint,
     WriteSavepoint,
 )
-from clusterdeck.core.checkpointing.savepoints import fitting_states, rescale_checkpoint
+from clusterdeck.core.checkpointing.savepoints import (
+    fitting_states,
+    recorded_parallelism,
+    rescale_checkpoint,
+)
 from clusterdeck.core.protocol.checkpoints import SavepointRestore
 from clusterdeck.core.protocol.jobgraph import JobGraph, JobKind, JobVertex, OperatorSpec
 
@@ -251,3 +255,15 @@ def test_reactive_mode_redistributes_the_latest_checkpoint_into_the_next_number(
 def test_a_job_without_a_completed_checkpoint_rescales_from_the_start(tmp_path):
     storage = CheckpointStorage(tmp_path / "checkpoints")
     assert rescale_checkpoint(storage, "job-1", graph(), graph(parallelism=3)) is None
+
+
+def test_a_job_recovered_between_rescale_and_record_goes_on_as_its_checkpoint_is_laid_out(
+        tmp_path):
+    """The JobManager died after the redistributed checkpoint was committed and before
+    the job's new parallelism was stored: the checkpoint says which it is."""
+    storage, _ = completed(tmp_path)
+    assert recorded_parallelism(storage, "job-1", graph()) == graph()  # no rescale
+    rescaled = rescale_checkpoint(storage, "job-1", graph(), graph(parallelism=3))
+    assert rescaled.parallelism == {"v1": 3}
+    assert recorded_parallelism(storage, "job-1", graph()) == graph(parallelism=3)
+    assert recorded_parallelism(storage, "job-1", graph(3)) == graph(3)  # stored in time
