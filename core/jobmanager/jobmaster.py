@@ -215,10 +215,11 @@ class JobMaster(CheckpointHandlers):
         """Main thread: this run of the job is reactive mode's restart at another
         parallelism; ``rescales``, (summary, checkpoint, when) of the latest ones, this
         one last, begin its chain of causes."""
-        for summary, checkpoint_id, at in rescales:
+        for number, (summary, checkpoint_id, at) in enumerate(rescales, 1):
             self.causes.rescaled(f"{summary} (from checkpoint {checkpoint_id})"
                                  if checkpoint_id else f"{summary} (no checkpoint yet: "
-                                 f"from the start)", checkpoint_id, at)
+                                 f"from the start)", checkpoint_id, at,
+                                 earlier=number < len(rescales))
         self.snapshots.schedule()
 
     def _running(self) -> bool:
