@@ -112,7 +112,8 @@ class ReactiveJobs(FencedRpcEndpoint):
         for record in list(self.jobs.values()):
             if record.is_terminal or record.graph.kind is not JobKind.STREAMING \
                     or record.status is JobStatus.CANCELLING \
-                    or record.job_id in self._rescaling or record.job_id not in self.jobmasters:
+                    or record.job_id in self._rescaling or record.job_id not in self.jobmasters \
+                    or reactive_refusal(record.graph) is not None:  # from before the mode
                 continue
             graph = reactive_graph(record.graph, self._slots_total,
                                    self.config["jobmanager.max-parallelism"])
