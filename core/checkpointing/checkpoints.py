@@ -36,6 +36,8 @@ class CompletedCheckpoint:
     triggered: float
     completed: float
     states: dict[str, StateHandle] = field(default_factory=dict)
+    # each vertex's subtasks, recorded by a rescale only (savepoints.rescale_checkpoint)
+    parallelism: dict[str, int] = field(default_factory=dict)
 
     @property
     def size(self) -> int:

@@ -33,7 +33,7 @@ import json
 import os
 import secrets
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -165,7 +165,14 @@ class Savepoints:
         takes; the job then restores from it as from its own latest checkpoint."""
         metadata = self.read(restore.path)
         kept = fitting_states(metadata, graph, restore.allow_non_restored_state)
-        folder = self.locate(restore.path)
+        return self._adopted(self.locate(restore.path), metadata, kept, graph, job_id, job)
+
+    def _adopted(self, folder: Path, metadata: SavepointMetadata, kept: dict[str, StateHandle],
+                 graph: JobGraph, job_id: str, job: CheckpointStorage,
+                 parallelism: dict[str, int] | None = None) -> CompletedCheckpoint:
+        """``kept`` of the state ``metadata`` describes (its files under ``folder``),
+        committed as checkpoint ``metadata.checkpoint_id`` of job ``job_id``, each vertex's
+        redistributed to its parallelism in ``graph`` where that changed."""
         states = {}
         for vertex in graph.vertices:
             old = metadata.parallelism.get(vertex.id)
@@ -187,7 +194,7 @@ class Savepoints:
                 states[new_id] = self._rescaled(folder, metadata, old_states, index,
                                                 vertex.parallelism, new_id, job_id, job)
         checkpoint = CompletedCheckpoint(job_id, metadata.checkpoint_id, metadata.triggered,
-                                         metadata.completed, states)
+                                         metadata.completed, states, parallelism or {})
         job.commit(checkpoint)
         return checkpoint
 
@@ -236,6 +243,41 @@ class Savepoints:
         relative = shared_path(subtask, checkpoint_id, file.path.rpartition(".")[2])
         copy_checked(folder / file.path, job.job_folder(job_id) / relative, file)
         return SharedStateFile(relative, file.size, file.sha256)
+
+
+def rescale_checkpoint(job: CheckpointStorage, job_id: str, old: JobGraph, new: JobGraph
+                       ) -> CompletedCheckpoint | None:
+    """The job's latest completed checkpoint, taken at ``old``'s parallelism, copied into
+    the next checkpoint number with its state redistributed as a savepoint's is to
+    ``new``'s (reactive mode, core/jobmanager/reactive.py): the old one stays whole until
+    the new one is committed, so a crash in between restores from either, never from a
+    mix. It records ``new``'s parallelism: a JobManager that died before the job's new
+    parallelism was stored recovers the job at this one (``recorded_parallelism``). None
+    when no checkpoint completed (the job starts over)."""
+    completed, _ = job.completed(job_id)
+    if not completed:
+        return None
+    latest = completed[-1]
+    metadata = SavepointMetadata(
+        FORMAT, job_id, old.name, latest.checkpoint_id + 1, latest.triggered,
+        latest.completed, {vertex.id: vertex.parallelism for vertex in old.vertices},
+        dict(latest.states), old.max_parallelism)
+    kept = fitting_states(metadata, new, allow_non_restored_state=False)
+    folder = job.job_folder(job_id)
+    return Savepoints(folder)._adopted(folder, metadata, kept, new, job_id, job,
+                                       {vertex.id: vertex.parallelism for vertex in new.vertices})
+
+
+def recorded_parallelism(job: CheckpointStorage, job_id: str, graph: JobGraph) -> JobGraph:
+    """``graph`` at the parallelism its latest completed checkpoint was redistributed to,
+    when a rescale recorded one there that ``graph`` lacks (the JobManager died between
+    the two); ``graph`` itself otherwise."""
+    completed, _ = job.completed(job_id)
+    recorded = completed[-1].parallelism if completed else {}
+    if all(recorded.get(v.id, v.parallelism) == v.parallelism for v in graph.vertices):
+        return graph
+    return replace(graph, vertices=tuple(
+        replace(v, parallelism=recorded.get(v.id, v.parallelism)) for v in graph.vertices))
 
 
 def rescaled_state(max_parallelism: int, parts: list[dict[str, Any]]) -> dict[str, Any]:

@@ -292,6 +292,13 @@ OPTIONS: tuple[Option, ...] = (
            "next, doubling with each failure in a row."),
     Option("elastic.max-start-backoff", duration, 60.0, "Longest pause after failed "
            "starts."),
+    Option("scheduler.mode", one_of("default", "reactive"), "default", "default: a job "
+           "runs at the parallelism it was submitted with; reactive: a streaming job takes "
+           "every slot of the cluster and rescales from its latest checkpoint when "
+           "TaskManagers join or leave (Flink's reactive mode)."),
+    Option("scheduler.reactive.stabilization", duration, 3.0, "In reactive mode, how long "
+           "the cluster's slots must stay unchanged after a TaskManager joined or left "
+           "before a job rescales to them (one rescale for several changes in a row)."),
     Option("taskmanager.data.bind", text, "auto", "Address the TaskManager's data service "
            "(its result partitions, for TaskManagers that share no folder with it) listens "
            "on. auto: 127.0.0.1 when the broker is on loopback, every interface otherwise."),

@@ -153,6 +153,16 @@ class CauseLinker:
         if event_id is not None:
             self._restores[key] = event_id
 
+    def rescaled(self, summary: str, checkpoint_id: int, at: float,
+                 earlier: bool = False) -> None:
+        """Reactive mode restarted the job at another parallelism (``summary`` says from
+        what to what, and why) from ``checkpoint_id`` (0: none had completed): a root.
+        ``earlier``: one of an earlier run, told again (its evidence, not logged again)."""
+        lines = (EvidenceLine(self._process, cut(summary), at),) if earlier \
+            else self._decided(summary, at)
+        self._add(CauseKind.JOB_RESCALED, at, summary, None, None, lines,
+                  checkpoint_id=checkpoint_id)
+
     # -- what observers see --------------------------------------------------------------
 
     def chain(self) -> CauseChain | None:

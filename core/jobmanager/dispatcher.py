@@ -38,6 +38,8 @@ from clusterdeck.core.jobmanager.jobstore import (
     JobStore,
 )
 from clusterdeck.core.jobmanager.listings import budget, fitting, listed
+from clusterdeck.core.jobmanager.reactive import Settling, same_but_parallelism
+from clusterdeck.core.jobmanager.reactivejobs import ReactiveJobs
 from clusterdeck.core.jobmanager.resultfiles import chunk_size, read_chunk, servable
 from clusterdeck.core.jobmanager.retention import JobFiles, RetentionPolicy, delete_jobs, expired
 from clusterdeck.core.protocol import messages as p
@@ -46,7 +48,7 @@ from clusterdeck.core.protocol.gateways import ResourceManagerGateway
 from clusterdeck.core.protocol.ids import job_file_prefix
 from clusterdeck.core.protocol.states import JobStatus
 from clusterdeck.core.protocol.workdir import job_work_dir
-from clusterdeck.core.rpc import FencedRpcEndpoint, FrameTooLargeError, handler
+from clusterdeck.core.rpc import FrameTooLargeError, handler
 
 log = logging.getLogger(__name__)
 ENDPOINT_ID = "dispatcher"
@@ -56,7 +58,7 @@ class UnknownJobError(LookupError):
     """No job with that id was ever submitted to this cluster."""
 
 
-class Dispatcher(FencedRpcEndpoint):
+class Dispatcher(ReactiveJobs):
     def __init__(self, config: Config, resource_manager: ResourceManagerGateway,
                  job_store: JobStore, work_root: Path, fencing_token: str | None = None) -> None:
         super().__init__(ENDPOINT_ID, fencing_token)
@@ -79,6 +81,13 @@ class Dispatcher(FencedRpcEndpoint):
         # Result files are read off disk for clients two at a time: a burst of asks waits
         # in this queue instead of starting a thread each.
         self._file_reads = ThreadPoolExecutor(2, thread_name_prefix="job-file")
+        # reactive mode (reactive.py): the cluster's slots as last heard, the wait for
+        # them to settle, and the jobs being stopped and restarted at a new parallelism
+        self.reactive = config["scheduler.mode"] == "reactive"
+        self._slots_total: int | None = None
+        self._settling = Settling(config["scheduler.reactive.stabilization"])
+        self._rescaling: set[str] = set()
+        self._rescales: dict[str, tuple[tuple[str, int, float], ...]] = {}  # the latest
 
     def on_stop(self) -> None:
         self._file_reads.shutdown(wait=False, cancel_futures=True)
@@ -102,6 +111,11 @@ class Dispatcher(FencedRpcEndpoint):
             except Exception as error:  # one broken job must not keep the later ones from running
                 self._recovery_failed(record, error)
         self._start_retention()
+        if self.reactive:
+            self.rpc_service.subscribe(topics.CLUSTER_STATE, lambda _t, overview: self.run_async(
+                self._slots_heard, overview))
+            self.rpc_service.subscribe(topics.CLUSTER_EVENTS, lambda _t, event: self.run_async(
+                self._cluster_event, event))
 
     def _recover(self, record: JobRecord) -> None:
         """A job an earlier JobManager accepted and did not end: run it on, in a new epoch,
@@ -109,7 +123,8 @@ class Dispatcher(FencedRpcEndpoint):
         first: a record an older version stored unchecked, or a damaged one, fails here."""
         self.store.check_artifact(record)
         check_submission(record.submission(), self.config["jobmanager.max-parallelism"])
-        record = self.store.update(record, epoch=record.epoch + 1, status=JobStatus.RESTARTING)
+        record = self.store.update(record, graph=self._as_checkpointed(record),
+                                   epoch=record.epoch + 1, status=JobStatus.RESTARTING)
         self.jobs[record.job_id] = record
         log.info("recovering job %s (%s), epoch %d", record.job_id, record.graph.name,
                  record.epoch)
@@ -189,7 +204,9 @@ class Dispatcher(FencedRpcEndpoint):
         existing = self.jobs.get(request.job_id)
         if existing is not None:
             self._drop_upload(request.upload_id)  # the stored job has its artifact
-            if not existing.matches(request):
+            if not existing.matches(request) and not (
+                    self.reactive and existing.matches(replace(request, graph=existing.graph))
+                    and same_but_parallelism(existing.graph, request.graph)):
                 raise ValueError(f"job {request.job_id} was already submitted, with another "
                                  f"graph, artifact or options")
             log.info("job %s submitted again: it is the stored one", request.job_id)
@@ -198,7 +215,8 @@ class Dispatcher(FencedRpcEndpoint):
         check_restart_strategy(self.config, request.restart_strategy)
         check_slots(request.graph, self.config)
         check_savepoint(request.graph, self.savepoints)
-        record = JobRecord(request.job_id, request.graph, request.artifact_sha256,
+        record = JobRecord(request.job_id, self._reactive_start(request.graph),
+                           request.artifact_sha256,
                            request.args, request.restart_strategy, request.task_timeout)
         self.store.add(record, artifact)  # on OSError nothing is kept and the client hears it
         self.jobs[record.job_id] = record
@@ -426,6 +444,7 @@ class Dispatcher(FencedRpcEndpoint):
         """Main thread, once a job ended: its artifact leaves the cache (a TaskManager
         that still needs it reads it from the store), and retention may delete old jobs."""
         self._artifacts.pop(job_id, None)
+        self._rescales.pop(job_id, None)
         self._apply_retention()
 
     def _start_retention(self) -> None:

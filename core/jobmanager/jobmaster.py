@@ -2,8 +2,9 @@
 what the ResourceManager and the TaskManagers tell it into the scheduler's events, and
 the scheduler's instructions into calls on the job's collaborators: its slots
 (``jobslots``), deployments (``deployer``), reconciliation rounds and cancels
-(``reconciliation``), checkpoints (``checkpoints``), events, snapshots and progress
-(``jobevents``) and result (``jobresult``). It serves input splits and relays output.
+(``reconciliation``), checkpoints (``checkpoints``; their messages in
+``checkpointhandlers``), events, snapshots and progress (``jobevents``) and result
+(``jobresult``). It serves input splits and relays output.
 
 The scheduling logic is the pure state machine in ``clusterdeck.core.executiongraph``; this
 endpoint only carries its instructions out, each by the one handler of its type.
@@ -15,7 +16,6 @@ import logging
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import replace
 from functools import singledispatchmethod
 from pathlib import Path
@@ -30,13 +30,8 @@ from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.executiongraph.recovery import FinishedSubtask
 from clusterdeck.core.executiongraph.scheduler import Scheduler
 from clusterdeck.core.jobmanager.blocklist import Blocklist
-from clusterdeck.core.jobmanager.checkpoints import (
-    JobCheckpoints,
-    SavepointFailed,
-    chain,
-    send_to_task,
-    tasks_to_checkpoint,
-)
+from clusterdeck.core.jobmanager.checkpointhandlers import CheckpointHandlers
+from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints, tasks_to_checkpoint
 from clusterdeck.core.jobmanager.datapeers import DataPeers
 from clusterdeck.core.jobmanager.deployer import Deployer
 from clusterdeck.core.jobmanager.finalupdates import FinalUpdates
@@ -70,12 +65,7 @@ from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot, JobProgress
 from clusterdeck.core.protocol.states import ExecutionState, JobStatus
 from clusterdeck.core.protocol.workdir import whole_partitions
-from clusterdeck.core.rpc import (
-    FencedRpcEndpoint,
-    RefusedMessageError,
-    SenderMismatchError,
-    handler,
-)
+from clusterdeck.core.rpc import RefusedMessageError, SenderMismatchError, handler
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +79,7 @@ def endpoint_id_of(job_id: str) -> str:
     return f"jobmaster.{job_id}"
 
 
-class JobMaster(FencedRpcEndpoint):
+class JobMaster(CheckpointHandlers):
     def __init__(self, config: Config, record: JobRecord,
                  resource_manager: ResourceManagerGateway, fencing_token: str, work_dir: Path,
                  progress: ProgressLog, on_status: Callable[[JobStatus, int, int], None],
@@ -108,6 +98,7 @@ class JobMaster(FencedRpcEndpoint):
         self.scheduler: Scheduler | None = None
         self._ended = False
         self._failed_outside_graph = False  # the graph never ran, or its JobMaster failed
+        self._suspended: Callable[[], None] | None = None  # stopping to rescale (suspend)
         self._split_answers: dict[str, tuple[int, p.NextInputSplit]] = {}
         self._split_shares: dict[str, int] = {}  # source vertex id -> bytes; set at start
         self._data_peers = DataPeers(str(work_dir))
@@ -208,62 +199,32 @@ class JobMaster(FencedRpcEndpoint):
         if self._running():
             self._execute(self.scheduler.cancel(time.time()))
 
-    def savepoint(self, request: p.TriggerSavepoint, answer: Future[p.SavepointCompleted]
-                  ) -> None:
-        """Main thread: take a savepoint or stop; ``answer`` is completed when it is."""
-        if self.checkpoints is None or self._ended:
-            what = "not a streaming job" if self.checkpoints is None else "over"
-            answer.set_exception(SavepointFailed(
-                f"job {self.job_id} is {what}: savepoints are of running streaming jobs"))
+    def suspend(self, suspended: Callable[[], None]) -> None:
+        """Main thread: stop every task without ending the job (reactive mode restarts
+        it at another parallelism, core/jobmanager/reactive.py): a cancel, whose end calls
+        ``suspended`` instead of ending the job. Nothing is committed meanwhile: the
+        checkpoints stop first, so the job goes on from its latest completed one."""
+        if not self._running() or self._suspended is not None:
             return
-        chain(self.checkpoints.savepoint(request.stop, request.savepoint), answer)
+        self._suspended = suspended
+        if self.checkpoints is not None:
+            self.checkpoints.stop("the job rescales")
+        self._execute(self.scheduler.cancel(time.time()))
+
+    def rescaled(self, rescales: tuple[tuple[str, int, float], ...]) -> None:
+        """Main thread: this run of the job is reactive mode's restart at another
+        parallelism; ``rescales``, (summary, checkpoint, when) of the latest ones, this
+        one last, begin its chain of causes."""
+        for number, (summary, checkpoint_id, at) in enumerate(rescales, 1):
+            self.causes.rescaled(f"{summary} (from checkpoint {checkpoint_id})"
+                                 if checkpoint_id else f"{summary} (no checkpoint yet: "
+                                 f"from the start)", checkpoint_id, at,
+                                 earlier=number < len(rescales))
+        self.snapshots.schedule()
 
     def _running(self) -> bool:
         """The scheduler runs the job, and it has not ended."""
         return self.scheduler is not None and not self._ended
-
-    # -- checkpoints ---------------------------------------------------------------------------
-
-    def _tell_attempt(self, attempt_id: str, message: Any) -> None:
-        self.snapshots.schedule()  # a checkpoint started or ended: observers see it
-        execution = self.graph.execution(attempt_id)
-        taskmanager_id = execution.taskmanager_id if execution is not None else None
-        if not self.slots.knows(taskmanager_id):
-            return  # its TaskManager is gone: the attempt is failing over
-        send_to_task(self._executor(taskmanager_id), message)
-
-    def _fail_for_checkpoints(self, reason: str) -> None:
-        if self._running():
-            self._execute(self.scheduler.fail_job(TaskFailure("CheckpointFailure", reason),
-                                                  time.time()))
-
-    @handler(p.AcknowledgeCheckpoint, senders=(topics.TASKMANAGERS,))
-    def acknowledge_checkpoint(self, ack: p.AcknowledgeCheckpoint) -> None:
-        self._check_attempt_host(ack.attempt_id)
-        if self.checkpoints is not None and not self._ended:
-            execution = self.graph.execution(ack.attempt_id)
-            self.checkpoints.acknowledged(ack, self._data_peers.endpoint(
-                execution.taskmanager_id if execution is not None else None))
-            self.snapshots.schedule()
-
-    @handler(p.RequestStateChunk, senders=(topics.TASKMANAGERS,))
-    def request_state_chunk(self, request: p.RequestStateChunk) -> Future[p.JobFileChunk]:
-        """A chunk of the snapshot an attempt restores, for its TaskManager when that one
-        does not see this machine's checkpoint folder (read on a worker thread)."""
-        self._check_attempt_host(request.attempt_id)
-        execution = self.graph.execution(request.attempt_id)
-        if execution is None or self.checkpoints is None:
-            raise ValueError(f"{request.attempt_id} is no attempt of a streaming job "
-                             f"{self.job_id}")
-        return self.checkpoints.state_chunk(execution.subtask_id, request,
-                                            self.config["rpc.framesize"])
-
-    @handler(p.DeclineCheckpoint, senders=(topics.TASKMANAGERS,))
-    def decline_checkpoint(self, decline: p.DeclineCheckpoint) -> None:
-        self._check_attempt_host(decline.attempt_id)
-        if self.checkpoints is not None and not self._ended:
-            self.checkpoints.declined(decline)
-            self.snapshots.schedule()
 
     # -- from the ResourceManager and TaskExecutors ----------------------------------------
 
@@ -450,6 +411,8 @@ class JobMaster(FencedRpcEndpoint):
 
     @_carry_out.register
     def _job_status_changed(self, change: ins.JobStatusChanged) -> None:
+        if self._suspended is not None:  # neither CANCELLING nor CANCELED: it goes on
+            return
         self.events.status_changed(change.old, change.new, change.timestamp)
         self._on_status(change.new, *self.progress)
 
@@ -541,6 +504,13 @@ class JobMaster(FencedRpcEndpoint):
 
     @_carry_out.register
     def _job_canceled(self, canceled: ins.JobCanceled) -> None:
+        if self._suspended is not None:
+            self._ended = True
+            self.progress_log.close()
+            self.events.flush()
+            self.slots.release_all()
+            self._suspended()
+            return
         self._end(self._result(JobStatus.CANCELED, canceled.duration, []))
 
     @_carry_out.register
@@ -585,6 +555,8 @@ class JobMaster(FencedRpcEndpoint):
             snapshot = replace(snapshot, progress=JobProgress(*stages, spark_stages=True))
         if self._failed_outside_graph:  # the graph never ran, or its JobMaster failed
             snapshot = replace(snapshot, status=JobStatus.FAILED)
+        elif self._suspended is not None:  # stopping to rescale: it goes on
+            snapshot = replace(snapshot, status=JobStatus.RESTARTING)
         return snapshot
 
     def _publish(self, topic: str, message: Any) -> None:

@@ -21,6 +21,7 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import Any
 
 from clusterdeck.core.config import paths
@@ -204,7 +205,11 @@ class TaskExecutor(RpcEndpoint):
             with naming_a_full_disk(self.resource_id, claimed or deployment.work_dir):
                 kept = claimed or self.job_folders.claim(deployment.work_dir)
                 fetch_restore_state(deployment, checkpoint_storage(kept), jobmaster)
-                return run_task(spark, job, with_inputs(deployment, jobmaster), t, kept,
+                # The job is loaded once per TaskManager, bound to its first task's graph:
+                # a job reactive mode rescaled runs on at its deployment's parallelism.
+                bound = job if job.graph == deployment.graph \
+                    else replace(job, graph=deployment.graph)
+                return run_task(spark, bound, with_inputs(deployment, jobmaster), t, kept,
                                 local_max_records, backend)
         plane = self.data_plane
         services = TaskServices(

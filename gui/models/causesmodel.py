@@ -35,7 +35,8 @@ KIND_WORDS = {CauseKind.TASKMANAGER_LOST: "TaskManager lost",
               CauseKind.CHECKPOINT_ABORTED: "Checkpoint aborted",
               CauseKind.RESTORED: "Restored",
               CauseKind.JOB_FAILED: "Job failed",
-              CauseKind.TASKMANAGER_BLOCKED: "TaskManager blocked"}
+              CauseKind.TASKMANAGER_BLOCKED: "TaskManager blocked",
+              CauseKind.JOB_RESCALED: "Job rescaled"}
 NO_CHAIN = "No failover yet: nothing to link."
 
 

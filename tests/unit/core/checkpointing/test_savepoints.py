@@ -28,7 +28,11 @@ from clusterdeck.core.checkpointing.instructions import (
     TriggerCheckpoint,
     WriteSavepoint,
 )
-from clusterdeck.core.checkpointing.savepoints import fitting_states
+from clusterdeck.core.checkpointing.savepoints import (
+    fitting_states,
+    recorded_parallelism,
+    rescale_checkpoint,
+)
 from clusterdeck.core.protocol.checkpoints import SavepointRestore
 from clusterdeck.core.protocol.jobgraph import JobGraph, JobKind, JobVertex, OperatorSpec
 
@@ -233,3 +237,33 @@ def test_a_job_must_fit_the_savepoint_it_starts_from(tmp_path):
     with pytest.raises(ValueError, match="--allow-non-restored-state"):
         fitting_states(metadata, graph(vertex_id="v9"), False)
     assert fitting_states(metadata, graph(vertex_id="v9"), True) == {}
+
+
+def test_reactive_mode_redistributes_the_latest_checkpoint_into_the_next_number(tmp_path):
+    """The old checkpoint stays whole beside the new one: a crash between them restores
+    from either, never from a mix."""
+    storage, checkpoint = completed(tmp_path)
+    rescaled = rescale_checkpoint(storage, "job-1", graph(), graph(parallelism=3))
+    found, _ = storage.completed("job-1")
+    assert found == [checkpoint, rescaled] and rescaled.checkpoint_id == 4
+    assert sorted(rescaled.states) == ["v1#0", "v1#1", "v1#2"]
+    assert json.loads(storage.read_state("job-1", rescaled.states["v1#2"]))["rescaled"][
+        "parts"][1] == {"subtask": 1, "state": {"source": 1}, "shared": []}
+    assert json.loads(storage.read_state("job-1", checkpoint.states["v1#1"])) == {"source": 1}
+
+
+def test_a_job_without_a_completed_checkpoint_rescales_from_the_start(tmp_path):
+    storage = CheckpointStorage(tmp_path / "checkpoints")
+    assert rescale_checkpoint(storage, "job-1", graph(), graph(parallelism=3)) is None
+
+
+def test_a_job_recovered_between_rescale_and_record_goes_on_as_its_checkpoint_is_laid_out(
+        tmp_path):
+    """The JobManager died after the redistributed checkpoint was committed and before
+    the job's new parallelism was stored: the checkpoint says which it is."""
+    storage, _ = completed(tmp_path)
+    assert recorded_parallelism(storage, "job-1", graph()) == graph()  # no rescale
+    rescaled = rescale_checkpoint(storage, "job-1", graph(), graph(parallelism=3))
+    assert rescaled.parallelism == {"v1": 3}
+    assert recorded_parallelism(storage, "job-1", graph()) == graph(parallelism=3)
+    assert recorded_parallelism(storage, "job-1", graph(3)) == graph(3)  # stored in time
