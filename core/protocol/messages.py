@@ -162,9 +162,9 @@ from clusterdeck.core.protocol.wiring import (
 # 25: SparkStage.parent_ids, the edges of a Spark job's stage DAG
 # 26: TaskManagerHeartbeat.wall_time, TaskManagerInfo.clock_offset_s (clock skew measured)
 # 28: RequestSlot.blocked and CauseKind TASKMANAGER_BLOCKED (a job's blocklist)
-# 30: CauseKind JOB_RESCALED (reactive mode, docs/elastic.md)
+# 29: CauseKind JOB_RESCALED (reactive mode, docs/elastic.md)
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-PROTOCOL_VERSION = 30
+PROTOCOL_VERSION = 29
 
 __all__ = [
     "METRICS_ATTEMPTS",
