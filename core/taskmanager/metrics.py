@@ -101,7 +101,14 @@ def _numbers(task: Task, records_in: int, records_out: int, bytes_in: int, bytes
     return p.AttemptMetrics(deployment.job_id, deployment.vertex_id, deployment.subtask,
                             deployment.attempt, task.attempt_id, records_in, records_out,
                             bytes_in, bytes_out, round(busy, 3), final,
-                            round(task.counts.backpressured, 3), watermark, watermark_end)
+                            round(task.counts.backpressured, 3), watermark, watermark_end,
+                            () if final else _workers(task))
+
+
+def _workers(task: Task) -> tuple[p.AttemptWorker, ...]:
+    """Where the running attempt's code is now: what its vertex's flame graph samples."""
+    return tuple(p.AttemptWorker(pid, thread)
+                 for pid, thread in task.counts.workers()[:p.ATTEMPT_WORKERS])
 
 
 def _on_the_wire(watermark: float | None) -> tuple[float | None, bool]:
