@@ -45,7 +45,8 @@ def add_profile_command(commands: argparse._SubParsersAction,
                          "taskmanager-<n> or a pid (of this machine)")
     profile.add_argument("--job", metavar="JOB", help="with --vertex: the job")
     profile.add_argument("--vertex", metavar="V", help="the flame graph of the workers "
-                         "running this vertex's subtasks now (its id or name)")
+                         "running this vertex's subtasks now (its id or name, or one of its "
+                         "operators' names)")
     profile.add_argument("--threads", action="store_true", help="a thread dump, not a "
                          "flame graph")
     profile.add_argument("--seconds", type=float, default=5.0, help="how long to sample "
@@ -148,15 +149,17 @@ def _workers_of_vertex(config: Config, job_id: str, vertex: str
                        ) -> tuple[str, list[VertexWorker], list[str]]:
     """The vertex's name, the workers of its running subtasks on this machine (from the
     TaskManagers' live numbers), and a sentence for each TaskManager elsewhere."""
-    from clusterdeck.core.client.jobclient import ClusterClient
-    with ClusterClient(config, connect_timeout=5.0) as client:
+    from clusterdeck.core.client.jobclient import JobClient
+    with JobClient(config, connect_timeout=5.0) as client:
         snapshot = client.snapshot(job_id, timeout=5.0)
         if snapshot is None:
             raise ProfilingError(f"no job {job_id!r} in cluster {config['cluster.id']!r}")
-        found = [v for v in snapshot.graph.vertices if vertex in (v.id, v.name)]
+        vertices = snapshot.graph.vertices
+        found = [v for v in vertices if vertex in (v.id, v.name)] or [
+            v for v in vertices if vertex in {op.name for op in v.operators}]
         if not found:
-            raise ProfilingError(f"job {job_id} has no vertex {vertex!r} (there are: "
-                                 f"{', '.join(v.name for v in snapshot.graph.vertices)})")
+            raise ProfilingError(f"job {job_id} has no vertex or operator {vertex!r} (its "
+                                 f"vertices: {'; '.join(v.name for v in vertices)})")
         overview = client.cluster_overview(timeout=5.0)
         heard = client.live_metrics(HEARING_SECONDS)
     hosts = {**snapshot.graph.hosts, **{tm.id: tm.host for tm in overview.taskmanagers}}
