@@ -62,6 +62,9 @@ def add_profile_command(commands: argparse._SubParsersAction,
 def cmd_profile(config: Config, args: argparse.Namespace) -> int:
     try:
         if args.compare and len(args.compare) == 2:
+            if args.process or args.job or args.vertex or args.threads:
+                raise ProfilingError("--compare BEFORE AFTER compares two saved graphs "
+                                     "and samples nothing: no PROCESS, --job or --vertex")
             return _compared(*(load_flame_graph(path) for path in args.compare))
         if args.compare and len(args.compare) > 2:
             raise ProfilingError("--compare takes one saved flame graph, or two")

@@ -3,8 +3,13 @@ thread filter over py-spy's raw output, and the merge, with no process sampled."
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import pytest
 
+from clusterdeck.core.cli.main import main as cli_main
 from clusterdeck.core.profiling import vertexprofile
 from clusterdeck.core.profiling.pyspy import FlameNode, ProfilingError
 from clusterdeck.core.profiling.vertexprofile import (
@@ -146,3 +151,58 @@ def test_no_worker_to_sample_says_why(monkeypatch):
     with pytest.raises(ProfilingError, match=r"no worker of map could be sampled: .*"
                                              r"not allowed to look into process 7"):
         vertex_flame_graph("map", [VertexWorker("tm-1", 0, 7)])
+
+
+TWO_SLOTS = textwrap.dedent("""
+    import threading, time
+    def spin_in_slot_one():
+        while True:
+            sum(range(1000))
+    def spin_in_slot_two():
+        while True:
+            sum(range(1000))
+    ones = []
+    for target in (spin_in_slot_one, spin_in_slot_two):
+        thread = threading.Thread(target=target, daemon=True)
+        thread.start()
+        ones.append(thread)
+    time.sleep(0.2)
+    print(" ".join(str(t.native_id) for t in ones), flush=True)
+    time.sleep(120)
+""")
+
+
+@pytest.mark.integration
+def test_a_real_processs_slot_thread_is_sampled_alone():
+    process = subprocess.Popen([sys.executable, "-c", TWO_SLOTS], stdout=subprocess.PIPE,
+                               text=True)
+    try:
+        one, _two = map(int, process.stdout.readline().split())
+        graph = vertex_flame_graph("one", [VertexWorker("tm-1", 0, process.pid, one)],
+                                   seconds=1, rate=50)
+    finally:
+        process.kill()
+        process.wait(10)
+    frames = str(graph.root)
+    assert graph.root.samples > 10
+    assert "spin_in_slot_one" in frames and "spin_in_slot_two" not in frames
+
+
+def test_two_saved_graphs_compare_from_the_command_line_without_a_cluster(tmp_path, capsys):
+    before, after = tmp_path / "a.collapsed", tmp_path / "b.collapsed"
+    before.write_text("run (r.py:1);parse (job.py:7) 9\nrun (r.py:1) 1\n")
+    after.write_text("run (r.py:1);parse (job.py:8) 1\nrun (r.py:1);emit (job.py:3) 9\n")
+
+    assert cli_main(["profile", "--compare", str(before), str(after)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("before: 10 samples, after: 10 samples")
+    assert [line.split()[2:] for line in lines[2:4]] == [
+        ["+90.0%", "0.0%", "90.0%", "emit", "(job.py)"],
+        ["-80.0%", "90.0%", "10.0%", "parse", "(job.py)"]]
+
+    assert cli_main(["profile", "--job", "j", "--compare", str(before), str(after)]) == 1
+    assert "samples nothing" in capsys.readouterr().err
+    assert cli_main(["profile"]) == 1
+    assert "name a PROCESS, or a vertex" in capsys.readouterr().err
+    assert cli_main(["profile", "--job", "j"]) == 1
+    assert "--job JOB --vertex V go together" in capsys.readouterr().err
