@@ -3,8 +3,9 @@ subtasks now, merged into one (docs/profiling.md, "One vertex's workers").
 
 Where a subtask runs comes with its attempt's live numbers (``AttemptMetrics.workers``):
 its TaskManager's slot thread (a pid and a native thread id: the TaskManager's other
-threads and slots are left out) and, for a streaming subtask, the Spark Python worker of
-its long-lived Spark task (a whole process). ``vertex_workers`` reads them from the
+threads and slots are left out) and whole processes: for a streaming subtask the Spark
+Python worker of its long-lived Spark task, for a batch subtask the pooled Spark Python
+workers running its records now (core/engine/workermarks.py). ``vertex_workers`` reads them from the
 numbers heard; ``vertex_flame_graph`` samples each process once, all at the same time,
 with py-spy's ``--threads`` (each stack then begins with ``thread (TID): NAME``), keeps
 the stacks of the threads asked for, drops that first frame, and adds the rest to one
@@ -12,10 +13,7 @@ tree: the same function of two subtasks is one box, and graphs of two runs (othe
 compare frame by frame (flamediff.py).
 
 Only processes of this machine can be sampled: a subtask whose TaskManager is on another
-machine is named in ``missed``, as is a worker that ended while it was sampled. A batch
-subtask's Spark jobs run in Spark's pooled Python workers, which are not told apart by
-attempt: its graph holds its slot thread only (what runs in the TaskManager itself, a
-small subtask's whole chain among it).
+machine is named in ``missed``, as is a worker that ended while it was sampled.
 """
 
 from __future__ import annotations

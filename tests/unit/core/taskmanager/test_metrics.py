@@ -228,3 +228,18 @@ def test_attempts_with_their_workers_still_fit_a_frame():
 def test_malformed_workers_are_refused_on_receipt(workers, complaint):
     with pytest.raises(CodecError, match=complaint):
         decode(attempt_frame(workers=workers), FRAME)
+
+
+def test_a_batch_attempt_names_the_pooled_spark_workers_running_its_records_now():
+    batch, other = task("a-1"), task("a-2", subtask=1)
+    batch.counts.slot_thread = (4100, 4123)
+    metrics = TaskMetrics("taskmanager-1")
+    for each in (batch, other):
+        metrics.began(each)
+    metrics.spark_workers = {"a-1": [4301, 4302], "gone": [4303]}
+
+    first, second = metrics.messages([batch, other])[0].attempts
+
+    assert first.workers == (p.AttemptWorker(4100, 4123), p.AttemptWorker(4301),
+                             p.AttemptWorker(4302))
+    assert second.workers == ()
