@@ -12,6 +12,7 @@ docs/comparing.md). GUI thread only.
 
 from __future__ import annotations
 
+import re
 import zlib
 from pathlib import Path
 
@@ -222,7 +223,8 @@ class ProfileWindow(QWidget):
         self.tabs.setCurrentWidget(table)
 
     def _choose_save(self) -> None:
-        name, _ = QFileDialog.getSaveFileName(self, "Save flame graph", "",
+        name, _ = QFileDialog.getSaveFileName(self, "Save flame graph",
+                                              suggested_file(self.windowTitle()),
                                               "Collapsed stacks (*.collapsed *.txt)")
         if name:
             self.save_to(Path(name))
@@ -233,6 +235,13 @@ class ProfileWindow(QWidget):
                                               "All files (*)")
         if name:
             self.compare_with(Path(name))
+
+
+def suggested_file(title: str) -> str:
+    """A file name from the window's title: letters, digits, dashes and dots."""
+    words = re.findall(r"[A-Za-z0-9_.]+", title.removeprefix("Flame graph of ")
+                       .replace("'s workers", ""))
+    return "-".join(words)[:80] + ".collapsed"
 
 
 def _changes_table() -> QTableWidget:

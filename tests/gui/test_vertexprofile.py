@@ -138,3 +138,11 @@ def test_a_graph_saved_and_compared_lists_the_frames_that_changed_most(qtbot, tm
     after.compare_with(tmp_path / "missing.collapsed")
     assert "could not be read" in after.header.text()
     assert isinstance(after.root, FlameNode)
+
+
+def test_a_saved_graph_is_offered_a_file_named_after_its_vertex_and_job():
+    from clusterdeck.gui.views.flamegraph import suggested_file
+    assert suggested_file("Flame graph of rate_source -> parse's workers (a1015819)") == \
+        "rate_source-parse-a1015819.collapsed"
+    assert suggested_file("Flame graph of taskmanager-1 (pid 12)") == \
+        "taskmanager-1-pid-12.collapsed"
