@@ -30,9 +30,8 @@ from typing import Any
 MARKS_VARIABLE = "CLUSTERDECK_WORKER_MARKS"
 MAX_MARKS = 256  # notes read in one look: a TaskManager has a few workers per core
 MAX_NOTE = 256   # bytes of one note (an attempt id)
-_JOB_GROUP = "spark.jobGroup.id"
-
 FOLDER = "worker-marks"  # in the TaskManager's scratch folder
+_JOB_GROUP = "spark.jobGroup.id"
 _held: list[Any] = [None, 0]  # in a worker: the attempt noted, and how many marks hold it
 
 
@@ -117,10 +116,12 @@ def read_marks(folder: Path) -> dict[str, list[int]]:
 
 
 def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False  # 0 would ask after this process's whole group
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
-    except (PermissionError, OverflowError):
-        return pid > 0
-    return pid > 0
+    except PermissionError:
+        return True
+    return True

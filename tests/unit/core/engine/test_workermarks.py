@@ -81,6 +81,7 @@ def test_notes_are_read_as_data_bounded_and_those_of_ended_processes_removed(tmp
     (tmp_path / ".12").write_text("staged, not yet a note")
     (tmp_path / "junk").write_text("job/v#0/a0")
     (tmp_path / "0").write_text("job/v#0/a0")
+    (tmp_path / ("9" * 30)).write_text("job/v#0/a0")   # no process has such a pid
 
     assert read_marks(tmp_path) == {"x" * workermarks.MAX_NOTE: [os.getpid()]}
     assert sorted(p.name for p in tmp_path.iterdir()) == [".12", str(os.getpid()), "junk"]
