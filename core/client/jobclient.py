@@ -376,6 +376,23 @@ class JobClient(ClusterClient):
         arrived.wait(timeout)
         return found[0] if found else None
 
+    def live_metrics(self, seconds: float, most: int = 1000) -> list[p.TaskManagerMetrics]:
+        """The TaskManagers' live numbers heard over ``seconds`` (they send once a
+        second), at most ``most`` messages, in the order heard; a message on another
+        TaskManager's topic than its own is dropped. Waits on the calling thread."""
+        heard: list[p.TaskManagerMetrics] = []
+
+        def on_metrics(topic: str, message: Any) -> None:  # paho's thread
+            if (isinstance(message, p.TaskManagerMetrics) and len(heard) < most
+                    and topic == topics.metrics(message.taskmanager_id)):
+                heard.append(message)
+        self.service.subscribe(topics.METRICS_ALL, on_metrics)
+        try:
+            time.sleep(seconds)  # listening, not hoping: every TaskManager sends within it
+        finally:
+            self.service.unsubscribe(topics.METRICS_ALL, on_metrics)
+        return list(heard)
+
     def failure_history(self, job_id: str) -> list[dict[str, Any]]:
         """A running job's failures so far, from its snapshot."""
         snapshot = self.snapshot(job_id)

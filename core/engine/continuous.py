@@ -78,6 +78,7 @@ class BatchRunner(Protocol):
     """Runs a batch's partition function in Spark, on the slot thread."""
 
     counters: dict[str, int | float]
+    pid: int | None  # the Python worker running the batches, when one runs them all
 
     def start(self) -> None: ...
 
@@ -122,6 +123,7 @@ class SparkJobs:
     def __init__(self, context: Any, counter_names: Iterable[str] = ()) -> None:
         self.context = context
         self._scope = BatchCounters(counter_names)
+        self.pid: int | None = None  # each batch in whichever worker Spark picks
 
     @property
     def counters(self) -> dict[str, int | float]:

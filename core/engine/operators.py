@@ -35,6 +35,7 @@ from clusterdeck.core.engine.streams import (
     empty_records,
 )
 from clusterdeck.core.engine.valuestate import BatchProcess, KeyedRecord
+from clusterdeck.core.engine.workermarks import marked
 from clusterdeck.core.jobapi import plan
 from clusterdeck.core.jobapi.plan import KeySpec, UserCode
 from clusterdeck.core.protocol.jobgraph import OperatorSpec
@@ -57,7 +58,18 @@ def apply(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Stream]
     implementation = _OPERATORS.get(op.kind)
     if implementation is None:
         raise ValueError(f"unknown operator kind {op.kind!r}")
-    return implementation(work, op, code, inputs)
+    if op.kind not in _ON_RECORDS:
+        return implementation(work, op, code, inputs)
+    # The Python worker running the user's function says whose records it runs, in the
+    # Spark stage of its input and of its output (workermarks.py)
+    return _marked(implementation(work, op, code, [_marked(stream) for stream in inputs]))
+
+
+def _marked(stream: Stream) -> Stream:
+    if isinstance(stream, Records):
+        return Records(stream.rdd.mapPartitions(marked, preservesPartitioning=True),
+                       stream.schema)
+    return stream
 
 
 def _map(work: Work, op: OperatorSpec, code: UserCode, inputs: Sequence[Stream]) -> Stream:

@@ -319,6 +319,11 @@ class StreamChain:
             return dict.fromkeys(self._counter_names, 0)
         return self._runner.counters
 
+    def worker_pid(self) -> int | None:
+        """The Spark Python worker running its batches now (any thread: one read)."""
+        runner = self._runner
+        return runner.pid if runner is not None else None
+
     def start(self) -> None:
         """The attempt starts (in its ``attempt_scope``): a chain that runs its batches
         in Spark starts its Spark task now, so its Python worker is ready by the first

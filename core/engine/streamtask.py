@@ -125,6 +125,7 @@ def run_stream_subtask(spark: Any, job: LoadedJob, deployment: p.SubmitTask,
                        counts or LiveCounts(),
                        Printed(printed, feed) if printed is not None else None, broker,
                        backend)
+    task.counts.spark_worker = task.chain.worker_pid  # for its vertex's flame graph
     vertex = job.graph.vertex(deployment.vertex_id)
     description = f"{job.graph.name}: {vertex.name} ({deployment.subtask + 1}/" \
                   f"{vertex.parallelism})"

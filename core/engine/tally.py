@@ -45,7 +45,10 @@ class LiveCounts:
     for its consumers to take buffers (read live from its output through
     ``consumers_waited``, so a wait of many seconds shows as it goes on, not when it
     ends), and keeps ``watermark``, the one it last sent on (a sink's: its input
-    watermark; ``math.inf`` once event time is over; None while it has none)."""
+    watermark; ``math.inf`` once event time is over; None while it has none).
+
+    ``workers()``: the processes and threads running it now, (pid, native thread id or 0
+    for the whole process)."""
 
     def __init__(self) -> None:
         self.records_in = 0    # of the batches done
@@ -57,11 +60,25 @@ class LiveCounts:
         self.idle = 0.0  # seconds a long-running (streaming) attempt waited for work
         self.consumers_waited: Callable[[], float] | None = None  # its output's wait
         self.watermark: float | None = None  # event time in seconds; math.inf: over
+        # Where it runs, for a flame graph of its vertex (docs/profiling.md): its slot
+        # thread as (pid, native thread id), set as that thread takes it up; and the pid of
+        # the Spark Python worker running its batches now (a streaming attempt's
+        # long-lived Spark task; None while it has none)
+        self.slot_thread: tuple[int, int] | None = None
+        self.spark_worker: Callable[[], int | None] | None = None
 
     @property
     def backpressured(self) -> float:
         """Seconds a streaming attempt waited for its consumers so far (0: none)."""
         return self.consumers_waited() if self.consumers_waited is not None else 0.0
+
+    def workers(self) -> tuple[tuple[int, int], ...]:
+        """Its slot thread and its Spark Python worker, those it has now."""
+        held = [self.slot_thread] if self.slot_thread is not None else []
+        worker = self.spark_worker() if self.spark_worker is not None else None
+        if worker is not None:
+            held.append((worker, 0))
+        return tuple(held)
 
     def now(self) -> tuple[int, int, int, int]:
         """(records in, records out, bytes in, bytes out) so far."""

@@ -132,7 +132,7 @@ def thread_dump(pid: int, subprocesses: bool = False) -> list[ThreadStack]:
     command = [pyspy_binary(), "dump", "--json", "--pid", str(pid)]
     if subprocesses:
         command.append("--subprocesses")
-    output = _run(command, pid, DUMP_TIMEOUT)
+    output = run_pyspy(command, pid, DUMP_TIMEOUT)
     return parse_dump(output, pid)
 
 
@@ -149,7 +149,7 @@ def flame_graph(pid: int, seconds: float = 5.0, rate: int = 100, idle: bool = Fa
             command.append("--idle")
         if subprocesses:
             command.append("--subprocesses")
-        _run(command, pid, seconds + DUMP_TIMEOUT)
+        run_pyspy(command, pid, seconds + DUMP_TIMEOUT)
         text = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
     root, stacks, cut = parse_collapsed(text)
     return FlameGraph(pid, seconds, rate, root, stacks, cut)
@@ -210,7 +210,7 @@ def _thread(pid: int, trace: dict[str, Any]) -> ThreadStack:
                        bool(trace.get("active", False)), frames, pid)
 
 
-def _run(command: list[str], pid: int, timeout: float) -> str:
+def run_pyspy(command: list[str], pid: int, timeout: float) -> str:
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
                               check=False)

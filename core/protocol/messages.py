@@ -79,9 +79,11 @@ from clusterdeck.core.protocol.jobs import (
     SubmitJob,
 )
 from clusterdeck.core.protocol.metrics import (
+    ATTEMPT_WORKERS,
     METRICS_ATTEMPTS,
     URL_LIMIT,
     AttemptMetrics,
+    AttemptWorker,
     TaskManagerMetrics,
 )
 from clusterdeck.core.protocol.output import (
@@ -163,10 +165,12 @@ from clusterdeck.core.protocol.wiring import (
 # 26: TaskManagerHeartbeat.wall_time, TaskManagerInfo.clock_offset_s (clock skew measured)
 # 28: RequestSlot.blocked and CauseKind TASKMANAGER_BLOCKED (a job's blocklist)
 # 29: CauseKind JOB_RESCALED (reactive mode, docs/elastic.md)
+# 30: AttemptMetrics.workers (where an attempt runs: a vertex's flame graph)
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-PROTOCOL_VERSION = 29
+PROTOCOL_VERSION = 30
 
 __all__ = [
+    "ATTEMPT_WORKERS",
     "METRICS_ATTEMPTS",
     "OUTPUT_PIECE",
     "PRINTED_KEPT",
@@ -178,6 +182,7 @@ __all__ = [
     "ArtifactChunk",
     "ArtifactChunkReceived",
     "AttemptMetrics",
+    "AttemptWorker",
     "CancelJob",
     "CancelTask",
     "ClusterOverview",

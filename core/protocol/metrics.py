@@ -6,6 +6,20 @@ from dataclasses import dataclass
 
 from clusterdeck.core.rpc import message
 
+ATTEMPT_WORKERS = 8  # workers one AttemptMetrics names: its slot thread and a Spark worker
+
+
+@message
+@dataclass(frozen=True)
+class AttemptWorker:
+    """Where an attempt's code runs now, on its TaskManager's machine: a process
+    (``thread`` 0: a Spark Python worker running its user functions) or one thread of one
+    (``thread``: the native id of the TaskManager's slot thread running it), so a flame
+    graph can be taken of exactly these (docs/profiling.md)."""
+
+    pid: int
+    thread: int = 0
+
 
 @message
 @dataclass(frozen=True)
@@ -19,7 +33,8 @@ class AttemptMetrics:
     costs nothing); ``watermark``, the event time (seconds) it last sent on, a sink's
     input watermark, None while it has none; ``watermark_end``: its watermark is the end
     of event time (infinity, which JSON has not: ``watermark`` is then None). Defaults for
-    a batch attempt and for senders that predate them."""
+    a batch attempt and for senders that predate them. ``workers``: where its code runs
+    now (``AttemptWorker``), empty once it ended."""
 
     job_id: str
     vertex_id: str
@@ -35,6 +50,7 @@ class AttemptMetrics:
     backpressured: float = 0.0
     watermark: float | None = None
     watermark_end: bool = False
+    workers: tuple[AttemptWorker, ...] = ()  # at most ATTEMPT_WORKERS
 
 
 METRICS_ATTEMPTS = 200  # AttemptMetrics in one TaskManagerMetrics: about 75 kB at most

@@ -37,6 +37,9 @@ class TaskMetrics:
         self.taskmanager_id = taskmanager_id
         self.heap: tuple[int, int] = (-1, -1)  # used, max; set from a worker's reading
         self.spark_ui = ""                       # its address, read with the heap
+        # attempt id -> the pids of Spark's pooled Python workers running its records, as
+        # read last on a worker (core/engine/workermarks.py)
+        self.spark_workers: dict[str, list[int]] = {}
         self._began: dict[str, float] = {}     # attempt -> monotonic time it began
         self._ended: list[p.AttemptMetrics] = []
 
@@ -62,7 +65,8 @@ class TaskMetrics:
         """What to publish now: every attempt that began and the ended ones, in pieces."""
         now = time.monotonic()
         attempts = [_numbers(task, *task.counts.now(),
-                             _busy(now - self._began[task.attempt_id], task))
+                             _busy(now - self._began[task.attempt_id], task),
+                             spark_workers=self.spark_workers.get(task.attempt_id, ()))
                     for task in running if task.attempt_id in self._began]
         return self._pieces(attempts + self._take_ended())
 
@@ -95,13 +99,21 @@ def _busy(running: float, task: Task) -> float:
 
 
 def _numbers(task: Task, records_in: int, records_out: int, bytes_in: int, bytes_out: int,
-             busy: float, final: bool = False) -> p.AttemptMetrics:
+             busy: float, final: bool = False,
+             spark_workers: Iterable[int] = ()) -> p.AttemptMetrics:
     deployment = task.deployment
     watermark, watermark_end = _on_the_wire(task.counts.watermark)
     return p.AttemptMetrics(deployment.job_id, deployment.vertex_id, deployment.subtask,
                             deployment.attempt, task.attempt_id, records_in, records_out,
                             bytes_in, bytes_out, round(busy, 3), final,
-                            round(task.counts.backpressured, 3), watermark, watermark_end)
+                            round(task.counts.backpressured, 3), watermark, watermark_end,
+                            () if final else _workers(task, spark_workers))
+
+
+def _workers(task: Task, spark_workers: Iterable[int]) -> tuple[p.AttemptWorker, ...]:
+    """Where the running attempt's code is now: what its vertex's flame graph samples."""
+    held = [*task.counts.workers(), *((pid, 0) for pid in spark_workers)]
+    return tuple(p.AttemptWorker(pid, thread) for pid, thread in held[:p.ATTEMPT_WORKERS])
 
 
 def _on_the_wire(watermark: float | None) -> tuple[float | None, bool]:

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
+from clusterdeck.core.engine.workermarks import read_marks
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol import topics
 from clusterdeck.core.taskmanager.endpoint import Endpoint
@@ -28,8 +30,11 @@ class MetricsTicks:
 
     def __init__(self, endpoint: Endpoint, resource_id: str,
                  running: Callable[[], Collection[Task]],
-                 spark: Callable[[], Any | None]) -> None:
+                 spark: Callable[[], Any | None], marks: Path | None = None) -> None:
+        """``marks``: where its Spark's Python workers note whose records they run."""
         self._endpoint = endpoint
+        self._marks = marks
+        self._reading_marks = False
         self._resource_id = resource_id
         self._running = running
         self._spark = spark
@@ -72,6 +77,10 @@ class MetricsTicks:
             self._reading_heap = True
             reading = self._heap_reader.submit(jvm_numbers, spark)
             self._endpoint.on_main_thread(reading, self._heap_read)
+        if self._marks is not None and not self._reading_marks and self.numbers.busy:
+            self._reading_marks = True
+            marks = self._heap_reader.submit(read_marks, self._marks)
+            self._endpoint.on_main_thread(marks, self._marks_read)
         self._idle = not self.numbers.busy
         self._endpoint.schedule(IDLE_INTERVAL if self._idle else INTERVAL, self._tick,
                                 self._generation)
@@ -80,6 +89,11 @@ class MetricsTicks:
         for message in messages:
             self._endpoint.rpc_service.publish(topics.metrics(self._resource_id), message,
                                                qos=0)
+
+    def _marks_read(self, marks: dict[str, list[int]] | None,
+                    error: BaseException | None) -> None:
+        self._reading_marks = False
+        self.numbers.spark_workers = marks if marks is not None and error is None else {}
 
     def _heap_read(self, numbers: tuple[int, int, str] | None,
                    error: BaseException | None) -> None:

@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,7 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Task,
     ``clusterdeck.core.engine.localexecution``; ``backend``: a streaming task's state
     backend (``state.backend``)."""
     kept = kept or deployment.work_dir
+    task.counts.slot_thread = (os.getpid(), threading.get_native_id())  # its flame graph's
     named = _naming(deployment.work_dir, kept)
     output_dir = partitions_dir(kept, deployment.attempt_id)
     try:

@@ -20,6 +20,7 @@ from typing import Any
 
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.engine.sparkwatch import start_rest_api
+from clusterdeck.core.engine.workermarks import MARKS_VARIABLE, marks_folder
 from clusterdeck.core.node import exitcodes
 from clusterdeck.core.taskmanager.endpoint import Endpoint
 from clusterdeck.core.taskmanager.sparkhealth import JvmExit, SparkJvm
@@ -54,6 +55,8 @@ def session_settings(config: Config, resource_id: str, scratch: Path) -> dict[st
            "spark.python.unix.domain.socket.enabled": "true",
            "spark.sql.shuffle.partitions": str(max(2, config["taskmanager.slots"])),
            "spark.sql.warehouse.dir": str(scratch / "warehouse"),
+           # where its Python workers note whose records they run (a vertex's flame graph)
+           f"spark.executorEnv.{MARKS_VARIABLE}": str(marks_folder(scratch)),
            "spark.driver.extraJavaOptions": derby_home}
     users = config.spark_properties()
     if "spark.driver.extraJavaOptions" in users:
@@ -66,7 +69,7 @@ def start_spark(config: Config, resource_id: str, scratch: Path) -> Any:
     """Blocking (seconds): run it on a worker thread, never on an endpoint's main thread."""
     from pyspark.sql import SparkSession
 
-    scratch.mkdir(parents=True, exist_ok=True)
+    marks_folder(scratch).mkdir(parents=True, exist_ok=True)
     # Spark's Python workers must run the same interpreter as this process.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     master = spark_master(config)

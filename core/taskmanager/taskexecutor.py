@@ -26,6 +26,7 @@ from typing import Any
 
 from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config
+from clusterdeck.core.engine.workermarks import marks_folder
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.node.hostidentity import host_identity
 from clusterdeck.core.protocol import messages as p
@@ -99,7 +100,8 @@ class TaskExecutor(RpcEndpoint):
             self._fail_tasks, lambda answer: self.spark.take_cluster_settings(
                 answer.spark_properties), on_refused)
         self.slot_queue = SlotQueue(self.slots)
-        self.metrics = MetricsTicks(self, resource_id, self.tasks.values, self.spark.started)
+        self.metrics = MetricsTicks(self, resource_id, self.tasks.values, self.spark.started,
+                                    marks_folder(self.scratch))
         self.updates = StateUpdates(self, self.metrics.publish_ended)
         self.output = OutputRelay(self, self.attempt_logs, self.tasks.values)
         self.spark_work = SparkWorkRelay(self, self.tasks.values)

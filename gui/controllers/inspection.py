@@ -1,5 +1,6 @@
 """Looking inside a process from the process table: its threads, a flame graph, its Spark
-UI (docs/profiling.md).
+UI; and the flame graph of the workers running one vertex's subtasks, from the graph
+(docs/profiling.md).
 
 py-spy runs on a thread of its own here (a flame graph samples for seconds; job commands
 must not wait behind it) and each outcome, the failures included, opens in a window of
@@ -18,6 +19,13 @@ from PySide6.QtCore import QObject, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 
 from clusterdeck.core.profiling.pyspy import flame_graph, thread_dump, with_workers
+from clusterdeck.core.profiling.vertexprofile import (
+    on_this_machine,
+    vertex_flame_graph,
+    vertex_workers,
+)
+from clusterdeck.core.protocol import messages as p
+from clusterdeck.core.protocol.snapshots import JobGraphSnapshot
 from clusterdeck.gui.bridge import ClusterBridge
 from clusterdeck.gui.models.processmodel import ProcessRow
 from clusterdeck.gui.views.flamegraph import ProfileWindow
@@ -54,6 +62,29 @@ class ProcessInspector(QObject):
                        lambda: flame_graph(pid, seconds, subprocesses=workers),
                        lambda window, graph: window.show_flame_graph(graph))
 
+    def vertex_flame_graph(self, snapshot: JobGraphSnapshot, vertex_id: str,
+                           attempts: list[tuple[str, p.AttemptMetrics]], live: bool = True,
+                           seconds: float = FLAME_SECONDS) -> None:
+        """The flame graph of the workers running the vertex's subtasks now, named by
+        their attempts' last live numbers (``attempts``: TaskManager id and numbers)."""
+        vertex = next((v for v in snapshot.vertices if v.id == vertex_id), None)
+        name = vertex.name if vertex is not None else vertex_id
+        if not live:
+            self.notice.emit(f"{name}: a recording's workers are gone; a vertex's flame "
+                             "graph is taken of a running job")
+            return
+        workers = vertex_workers(attempts, snapshot.job_id, vertex_id)
+        local, away = on_this_machine(workers, snapshot.hosts, socket.gethostname())
+        if not local:
+            self.notice.emit(f"{name}: " + ("; ".join(away) if away else
+                                            "no subtask of it is running now"))
+            return
+        self.notice.emit(f"sampling {len(local)} workers of {name} for {seconds:g} s\u2026")
+        self._look(f"Flame graph of {name}'s workers ({snapshot.job_id})",
+                   lambda: vertex_flame_graph(name, local, seconds),
+                   lambda window, graph: window.show_vertex_flame_graph(graph),
+                   away)
+
     def open_spark_ui(self, name: str, url: str) -> None:
         if not url:
             self.notice.emit(f"{name} has no Spark UI (spark.ui.enabled is false, or its "
@@ -79,11 +110,14 @@ class ProcessInspector(QObject):
         return row.pid
 
     def _look(self, title: str, work: Callable[[], Any],
-              show: Callable[[ProfileWindow, Any], None]) -> None:
+              show: Callable[[ProfileWindow, Any], None], away: list[str] | None = None
+              ) -> None:
         def done(outcome: Any, error: BaseException | None) -> None:  # GUI thread
             window = ProfileWindow(title)
             if error is None:
                 show(window, outcome)
+                for note in away or ():
+                    self.notice.emit(note)
             else:
                 window.show_error(f"{type(error).__name__}: {error}" if not str(error)
                                   else str(error))

@@ -156,6 +156,7 @@ class MainWindow(MainWindowView):
         self.submission.notice.connect(self.show_notice)
         self.submission.submitted.connect(self._on_submitted)
         self.inspector.notice.connect(self.show_notice)
+        self.jobs.graph.vertex_profile_wanted.connect(self.profile_vertex)
 
     def _wire_actions(self) -> None:
         a = self.actions
@@ -253,6 +254,12 @@ class MainWindow(MainWindowView):
     def flame_graph_selected(self) -> None:
         if (row := self._selected()) is not None:
             self.inspector.flame_graph(row)
+
+    def profile_vertex(self, vertex_id: str) -> None:
+        if (snapshot := self.jobs.graph.snapshot) is not None:
+            self.inspector.vertex_flame_graph(
+                snapshot, vertex_id, self.metrics.attempts(snapshot.job_id, vertex_id),
+                live=self.recordings.recording is None)
 
     def open_selected_spark_ui(self) -> None:
         if (row := self._selected()) is not None:

@@ -122,19 +122,22 @@ class _Point:
 class _Vertex:
     parallelism: int = 1
     subtasks: dict[int, p.AttemptMetrics] = field(default_factory=dict)
+    where: dict[int, str] = field(default_factory=dict)  # subtask -> its TaskManager's id
     pressure: dict[int, _Pressure] = field(default_factory=dict)  # running subtasks'
     history: deque[_Point] = field(default_factory=lambda: deque(maxlen=HISTORY))  # recent
     rates: Series = field(default_factory=Series)  # time, in/s, out/s, busy share
 
-    def take(self, numbers: p.AttemptMetrics, at: float) -> bool:
-        """Keep ``numbers`` (sent at ``at``) if they are of the subtask's current attempt
-        (the latest run and attempt; an older attempt's late numbers are dropped)."""
+    def take(self, numbers: p.AttemptMetrics, at: float, taskmanager_id: str = "") -> bool:
+        """Keep ``numbers`` (sent at ``at`` by ``taskmanager_id``) if they are of the
+        subtask's current attempt (the latest run and attempt; an older attempt's late
+        numbers are dropped)."""
         held = self.subtasks.get(numbers.subtask)
         if held is not None and _order(held) > _order(numbers):
             return False
         if held is not None and held.attempt_id == numbers.attempt_id and held.final:
             return False  # its last numbers are in; a late running report is older
         self.subtasks[numbers.subtask] = numbers
+        self.where[numbers.subtask] = taskmanager_id
         if numbers.final:  # ended: nothing holds it back any more
             self.pressure.pop(numbers.subtask, None)
             return True
@@ -258,7 +261,7 @@ class MetricsStore:
             touched = {numbers.job_id for numbers in message.attempts
                        if self._fits(numbers)
                        and self._vertex(numbers.job_id, numbers.vertex_id).take(
-                           numbers, message.time)}
+                           numbers, message.time, message.taskmanager_id)}
             for job_id in touched:
                 for vertex in self._jobs.get(job_id, {}).values():
                     vertex.sample(message.time)
@@ -283,6 +286,15 @@ class MetricsStore:
         """Each vertex's numbers as of ``now`` (wall clock; None: as last heard)."""
         return {vertex_id: vertex.numbers(now)
                 for vertex_id, vertex in self._jobs.get(job_id, {}).items()}
+
+    def attempts(self, job_id: str, vertex_id: str) -> list[tuple[str, p.AttemptMetrics]]:
+        """Each subtask's current attempt's last numbers with its TaskManager's id: who
+        runs the vertex now (core/profiling/vertexprofile.py)."""
+        vertex = self._jobs.get(job_id, {}).get(vertex_id)
+        if vertex is None:
+            return []
+        return [(vertex.where.get(subtask, ""), numbers)
+                for subtask, numbers in sorted(vertex.subtasks.items())]
 
     def rates(self, job_id: str, vertex_id: str
               ) -> list[tuple[float, float, float, float]]:

@@ -16,7 +16,9 @@ one cell from an ExecutionStateEvent, so a state change shows at the bridge's ne
 
 Wheel zooms around the mouse, dragging the background pans, clicking a cell selects the
 subtask and emits ``subtask_clicked(vertex_id, subtask)``; ``focus`` does the same from
-code (the failures view) and centres the cell. GUI thread only.
+code (the failures view) and centres the cell. Double-clicking a vertex, or its context
+menu's "Flame graph of this vertex's workers", emits ``vertex_profile_wanted(vertex_id)``
+(docs/profiling.md). GUI thread only.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
     QBrush,
     QColor,
+    QContextMenuEvent,
     QFont,
     QFontMetrics,
     QMouseEvent,
@@ -44,6 +47,7 @@ from PySide6.QtWidgets import (
     QGraphicsScene,
     QGraphicsSimpleTextItem,
     QGraphicsView,
+    QMenu,
     QWidget,
 )
 
@@ -342,6 +346,7 @@ class ExecutionGraphView(QGraphicsView):
     """Shows one job's snapshot; ``show_snapshot`` again to follow it."""
 
     subtask_clicked = Signal(str, int)
+    vertex_profile_wanted = Signal(str)  # a vertex id: its workers' flame graph
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -524,6 +529,39 @@ class ExecutionGraphView(QGraphicsView):
                     event.accept()
                     return
         super().mousePressEvent(event)
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
+        vertex_id = self.vertex_at(event.position().toPoint())
+        if event.button() == Qt.MouseButton.LeftButton and vertex_id is not None:
+            self.vertex_profile_wanted.emit(vertex_id)
+            event.accept()
+            return
+        super().mouseDoubleClickEvent(event)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        vertex_id = self.vertex_at(event.pos())
+        if vertex_id is None:
+            super().contextMenuEvent(event)
+            return
+        menu = self.vertex_menu(vertex_id)
+        menu.exec(event.globalPos())
+
+    def vertex_menu(self, vertex_id: str) -> QMenu:
+        """What can be done with one vertex from the graph."""
+        menu = QMenu(self)
+        profile = menu.addAction("Flame graph of this vertex's workers")
+        profile.triggered.connect(lambda: self.vertex_profile_wanted.emit(vertex_id))
+        return menu
+
+    def vertex_at(self, point: Any) -> str | None:
+        """The vertex whose box (or one of its cells) is under ``point`` (view
+        coordinates)."""
+        for item in self.items(point):
+            while item is not None and not isinstance(item, VertexBox):
+                item = item.parentItem()
+            if isinstance(item, VertexBox):
+                return item.vertex_id
+        return None
 
     def drawForeground(self, painter: QPainter, rect: QRectF) -> None:
         if self.boxes:

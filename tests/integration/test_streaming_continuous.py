@@ -4,10 +4,13 @@ the user's traceback and line; the Python worker of a window subtask killed with
 mid-stream fails that attempt, the job fails over to its last checkpoint and the
 committed output is the undisturbed run's, each window once; a cancelled streaming job
 leaves no Spark job running on any TaskManager's Spark (read from its Spark UI's REST
-API, as the window's Open Spark UI reads it)."""
+API, as the window's Open Spark UI reads it); the flame graph of one vertex of a running
+job (``clusterdeck profile --job --vertex``, docs/profiling.md) holds its user function
+and not the other vertex's."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 from collections.abc import Iterator
@@ -15,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from clusterdeck.core.cli.profilecommands import cmd_profile
 from clusterdeck.core.client.jobclient import JobClient
+from clusterdeck.core.profiling.vertexprofile import VertexWorker, vertex_workers
 from clusterdeck.core.protocol.states import JobStatus
 from tests.integration.clusters import SPARK_UP_AND_RESTARTS, RunningCluster, wait_result
 from tests.integration.test_failover import BOTH, described
@@ -135,3 +140,66 @@ def test_a_cancelled_streaming_job_leaves_no_spark_job_running(
     assert result.status is JobStatus.CANCELED, described(result)
     wait_for(lambda: (running := spark_uis.spark_jobs(job_id, "running")) is not None
              and not any(running.values()), 60, "no Spark job of the job running")
+
+
+# Two vertices, each busy in a function of its own (the key_by splits the chain): the
+# first's map before the window, the second's after it, both run in their subtask's
+# long-lived Spark task's Python worker.
+TWO_HOT = '''
+def burn_in_parse(record):
+    total = 0
+    for i in range(20000):
+        total += i * i
+    return (record[0], record[1], total)
+
+def burn_in_count(window):
+    total = 0
+    for i in range(20000):
+        total += i ^ 7
+    return f"{window[0]},{window[3]},{total}"
+
+def build(env):
+    env.set_parallelism(1)
+    env.enable_checkpointing(1.0)
+    (env.rate_source(200, None)
+        .map(burn_in_parse, name="parse")
+        .assign_timestamps(lambda record: record[0] / 100, max_out_of_orderness=0.2)
+        .key_by(1)
+        .window(0.1).count(name="count")
+        .map(burn_in_count, name="format")
+        .write_text(env.args[0]))
+'''
+
+
+def test_a_vertexs_flame_graph_holds_its_own_function_and_not_the_other_vertexs(
+        client: JobClient, cluster: RunningCluster, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    job = tmp_path / "two_hot.py"
+    job.write_text(TWO_HOT)
+    job_id = client.submit(job, [str(tmp_path / "out")])   # for ever
+    try:
+        def spark_worker(operator: str) -> list[VertexWorker]:
+            snapshot = client.snapshot(job_id)
+            vertex = next(v for v in snapshot.graph.vertices
+                          if operator in {op.name for op in v.operators})
+            heard = client.live_metrics(1.5)
+            return [w for w in vertex_workers(((m.taskmanager_id, attempt) for m in heard
+                                               for attempt in m.attempts), job_id, vertex.id)
+                    if w.thread == 0]
+        wait_for(lambda: spark_worker("parse") and spark_worker("format"), 180,
+                 "both vertices' Spark Python workers named in the live numbers")
+        parse, format_ = tmp_path / "parse.collapsed", tmp_path / "format.collapsed"
+        for vertex, saved, compare in (("parse", parse, None), ("format", format_, [parse])):
+            assert cmd_profile(cluster[0].config, argparse.Namespace(
+                process=None, job=job_id, vertex=vertex, threads=False, seconds=3.0,
+                rate=100, output=saved, compare=compare)) == 0
+        printed = capsys.readouterr().out
+    finally:
+        client.cancel(job_id)
+    assert "burn_in_parse" in parse.read_text() and "burn_in_count" not in parse.read_text()
+    assert "burn_in_count" in format_.read_text() and "burn_in_parse" not in \
+        format_.read_text()
+    assert "(pid " in printed and "thread " in printed  # its worker and its slot thread
+    changes = printed[printed.index("frames whose share"):].splitlines()
+    assert any(line.split()[2].startswith("+") and "burn_in_count (two_hot.py)" in line
+               for line in changes[2:12]), printed

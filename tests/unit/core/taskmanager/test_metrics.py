@@ -184,3 +184,62 @@ def test_an_infinite_watermark_cannot_be_smuggled_in_as_a_number():
     frame = attempt_frame(watermark=1).replace(b'"watermark":1', b'"watermark":1e400')
     with pytest.raises(CodecError, match="malformed JSON: number is infinity"):
         decode(frame, FRAME)
+
+
+def test_a_running_attempt_names_its_slot_thread_and_its_spark_worker_an_ended_one_none():
+    running = task("a-1")
+    running.counts.slot_thread = (4100, 4123)
+    worker: list[int | None] = [None]
+    running.counts.spark_worker = lambda: worker[0]
+    metrics = TaskMetrics("taskmanager-1")
+    metrics.began(running)
+
+    [before] = metrics.messages([running])[0].attempts
+    worker[0] = 4200  # the long-lived Spark task's worker connected
+    [after] = metrics.messages([running])[0].attempts
+    metrics.ended(running, TaskOutcome(ExecutionState.FINISHED, p.TaskResult(1, 1)))
+    [ended] = metrics.messages([])[0].attempts
+
+    assert before.workers == (p.AttemptWorker(4100, 4123),)
+    assert after.workers == (p.AttemptWorker(4100, 4123), p.AttemptWorker(4200, 0))
+    assert ended.workers == ()
+
+
+def test_attempts_with_their_workers_still_fit_a_frame():
+    metrics = TaskMetrics("taskmanager-1")
+    tasks = [task(f"attempt-{i:05d}-" + "x" * 40, subtask=i) for i in range(200)]
+    for each in tasks:
+        metrics.began(each)
+        each.counts.slot_thread = (4_194_304, 4_194_304)
+        each.counts.spark_worker = lambda: 4_194_303
+
+    [message] = metrics.messages(tasks)
+
+    frame = encode(Envelope("event", "taskmanager-1", message), FRAME)
+    assert len(frame) < FRAME / 2
+    assert decode(frame, FRAME).message.attempts[0].workers[1] == p.AttemptWorker(4_194_303)
+
+
+@pytest.mark.parametrize(("workers", "complaint"), [
+    ([{"pid": "12"}], "workers\\[0\\].pid: expected a whole number"),
+    ([{"pid": 12, "thread": 1.5}], "workers\\[0\\].thread: expected a whole number"),
+    ({"pid": 12}, "workers"),
+])
+def test_malformed_workers_are_refused_on_receipt(workers, complaint):
+    with pytest.raises(CodecError, match=complaint):
+        decode(attempt_frame(workers=workers), FRAME)
+
+
+def test_a_batch_attempt_names_the_pooled_spark_workers_running_its_records_now():
+    batch, other = task("a-1"), task("a-2", subtask=1)
+    batch.counts.slot_thread = (4100, 4123)
+    metrics = TaskMetrics("taskmanager-1")
+    for each in (batch, other):
+        metrics.began(each)
+    metrics.spark_workers = {"a-1": [4301, 4302], "gone": [4303]}
+
+    first, second = metrics.messages([batch, other])[0].attempts
+
+    assert first.workers == (p.AttemptWorker(4100, 4123), p.AttemptWorker(4301),
+                             p.AttemptWorker(4302))
+    assert second.workers == ()

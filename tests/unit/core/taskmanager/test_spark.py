@@ -30,6 +30,7 @@ def test_without_spark_properties_the_taskmanagers_defaults_apply() -> None:
         "spark.python.unix.domain.socket.enabled": "true",
         "spark.sql.shuffle.partitions": "3",
         "spark.sql.warehouse.dir": str(SCRATCH / "warehouse"),
+        "spark.executorEnv.CLUSTERDECK_WORKER_MARKS": str(SCRATCH / "worker-marks"),
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={SCRATCH}",
     }
 
