@@ -309,6 +309,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("taskmanager.data.tls", one_of("auto", "always"), "auto", "auto: TLS (with a "
            "self-signed certificate pinned through the registration) unless it listens on "
            "loopback only, the broker's rule; always: TLS on loopback too."),
+    Option("taskmanager.data.fetch-timeout", duration, 10.0, "How long a fetch of a "
+           "partition from another TaskManager's data service may stall (a connect or a "
+           "read) before it is tried again; after three tries the consumer fails with "
+           "PartitionNotFound naming the producer's TaskManager."),
     Option("taskmanager.data.max-connections", positive_int, 16, "Requests the data "
            "service serves at once; more wait for a free one."),
     Option("taskmanager.attempt-log.max-size", size, 2 * 1024 * 1024, "Largest attempt "

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 
-from clusterdeck.core.dataservice.client import FetchError, fetch_file
+from clusterdeck.core.dataservice.client import DEFAULT_TIMEOUT, FetchError, fetch_file
 from clusterdeck.core.engine.exchange import (
     COMPLETE_FILE,
     SCHEMA_FILE,
@@ -38,10 +38,12 @@ MAX_FILES = 100_000  # data files one partition's marker may list
 CANCEL_CHECK = 0.2  # seconds between two looks at the attempt's cancel while fetching
 
 
-def fetcher(deployment: p.SubmitTask, kept: str, canceled: threading.Event) -> FetchMissing:
+def fetcher(deployment: p.SubmitTask, kept: str, canceled: threading.Event,
+            timeout: float = DEFAULT_TIMEOUT) -> FetchMissing:
     """What fetches this deployment's missing partitions into ``kept`` (the job's work dir
     here, core/taskmanager/jobfolders.py); answers why, for each that it could not, and
-    raises TaskCanceled as soon as ``canceled`` (the attempt's) is set."""
+    raises TaskCanceled as soon as ``canceled`` (the attempt's) is set. ``timeout``: how
+    long a connect or a read may stall (core/dataservice/client.py)."""
     endpoints = {e.taskmanager_id: e for e in deployment.data_endpoints}
 
     def fetch_missing(partitions: Sequence[InputPartition]) -> dict[InputPartition, str]:
@@ -50,7 +52,7 @@ def fetcher(deployment: p.SubmitTask, kept: str, canceled: threading.Event) -> F
         try:
             futures = [pool.submit(_fetch, endpoints.get(
                 partition.producer.taskmanager_id or ""), deployment.work_dir, kept,
-                partition, canceled, unanswered) for partition in partitions]
+                partition, canceled, unanswered, timeout) for partition in partitions]
             pending = set(futures)
             while pending:
                 if canceled.is_set():
@@ -64,7 +66,8 @@ def fetcher(deployment: p.SubmitTask, kept: str, canceled: threading.Event) -> F
 
 
 def _fetch(endpoint: DataEndpoint | None, root: str, kept: str, partition: InputPartition,
-           canceled: threading.Event, unanswered: set[str]) -> str:
+           canceled: threading.Event, unanswered: set[str],
+           timeout: float = DEFAULT_TIMEOUT) -> str:
     """"" once the partition is here, else why not. ``partition.path`` is under ``kept``,
     the producer's TaskManager knows it under ``root``. A TaskManager that did not
     answer one fetch (``unanswered``) is not asked for the next ones: on a silent peer
@@ -78,7 +81,7 @@ def _fetch(endpoint: DataEndpoint | None, root: str, kept: str, partition: Input
     try:
         mirror_partition(endpoint, root,
                          os.path.join(root, os.path.relpath(partition.path, kept)), kept,
-                         stop=canceled)
+                         stop=canceled, timeout=timeout)
     except FetchError as error:
         if not error.missing:
             unanswered.add(endpoint.taskmanager_id)
@@ -90,7 +93,8 @@ def _fetch(endpoint: DataEndpoint | None, root: str, kept: str, partition: Input
 
 def mirror_partition(endpoint: DataEndpoint, root: str, path: str,
                      local_root: str | None = None, *,
-                     stop: threading.Event | None = None) -> None:
+                     stop: threading.Event | None = None,
+                     timeout: float = DEFAULT_TIMEOUT) -> None:
     """Copy the complete result partition at ``path`` (marker last) from ``endpoint``,
     to the same path here (under ``local_root`` in place of ``root`` when given). Two
     slots may mirror one partition at once (a broadcast edge): every file lands whole by
@@ -101,14 +105,15 @@ def mirror_partition(endpoint: DataEndpoint, root: str, path: str,
     handle, incoming = tempfile.mkstemp(".fetched", f".{COMPLETE_FILE}.", here)
     os.close(handle)
     try:
-        fetch_file(endpoint, root, os.path.join(path, COMPLETE_FILE), incoming, stop=stop)
+        fetch_file(endpoint, root, os.path.join(path, COMPLETE_FILE), incoming, stop=stop,
+                   timeout=timeout)
         with open(incoming, encoding="utf-8") as marker:  # the marker goes in place last
             names = _data_file_names(json.load(marker))
         for name in names:
             if not os.path.isfile(os.path.join(here, name)):
                 fetch_file(endpoint, root, os.path.join(path, name), os.path.join(here, name),
-                           stop=stop)
-        _mirror_schema(endpoint, root, path, here, stop)
+                           stop=stop, timeout=timeout)
+        _mirror_schema(endpoint, root, path, here, stop, timeout)
         os.replace(incoming, os.path.join(here, COMPLETE_FILE))
     finally:
         if os.path.exists(incoming):
@@ -116,7 +121,7 @@ def mirror_partition(endpoint: DataEndpoint, root: str, path: str,
 
 
 def _mirror_schema(endpoint: DataEndpoint, root: str, path: str, here: str,
-                   stop: threading.Event | None) -> None:
+                   stop: threading.Event | None, timeout: float) -> None:
     """The producer edge's schema, beside the partition folders, unless already here (an
     edge whose producer wrote no records may have none)."""
     schema_here = os.path.join(os.path.dirname(os.path.normpath(here)), SCHEMA_FILE)
@@ -125,7 +130,7 @@ def _mirror_schema(endpoint: DataEndpoint, root: str, path: str, here: str,
     edge_folder = os.path.dirname(os.path.normpath(path))
     try:
         fetch_file(endpoint, root, os.path.join(edge_folder, SCHEMA_FILE), schema_here,
-                   stop=stop)
+                   stop=stop, timeout=timeout)
     except FetchError as error:
         if not error.missing:
             raise

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterdeck.core.checkpointing import CheckpointStorage
+from clusterdeck.core.dataservice.client import DEFAULT_TIMEOUT
 from clusterdeck.core.engine.exchange import (
     InputPartition,
     PartitionNotFound,
@@ -73,11 +74,13 @@ def _input_partition(deployment: p.SubmitTask, kept: str, input_index: int,
 def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Task,
              kept: str | None = None,
              local_max_records: int = DEFAULT_MAX_RECORDS,
-             backend: StateBackendOptions | None = None) -> p.TaskResult:
+             backend: StateBackendOptions | None = None,
+             fetch_timeout: float = DEFAULT_TIMEOUT) -> p.TaskResult:
     """Runs on the slot thread; raises what run_subtask raises. ``kept``: where the job's
     work dir is on this machine (default: at its own path); ``local_max_records``: see
     ``clusterdeck.core.engine.localexecution``; ``backend``: a streaming task's state
-    backend (``state.backend``)."""
+    backend (``state.backend``); ``fetch_timeout``: how long a fetch of an input
+    partition from another TaskManager may stall (``taskmanager.data.fetch-timeout``)."""
     kept = kept or deployment.work_dir
     task.counts.slot_thread = (os.getpid(), threading.get_native_id())  # its flame graph's
     named = _naming(deployment.work_dir, kept)
@@ -100,7 +103,8 @@ def run_task(spark: Any, job: LoadedJob, deployment: p.SubmitTask, task: Task,
                                  deployment.attempt_id, input_partitions(deployment, kept),
                                  task.splits(), output_dir,
                                  split_share=deployment.split_share,
-                                 fetch_missing=fetcher(deployment, kept, task.canceled),
+                                 fetch_missing=fetcher(deployment, kept, task.canceled,
+                                                       fetch_timeout),
                                  live=task.live, counts=task.counts,
                                  first=first_of_its_subtask(deployment),
                                  local_max_records=local_max_records)

@@ -200,6 +200,7 @@ class TaskExecutor(RpcEndpoint):
                                              task.fencing_token)
         claimed = self.job_folders.fresh(task.work_dir)
         local_max_records = self.config["taskmanager.local-execution.max-records"]
+        fetch_timeout = self.config["taskmanager.data.fetch-timeout"]
         backend = StateBackendOptions(StateBackend(self.config["state.backend"]),
                                       self.config["state.backend.memory"])
 
@@ -212,7 +213,7 @@ class TaskExecutor(RpcEndpoint):
                 bound = job if job.graph == deployment.graph \
                     else replace(job, graph=deployment.graph)
                 return run_task(spark, bound, with_inputs(deployment, jobmaster), t, kept,
-                                local_max_records, backend)
+                                local_max_records, backend, fetch_timeout)
         plane = self.data_plane
         services = TaskServices(
             self.spark.session(), self._job(task), self._split_source(task, jobmaster),

@@ -59,8 +59,11 @@ SKEW = -30.0  # the second TaskManager's wall clock, against this machine's
 # a test, not so short that a loaded machine's pauses make one. The TaskManagers are more
 # patient with it, as in test_network_cuts.py.
 JOBMANAGER_HEARTBEATS = {"heartbeat.interval": 0.5, "heartbeat.timeout": 4.0}
+# A fetch from a silent data port stalls 4 s before its next try, not the default 10 s: the
+# two data-port tests wait out three tries (a 5% loss stalls a TCP read far less).
 TASKMANAGER_CONFIG = {**FAST_HEARTBEATS, "heartbeat.interval": 0.5, "heartbeat.timeout": 60.0,
-                      "taskmanager.slots": 2, "spark.start": "eager"}
+                      "taskmanager.slots": 2, "spark.start": "eager",
+                      "taskmanager.data.fetch-timeout": 4.0}
 RESTARTS = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 10,
             "restart-strategy.fixed-delay.delay": 0.2}
 DELAY, LOSS = 0.2, 5

@@ -103,3 +103,15 @@ def test_after_one_fetch_a_silent_peer_did_not_answer_its_other_partitions_wait_
     assert time.monotonic() - started < 0.5 * 2  # one wave, not three
     assert set(why) == set(partitions)
     assert sum("did not answer a fetch of another partition" in w for w in why.values()) >= 6
+
+
+def test_the_stall_timeout_given_is_the_one_each_fetch_waits(
+        silent_peer: DataEndpoint, tmp_path: Path) -> None:
+    """taskmanager.data.fetch-timeout reaches the fetches: a silent peer is given up on
+    after its three tries of 0.2 s, not of the 10 s default."""
+    fetch_missing = partitionfetch.fetcher(_deployment(silent_peer, tmp_path), str(tmp_path),
+                                           threading.Event(), timeout=0.2)
+    started = time.monotonic()
+    why = fetch_missing([_partition(tmp_path)])
+    assert time.monotonic() - started < 0.2 * 3 + 1.5
+    assert "fetching it failed" in why[_partition(tmp_path)]
