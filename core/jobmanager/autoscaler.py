@@ -27,9 +27,13 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.jobgraph import JobGraph, JobVertex
+
+if TYPE_CHECKING:
+    from clusterdeck.core.config.settings import Config
 
 SAMPLES_KEPT = 600  # per subtask: ten minutes of one a second, whatever the window
 BACKPRESSURE_MOST = 0.9  # a producer's backpressure counted at most so (its need x10)
@@ -47,12 +51,11 @@ class AutoscalerSettings:
     stabilization: float = 0.0  # seconds of a new attempt's numbers left out (its start)
 
     @classmethod
-    def from_config(cls, config: object) -> AutoscalerSettings:
-        get = config.__getitem__  # type: ignore[attr-defined]
-        return cls(get("autoscaler.window"), get("autoscaler.target-busy"),
-                   get("autoscaler.idle-busy"), get("autoscaler.cooldown"),
-                   get("autoscaler.min-parallelism"), get("autoscaler.max-parallelism"),
-                   get("autoscaler.stabilization"))
+    def from_config(cls, config: Config) -> AutoscalerSettings:
+        return cls(config["autoscaler.window"], config["autoscaler.target-busy"],
+                   config["autoscaler.idle-busy"], config["autoscaler.cooldown"],
+                   config["autoscaler.min-parallelism"],
+                   config["autoscaler.max-parallelism"], config["autoscaler.stabilization"])
 
 
 @dataclass(frozen=True)
