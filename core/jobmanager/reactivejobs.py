@@ -166,7 +166,7 @@ class ReactiveJobs(FencedRpcEndpoint):
             except OSError as failed:
                 error = failed
         if error is not None:
-            log.error("job %s could not be %s: %s", job_id, summary, error)
+            log.error("job %s could not be restarted (%s): %s", job_id, summary, error)
             self._job_ended(job_id, p.JobResult(
                 job_id, record.graph.name, JobStatus.FAILED, duration=duration, failures=1,
                 root_cause=failure_cause(type(error).__name__, f"the job could not be restarted "
