@@ -103,6 +103,14 @@ def real(value: Any) -> float:
     return float(value)
 
 
+def fraction(value: Any) -> float:
+    """A share, above 0 and below 1."""
+    share = real(value)
+    if not 0.0 < share < 1.0:
+        raise ValueError("a share must be above 0 and below 1")
+    return share
+
+
 def text(value: Any) -> str:
     if not isinstance(value, str):
         raise ValueError(f"expected a string, got {value!r}")
@@ -299,6 +307,24 @@ OPTIONS: tuple[Option, ...] = (
     Option("scheduler.reactive.stabilization", duration, 3.0, "In reactive mode, how long "
            "the cluster's slots must stay unchanged after a TaskManager joined or left "
            "before a job rescales to them (one rescale for several changes in a row)."),
+    Option("autoscaler.enabled", boolean, False, "The autoscaler: a running streaming "
+           "job's vertex busy above autoscaler.target-busy (or backpressuring its "
+           "producers) is raised, one below autoscaler.idle-busy lowered, from its latest "
+           "checkpoint as reactive mode rescales (docs/elastic.md, Autoscaler)."),
+    Option("autoscaler.window", duration, 20.0, "Seconds of live numbers a decision is "
+           "made from; a job's new run decides nothing before it filled one."),
+    Option("autoscaler.target-busy", fraction, 0.8, "Busy share a vertex is raised above, "
+           "and the share a rescale aims under."),
+    Option("autoscaler.idle-busy", fraction, 0.3, "Busy share a vertex is lowered below "
+           "(keep it under half the target, or decisions could undo each other)."),
+    Option("autoscaler.stabilization", duration, 10.0, "Seconds of each new subtask "
+           "attempt's numbers the autoscaler leaves out (its start is not its load)."),
+    Option("autoscaler.cooldown", duration, 30.0, "Seconds after a decision before the "
+           "job's next one."),
+    Option("autoscaler.min-parallelism", positive_int, 1, "Lowest parallelism the "
+           "autoscaler lowers a vertex to."),
+    Option("autoscaler.max-parallelism", non_negative_int, 0, "Highest parallelism the "
+           "autoscaler raises a vertex to; 0: as far as the cluster's free slots allow."),
     Option("taskmanager.data.bind", text, "auto", "Address the TaskManager's data service "
            "(its result partitions, for TaskManagers that share no folder with it) listens "
            "on. auto: 127.0.0.1 when the broker is on loopback, every interface otherwise."),

@@ -221,6 +221,7 @@ class Polled:
     actions: list[AlignmentAction] = field(default_factory=list)
     watermark: float | None = None
     ended: bool = False
+    waited: float = 0.0  # seconds it waited for buffers: not busy (the busy share)
 
 
 class GateInput:
@@ -254,8 +255,10 @@ class GateInput:
             if rows and lingering is None:
                 lingering = time.monotonic() + linger
             until = deadline if lingering is None else lingering
-            wait = max(0.0, until - time.monotonic())
+            began = time.monotonic()
+            wait = max(0.0, until - began)
             received = self.gate.poll(wait)
+            polled.waited += time.monotonic() - began
             if received is None:
                 break
             if received.kind is BufferKind.DATA:

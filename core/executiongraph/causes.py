@@ -155,8 +155,9 @@ class CauseLinker:
 
     def rescaled(self, summary: str, checkpoint_id: int, at: float,
                  earlier: bool = False) -> None:
-        """Reactive mode restarted the job at another parallelism (``summary`` says from
-        what to what, and why) from ``checkpoint_id`` (0: none had completed): a root.
+        """Reactive mode or the autoscaler restarted the job at another parallelism
+        (``summary`` says from what to what, and why) from ``checkpoint_id`` (0: none
+        had completed): a root.
         ``earlier``: one of an earlier run, told again (its evidence, not logged again)."""
         lines = (EvidenceLine(self._process, cut(summary), at),) if earlier \
             else self._decided(summary, at)

@@ -27,6 +27,8 @@ from clusterdeck.core.jobmanager.admission import (
     check_slots,
     check_submission,
 )
+from clusterdeck.core.jobmanager.autoscaler import AutoscalerSettings
+from clusterdeck.core.jobmanager.autoscaling import Autoscaling
 from clusterdeck.core.jobmanager.checkpoints import SavepointFailed
 from clusterdeck.core.jobmanager.jobmaster import JobMaster
 from clusterdeck.core.jobmanager.jobresult import bare, failure_cause
@@ -39,7 +41,6 @@ from clusterdeck.core.jobmanager.jobstore import (
 )
 from clusterdeck.core.jobmanager.listings import budget, fitting, listed
 from clusterdeck.core.jobmanager.reactive import Settling, same_but_parallelism
-from clusterdeck.core.jobmanager.reactivejobs import ReactiveJobs
 from clusterdeck.core.jobmanager.resultfiles import chunk_size, read_chunk, servable
 from clusterdeck.core.jobmanager.retention import JobFiles, RetentionPolicy, delete_jobs, expired
 from clusterdeck.core.protocol import messages as p
@@ -58,7 +59,7 @@ class UnknownJobError(LookupError):
     """No job with that id was ever submitted to this cluster."""
 
 
-class Dispatcher(ReactiveJobs):
+class Dispatcher(Autoscaling):
     def __init__(self, config: Config, resource_manager: ResourceManagerGateway,
                  job_store: JobStore, work_root: Path, fencing_token: str | None = None) -> None:
         super().__init__(ENDPOINT_ID, fencing_token)
@@ -88,6 +89,12 @@ class Dispatcher(ReactiveJobs):
         self._settling = Settling(config["scheduler.reactive.stabilization"])
         self._rescaling: set[str] = set()
         self._rescales: dict[str, tuple[tuple[str, int, float], ...]] = {}  # the latest
+        # the autoscaler (autoscaling.py): its jobs' numbers, cooldowns, the free slots
+        self.autoscaler = (AutoscalerSettings.from_config(config)
+                           if config["autoscaler.enabled"] else None)
+        self._loads = {}
+        self._calm_until = {}
+        self._slots_free = 0
 
     def on_stop(self) -> None:
         self._file_reads.shutdown(wait=False, cancel_futures=True)
@@ -116,6 +123,7 @@ class Dispatcher(ReactiveJobs):
                 self._slots_heard, overview))
             self.rpc_service.subscribe(topics.CLUSTER_EVENTS, lambda _t, event: self.run_async(
                 self._cluster_event, event))
+        self._start_autoscaler()
 
     def _recover(self, record: JobRecord) -> None:
         """A job an earlier JobManager accepted and did not end: run it on, in a new epoch,
@@ -445,6 +453,7 @@ class Dispatcher(ReactiveJobs):
         that still needs it reads it from the store), and retention may delete old jobs."""
         self._artifacts.pop(job_id, None)
         self._rescales.pop(job_id, None)
+        self._forget_load(job_id)
         self._apply_retention()
 
     def _start_retention(self) -> None:

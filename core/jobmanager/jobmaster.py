@@ -212,9 +212,9 @@ class JobMaster(CheckpointHandlers):
         self._execute(self.scheduler.cancel(time.time()))
 
     def rescaled(self, rescales: tuple[tuple[str, int, float], ...]) -> None:
-        """Main thread: this run of the job is reactive mode's restart at another
-        parallelism; ``rescales``, (summary, checkpoint, when) of the latest ones, this
-        one last, begin its chain of causes."""
+        """Main thread: this run of the job is reactive mode's or the autoscaler's restart
+        at another parallelism; ``rescales``, (summary, checkpoint, when) of the latest
+        ones, this one last, begin its chain of causes."""
         for number, (summary, checkpoint_id, at) in enumerate(rescales, 1):
             self.causes.rescaled(f"{summary} (from checkpoint {checkpoint_id})"
                                  if checkpoint_id else f"{summary} (no checkpoint yet: "

@@ -118,12 +118,14 @@ class ReactiveJobs(FencedRpcEndpoint):
             graph = reactive_graph(record.graph, self._slots_total,
                                    self.config["jobmanager.max-parallelism"])
             if graph is not None:
-                self._rescale(record.job_id, graph, cause)
+                self._rescale(record.job_id, graph, f"rescaled from {width(record.graph)} "
+                              f"to {width(graph)}: {cause}")
 
-    def _rescale(self, job_id: str, graph: JobGraph, cause: str) -> None:
-        """Stop the job's tasks (its JobMaster's ``suspend``), then ``_suspended``."""
-        record, jobmaster = self.jobs[job_id], self.jobmasters[job_id]
-        summary = f"rescaled from {width(record.graph)} to {width(graph)}: {cause}"
+    def _rescale(self, job_id: str, graph: JobGraph, summary: str) -> None:
+        """Stop the job's tasks (its JobMaster's ``suspend``), then ``_suspended``;
+        ``summary``, the decision and its reason, as the job's causes will tell it (the
+        autoscaler's too, autoscaling.py)."""
+        jobmaster = self.jobmasters[job_id]
         log.info("job %s %s", job_id, summary)
         self._rescaling.add(job_id)
         jobmaster.run_async(jobmaster.suspend, lambda: self.run_async(
@@ -164,11 +166,11 @@ class ReactiveJobs(FencedRpcEndpoint):
             except OSError as failed:
                 error = failed
         if error is not None:
-            log.error("job %s could not be %s: %s", job_id, summary, error)
+            log.error("job %s could not be restarted (%s): %s", job_id, summary, error)
             self._job_ended(job_id, p.JobResult(
                 job_id, record.graph.name, JobStatus.FAILED, duration=duration, failures=1,
-                root_cause=failure_cause(type(error).__name__, f"reactive mode could not "
-                                         f"restart the job ({summary}): {error}")))
+                root_cause=failure_cause(type(error).__name__, f"the job could not be restarted "
+                                         f"({summary}): {error}")))
             return
         self.jobs[job_id] = record
         self._start_jobmaster(record)

@@ -42,7 +42,7 @@ class CauseKind(StrEnum):
     RESTORED = "restored"  # from checkpoint ``checkpoint_id``; 0: from the start
     JOB_FAILED = "job-failed"
     TASKMANAGER_BLOCKED = "taskmanager-blocked"  # the job gives it no new work a while
-    JOB_RESCALED = "job-rescaled"  # reactive mode: restarted at another parallelism
+    JOB_RESCALED = "job-rescaled"  # reactive mode, autoscaler: run on at another parallelism
 
 
 @dataclass(frozen=True)

@@ -263,3 +263,17 @@ def test_inputs_that_end_without_the_end_of_event_time_fire_nothing(exchange) ->
     right.finish()
     ended = collect(gate, lambda total: total.ended)
     assert ended.watermark is None
+
+
+def test_a_poll_tells_how_long_it_waited_for_buffers_also_while_a_batch_gathers(
+        exchange) -> None:
+    """The busy share (taskmanager/metrics.py): a task lingering for more records after
+    its first one is waiting, not working."""
+    out = exchange.output("p0", 1)
+    gate = exchange.input(("p0", 0))
+    out.emit([(None, 1)])
+    collect(gate, lambda total: bool(total.elements))  # connected, one record
+    out.emit([(None, 2)])
+    polled = gate.poll(1.0, 100, linger=0.3)  # the record, then 0.3 s for more
+    assert [record for _, record in polled.elements] == [2]
+    assert 0.25 < polled.waited < 1.0
