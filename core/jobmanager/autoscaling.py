@@ -36,8 +36,8 @@ class Autoscaling(ReactiveJobs):
     def _start_autoscaler(self) -> None:
         if self.autoscaler is None:
             return
-        self.rpc_service.subscribe(topics.METRICS_ALL, lambda _t, numbers: self.run_async(
-            self._metrics_heard, numbers))
+        self.rpc_service.subscribe(topics.METRICS_ALL, lambda topic, numbers: self.run_async(
+            self._metrics_heard, numbers, topic))
         self.rpc_service.subscribe(topics.CLUSTER_STATE, lambda _t, overview: self.run_async(
             self._free_slots_heard, overview))
         self.schedule(TICK, self._autoscale)
@@ -57,10 +57,16 @@ class Autoscaling(ReactiveJobs):
             return None
         return record.graph
 
-    def _metrics_heard(self, numbers: object) -> None:
+    def _metrics_heard(self, numbers: object, topic: str = "") -> None:
         """A TaskManager's numbers: each attempt's kept for its job's current run (a job
-        that rescaled starts afresh: its graph changed)."""
+        that rescaled starts afresh: its graph changed). Only from the topic of the
+        TaskManager they name: the broker lets a login publish on its own topic only, so
+        one TaskManager cannot move another's numbers (and a job's parallelism with them)."""
         if not isinstance(numbers, p.TaskManagerMetrics):
+            return
+        if topic and topic != topics.metrics(numbers.taskmanager_id):
+            log.warning("numbers naming TaskManager %s on %s refused",
+                        numbers.taskmanager_id[:64], topic[:128])
             return
         for attempt in numbers.attempts:
             graph = self._scalable(attempt.job_id)

@@ -50,14 +50,15 @@ def dispatcher_with(tmp_path, graph: JobGraph, **settings: object):
     return dispatcher
 
 
-def heard(dispatcher, seconds: range, busy: float, start: float = 100.0) -> None:
+def heard(dispatcher, seconds: range, busy: float, start: float = 100.0,
+          topic: str = "metrics/taskmanager-1") -> None:
     """The TaskManager's numbers once a second: the rate source idle, the keyed vertex's
     subtasks ``busy`` that share of each second."""
     for second in seconds:
         graph = dispatcher.jobs["job"].graph
         dispatcher._metrics_heard(p.TaskManagerMetrics("taskmanager-1", start + second, tuple(
             attempt(v.id, s, (busy if v.id == "v2" else 0.0) * second, 10 * second)
-            for v in graph.vertices for s in range(v.parallelism))))
+            for v in graph.vertices for s in range(v.parallelism))), topic)
 
 
 def test_a_busy_vertex_is_rescaled_with_its_reason_then_cools_down(tmp_path, clock):
@@ -113,3 +114,12 @@ def test_an_ended_job_is_forgotten(tmp_path, clock):
     dispatcher.jobs["job"] = replace(dispatcher.jobs["job"], status=JobStatus.CANCELED)
     dispatcher._autoscale()
     assert dispatcher._loads == {}
+
+
+def test_numbers_naming_another_taskmanager_than_their_topics_are_refused(tmp_path, clock):
+    """A TaskManager's login publishes only on its own metrics topic: numbers on it that
+    name another TaskManager are a forgery, and must not rescale the job."""
+    dispatcher = dispatcher_with(tmp_path, keyed(1), **ON)
+    heard(dispatcher, range(0, 12), 0.95, topic="metrics/taskmanager-64")
+    dispatcher._autoscale()
+    assert dispatcher.rescaled == [] and dispatcher._loads == {}
