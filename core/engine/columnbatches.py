@@ -40,6 +40,7 @@ from clusterdeck.core.engine.arrowbuffers import (
     TIMESTAMP_COLUMN,
     elements_of,
 )
+from clusterdeck.core.engine.columnrows import RowStage, over_rows, takes_rows
 from clusterdeck.core.engine.records import SCALAR_COLUMN, field_value
 from clusterdeck.core.engine.streamfunctions import (
     BATCH,
@@ -145,15 +146,31 @@ class ColumnarChain:
 
     def _over_columns(self, batch: pa.RecordBatch) -> list[Any]:
         current: pa.RecordBatch | list[Element] = batch
-        for index, stage in enumerate(self.stages):
+        index = 0
+        while index < len(self.stages):
             if isinstance(current, list):
                 return self._per_record(index, current)
-            current = stage.over_columns(current)
+            run = self._row_run(index)
+            if run:  # per-record functions: the rows stay Python values between them
+                current = over_rows(run, current)
+                index += len(run)
+            else:
+                current = self.stages[index].over_columns(current)
+                index += 1
         if isinstance(current, list):
             return self._per_record(len(self.stages), current)
         if self.tail is None:
             return [current]
         return self.tail.over_columns(current)
+
+    def _row_run(self, start: int) -> list[RowStage]:
+        """The per-record functions from ``start`` on, up to the next other stage."""
+        run: list[RowStage] = []
+        for stage in self.stages[start:]:
+            if not takes_rows(stage):
+                break
+            run.append(stage)  # type: ignore[arg-type]
+        return run
 
     def _per_record(self, index: int, elements: list[Element]) -> list[Any]:
         tail: PartitionFunction | None = self.tail

@@ -5,12 +5,14 @@ at the exchange without a Python object per record (docs/streaming.md, "Columnar
 batches").
 
 Per batch the records are made Python values once (``arrowbuffers.records_of``: one
-``to_pylist`` per column, zipped), the function runs in a tight loop over them, and
-what it returns is made columns again in one go (``arrowbuffers.native_columns``, the
-exchange's own check); timestamps stay the batch's column. Each stage is its per-record
-twin (streamfunctions.py) with ``over_columns``: the same function on the same records
-in the same order. When its records out cannot be columns (dicts, mixed types) it gives
-the elements and the stages after it run per record. When a stage over columns raises,
+``to_pylist`` per column, zipped) and stay so through a whole run of such stages
+(``Rows``, ``over_rows``): each function runs in a tight loop over them, and what the
+last one returns is made columns again in one go (``arrowbuffers.native_columns``, the
+exchange's own check); timestamps stay the batch's column until a stage makes new ones.
+Each stage is its per-record twin (streamfunctions.py) with ``over_rows``: the same
+function on the same records in the same order. When the run's records out cannot be
+columns (dicts, mixed types) it gives the elements and the stages after it run per
+record. When a stage over the rows raises (a time that is not a finite number included),
 ``ColumnarChain`` runs the whole batch again per record, so the error the task fails with
 is the per-record path's (the first record that fails there, from the user's line).
 
@@ -20,14 +22,15 @@ record model, the stream functions and pyarrow/numpy).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from itertools import compress
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from clusterdeck.core.engine.arrowbuffers import (
     TIMESTAMP_COLUMN,
-    elements_of,
     native_columns,
     records_of,
 )
@@ -41,51 +44,116 @@ from clusterdeck.core.engine.streamfunctions import (
 )
 
 
+class Rows:
+    """A column batch's rows as Python values between row stages: each record as the
+    per-record path has it, and its timestamp (the batch's column, or a list once a
+    ``flat_map`` repeated them). A run of row stages passes them on as they are, so the
+    records are made Python values once and columns again once, whatever the run's
+    length."""
+
+    __slots__ = ("records", "stamps")
+
+    def __init__(self, stamps: pa.Array | list[float | None], records: list[Any]) -> None:
+        self.stamps = stamps
+        self.records = records
+
+    @classmethod
+    def of(cls, batch: pa.RecordBatch) -> Rows:
+        return cls(batch.column(0), records_of(batch))
+
+    def out(self) -> pa.RecordBatch | list[Element]:
+        """A column batch again, or the elements when the records are not alike enough
+        to be the exchange's typed columns."""
+        stamps = self.stamps
+        if isinstance(stamps, list):
+            stamps = pa.array(stamps, pa.float64())
+        return with_records(stamps, self.records)
+
+
+class RowStage(Protocol):
+    """A per-record function's stage that runs over ``Rows``."""
+
+    def over_rows(self, rows: Rows) -> Rows: ...
+
+
+def takes_rows(stage: Any) -> bool:
+    return callable(getattr(stage, "over_rows", None))
+
+
+def over_rows(stages: Sequence[RowStage], batch: pa.RecordBatch) -> pa.RecordBatch | list[Element]:
+    """``stages`` in order over ``batch``'s rows: made Python values once, each stage
+    in a tight loop over them, columns again at the end."""
+    rows = Rows.of(batch)
+    for stage in stages:
+        rows = stage.over_rows(rows)
+    return rows.out()
+
+
 class RowMap(MapElement):
     """``map`` over a column batch's rows."""
 
+    def over_rows(self, rows: Rows) -> Rows:
+        return Rows(rows.stamps, list(map(self.fn, rows.records)))
+
     def over_columns(self, batch: pa.RecordBatch) -> pa.RecordBatch | list[Element]:
-        return with_records(batch.column(0), list(map(self.fn, records_of(batch))))
+        return over_rows([self], batch)
 
 
 class RowFlatMap(FlatMapElement):
     """``flat_map`` over a column batch's rows: each record out with its record's
     timestamp."""
 
-    def over_columns(self, batch: pa.RecordBatch) -> pa.RecordBatch | list[Element]:
+    def over_rows(self, rows: Rows) -> Rows:
         stamps: list[float | None] = []
         out: list[Any] = []
-        for stamp, record in zip(batch.column(0).to_pylist(), records_of(batch),
-                                 strict=True):
+        given = rows.stamps if isinstance(rows.stamps, list) else rows.stamps.to_pylist()
+        for stamp, record in zip(given, rows.records, strict=True):
             produced = list(self.fn(record))
             out.extend(produced)
             stamps.extend([stamp] * len(produced))
-        return with_records(pa.array(stamps, pa.float64()), out)
+        return Rows(stamps, out)
+
+    def over_columns(self, batch: pa.RecordBatch) -> pa.RecordBatch | list[Element]:
+        return over_rows([self], batch)
 
 
 class RowFilter(FilterElement):
-    """``filter`` over a column batch's rows: the rows kept taken from the batch."""
+    """``filter`` over a column batch's rows: the rows kept, with their timestamps."""
 
-    def over_columns(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        kept = list(map(bool, map(self.fn, records_of(batch))))
-        return batch.filter(pa.array(kept, pa.bool_()))
+    def over_rows(self, rows: Rows) -> Rows:
+        kept = list(map(bool, map(self.fn, rows.records)))
+        stamps = rows.stamps
+        stamps = list(compress(stamps, kept)) if isinstance(stamps, list) \
+            else stamps.filter(pa.array(kept, pa.bool_()))
+        return Rows(stamps, list(compress(rows.records, kept)))
+
+    def over_columns(self, batch: pa.RecordBatch) -> pa.RecordBatch | list[Element]:
+        return over_rows([self], batch)
+
+
+class NotSeconds(ValueError):
+    """A time from ``assign_timestamps(fn)`` that is not a finite number of seconds: the
+    batch runs again per record, which raises the per-record path's error for it."""
 
 
 class RowTimestamped(Timestamped):
     """``assign_timestamps(fn)`` over a column batch's rows: the times made the
     timestamp column at once, the largest into ``BATCH``; anything but finite numbers
-    goes per record, which says which record's time is wrong."""
+    has the batch run per record, which says which record's time is wrong."""
 
-    def over_columns(self, batch: pa.RecordBatch) -> pa.RecordBatch | list[Element]:
-        times = list(map(self.fn, records_of(batch)))
+    def over_rows(self, rows: Rows) -> Rows:
+        times = list(map(self.fn, rows.records))
         if not all(map(_is_seconds, set(map(type, times)))):
-            return list(self.over(iter(elements_of(batch))))  # raises as it would
+            raise NotSeconds("a time that is not a number")
         stamps = np.array(times, dtype=np.float64)
         if not np.isfinite(stamps).all():
-            return list(self.over(iter(elements_of(batch))))
+            raise NotSeconds("a time that is not finite")
         if len(stamps) and stamps.max() > BATCH.largest:
             BATCH.largest = float(stamps.max())
-        return batch.set_column(0, TIMESTAMP_COLUMN, pa.array(stamps, pa.float64()))
+        return Rows(pa.array(stamps, pa.float64()), rows.records)
+
+    def over_columns(self, batch: pa.RecordBatch) -> pa.RecordBatch | list[Element]:
+        return over_rows([self], batch)
 
 
 def _is_seconds(kind: type) -> bool:

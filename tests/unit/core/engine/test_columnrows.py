@@ -79,6 +79,18 @@ def test_a_chain_of_lambdas_keeps_its_batch_columns() -> None:
                                 for index in range(3, 10)]
 
 
+def test_a_run_of_functions_keeps_its_rows_python_values_between_them() -> None:
+    """Records that could not be columns (dicts) in the middle of a run of row stages
+    stay rows: the run's last records are columns again, not elements."""
+    elements = [(None, (index, "k")) for index in range(6)]
+    stages = [RowMap(lambda record: {"index": record[0]}),
+              RowTimestamped(lambda record: record["index"] / 2),
+              RowMap(lambda record: (record["index"], "k"))]
+    (out,) = ColumnarChain(stages)(iter([column_batch(elements)]))
+    assert isinstance(out, pa.RecordBatch)
+    assert elements_of(out) == [(index / 2, (index, "k")) for index in range(6)]
+
+
 def test_the_error_of_a_function_over_the_rows_is_the_users_alone() -> None:
     """Run again per record, the error is not chained to the one over the columns."""
     stages = [STAGES[3]()]
