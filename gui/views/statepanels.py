@@ -200,17 +200,19 @@ class DiffPanel(QWidget):
         self.next.clicked.connect(lambda: self._ask(PAGE, relative=True))
         self._buttons()
 
-    def set_choices(self, snapshots: list[tuple[str, str]], vertices: list[tuple[str, str]]
-                    ) -> None:
-        """(value, label) of the snapshots to compare (the oldest first) and vertices."""
-        for combo, choices in ((self.before, snapshots), (self.after, snapshots),
-                               (self.vertex, [("", "all vertices"), *vertices])):
-            combo.clear()
-            for value, label in choices:
-                combo.addItem(label, value)
+    def set_choices(self, snapshots: list[tuple[str, str]]) -> None:
+        """(value, label) of the snapshots to compare, the oldest first."""
+        for combo in (self.before, self.after):
+            _fill(combo, snapshots)
         self.before.setCurrentIndex(0)
         self.after.setCurrentIndex(max(0, self.after.count() - 1))
         self.compare.setEnabled(len(snapshots) > 1)
+
+    def set_vertices(self, vertices: list[tuple[str, str]]) -> None:
+        """(id, label) of the vertices to narrow the difference to; the one chosen stays."""
+        current = self.vertex.currentData()
+        _fill(self.vertex, [("", "all vertices"), *vertices])
+        self.vertex.setCurrentIndex(max(0, self.vertex.findData(current)))
 
     def show_page(self, page: DiffRows) -> None:
         self.shown = page
@@ -237,3 +239,9 @@ class DiffPanel(QWidget):
         self.previous.setEnabled(shown is not None and shown.query.offset > 0)
         self.next.setEnabled(shown is not None
                              and shown.query.offset + len(shown.rows) < shown.total)
+
+
+def _fill(combo: QComboBox, choices: list[tuple[str, str]]) -> None:
+    combo.clear()
+    for value, label in choices:
+        combo.addItem(label, value)

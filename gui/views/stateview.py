@@ -14,6 +14,7 @@ thread only.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,7 @@ class StateWindow(QWidget):
                  which: str = LATEST, parent: QWidget | None = None) -> None:
         super().__init__(parent, Qt.WindowType.Window)
         self.setWindowTitle(f"State of {title}")
+        self.title = title
         self.names = dict(names)
         self.run = run
         self.savepoints = list(savepoints)
@@ -71,7 +73,7 @@ class StateWindow(QWidget):
         self.sizes_model = SizesModel(self.names, self)
         self.keys_model = KeysModel(self.names, self)
         self.changes_model = ChangesModel(self.names, self)
-        self.header = QLabel(f"<b>{title}</b>: reading its checkpoints\u2026")
+        self.header = QLabel(f"<b>{html.escape(title)}</b>: reading its checkpoints\u2026")
         self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.message = QLabel()
         self.message.setWordWrap(True)
@@ -168,9 +170,9 @@ class StateWindow(QWidget):
         for tab in (self.keys, self.diff):
             self.tabs.setTabEnabled(self.tabs.indexOf(tab), readable)
         where = "its checkpoint folder" if readable else "what the recording holds"
-        self.header.setText(self.header.text().split(":")[0] + f": {where}")
+        self.header.setText(f"<b>{html.escape(self.title)}</b>: {where}")
         self.diff.set_choices([(str(c), f"checkpoint {c}") for c in opened.retained]
-                              + [(path, self._label(path)) for path in self.savepoints], [])
+                              + [(path, self._label(path)) for path in self.savepoints])
         self._ask("growth", lambda: read_growth(opened), self._growth_read)
         self._show_snapshot()
 
@@ -220,9 +222,7 @@ class StateWindow(QWidget):
         vertices = sorted({row.vertex for row in rows})
         labelled = [(vertex, vertex_label(vertex, self.names)) for vertex in vertices]
         self.keys.set_vertices(self.wanted, labelled)
-        self.diff.set_choices([(str(c), f"checkpoint {c}") for c in self.opened.retained]
-                              + [(path, self._label(path)) for path in self.savepoints]
-                              if self.opened is not None else [], labelled)
+        self.diff.set_vertices(labelled)
 
     def _keys_read(self, page: Any, biggest: bool) -> None:
         self.show_message("")
