@@ -8,7 +8,7 @@ import argparse
 
 from clusterdeck.core.config.settings import Config
 
-ACTIONS = ("vertices", "keys", "top", "growth", "diff")
+ACTIONS = ("vertices", "keys", "top", "growth", "diff", "checkpoints")
 
 
 def add_state_command(commands: argparse._SubParsersAction,
@@ -19,7 +19,7 @@ def add_state_command(commands: argparse._SubParsersAction,
     state.add_argument("action", nargs="?", default="vertices", choices=ACTIONS,
                        help="vertices (default): keys and bytes per subtask; keys VERTEX; "
                        "top VERTEX; growth: per retained checkpoint; diff A B: checkpoint "
-                       "ids or savepoint folders")
+                       "ids or savepoint folders; checkpoints: the retained ones' ids")
     state.add_argument("operands", nargs="*", metavar="ARG", help="VERTEX, or A B for diff")
     where = state.add_mutually_exclusive_group()
     where.add_argument("--checkpoint", type=int, metavar="N", help="this completed "

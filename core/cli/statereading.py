@@ -7,16 +7,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-from clusterdeck.core import ha
 from clusterdeck.core.checkpointing import CheckpointStorage, CheckpointStorageError
-from clusterdeck.core.config import paths
 from clusterdeck.core.config.settings import Config
 from clusterdeck.core.engine.records import to_jsonable
 from clusterdeck.core.node import exitcodes
-from clusterdeck.core.protocol.workdir import checkpoints_dir, job_work_dir
 from clusterdeck.core.stateinspector import (
     Entry,
     InspectorError,
@@ -26,14 +22,16 @@ from clusterdeck.core.stateinspector import (
     keys,
     open_checkpoint,
     open_savepoint,
+    retained_checkpoints,
     sizes,
     top,
 )
+from clusterdeck.core.stateinspector.location import job_storage, savepoint_folder
 
 
 def read_state(config: Config, args: argparse.Namespace) -> int:
     try:
-        storage, job_id = _job_storage(config, args.job)
+        storage, job_id = job_storage(config, args.job)
         answer = _answer(storage, job_id, config, args)
     except (InspectorError, CheckpointStorageError) as error:
         print(f"clusterdeck: {error}", file=sys.stderr)
@@ -52,42 +50,13 @@ class _Usage(Exception):
     pass
 
 
-def _job_storage(config: Config, job: str) -> tuple[CheckpointStorage, str]:
-    """The checkpoint storage of the job (named by its id or its id's beginning), where
-    the cluster's JobManager keeps it on this machine."""
-    cluster = config["cluster.id"]
-    work_root = ha.storage_dir(config, paths.cluster_dir(cluster)) / "work"
-    if not work_root.is_dir():
-        raise InspectorError(
-            f"this machine holds no checkpoint storage of cluster {cluster!r}: its "
-            "checkpoints are where its JobManager runs; run `clusterdeck state` there")
-    found = sorted(entry.name for entry in work_root.iterdir()
-                   if entry.name.startswith(job) and entry.is_dir())
-    if job in found:
-        found = [job]
-    if len(found) != 1:
-        raise InspectorError(f"no job {job!r} has checkpoints on this machine" if not found
-                             else f"{job!r} names {len(found)} jobs: {', '.join(found[:5])}")
-    return CheckpointStorage(checkpoints_dir(job_work_dir(work_root, found[0]))), found[0]
-
-
 def _snapshot(storage: CheckpointStorage, job_id: str, config: Config, which: str
               ) -> Snapshot:
     """A checkpoint id, or a savepoint folder (a path, or a name in the cluster's
     savepoint folder)."""
     if which.isdigit():
         return open_checkpoint(storage, job_id, int(which))
-    folder = Path(which).expanduser()
-    if not folder.is_absolute() and not folder.exists():
-        folder = _savepoint_root(config) / folder
-    return open_savepoint(folder)
-
-
-def _savepoint_root(config: Config) -> Path:
-    """``state.savepoints.dir``, or where the JobManager puts savepoints by default."""
-    if config["state.savepoints.dir"]:
-        return Path(config["state.savepoints.dir"]).expanduser()
-    return ha.storage_dir(config, paths.cluster_dir(config["cluster.id"])) / "savepoints"
+    return open_savepoint(savepoint_folder(config, which))
 
 
 def _answer(storage: CheckpointStorage, job_id: str, config: Config,
@@ -98,6 +67,9 @@ def _answer(storage: CheckpointStorage, job_id: str, config: Config,
         raise _Usage(f"{action} takes {wanted or 'no'} argument(s), got {len(operands)}")
     if args.offset < 0 or args.limit < 1:
         raise _Usage("--offset must be 0 or more and --limit 1 or more")
+    if action == "checkpoints":
+        return {"job": job_id, "checkpoints": [
+            checkpoint.checkpoint_id for checkpoint in retained_checkpoints(storage, job_id)]}
     if action == "growth":
         return {"job": job_id, "checkpoints": [
             {"checkpoint": checkpoint_id, "vertices": {
@@ -136,6 +108,9 @@ def _entry(entry: Entry) -> dict[str, Any]:
 
 def _lines(action: str, answer: dict[str, Any]) -> list[str]:
     """The answer as text for a terminal."""
+    if action == "checkpoints":
+        return [f"job {answer['job']}: retained checkpoints "
+                + ", ".join(str(checkpoint) for checkpoint in answer["checkpoints"])]
     if action == "growth":
         lines = [f"job {answer['job']}: keyed state per retained checkpoint"]
         for row in answer["checkpoints"]:

@@ -16,9 +16,10 @@ from clusterdeck.gui.views.joblist import JobRow
 
 def enable_actions(a: WindowActions, state: SessionState, row: ProcessRow | None,
                    spark_ui: str, job: JobRow | None, waiting: Container[str],
-                   jobs_selected: int) -> None:
+                   jobs_selected: int, offline: bool = False) -> None:
     """``row``: the process selected in the Cluster panel, ``spark_ui`` its Spark UI (if
-    any); ``job``: the current job; ``waiting``: the jobs with a savepoint in progress."""
+    any); ``job``: the current job; ``waiting``: the jobs with a savepoint in progress;
+    ``offline``: a recording is shown."""
     a.start.setEnabled(not state.active)
     a.attach.setEnabled(not state.active)
     a.open_recording.setEnabled(not state.active)
@@ -42,3 +43,5 @@ def enable_actions(a: WindowActions, state: SessionState, row: ProcessRow | None
     for savepoint in (a.savepoint_job, a.stop_job_savepoint, a.stop_job):
         savepoint.setEnabled(streaming)
     a.compare_jobs.setEnabled(jobs_selected == 2)
+    a.inspect_state.setEnabled((state.active or offline) and job is not None
+                               and job.kind == JobKind.STREAMING)

@@ -28,6 +28,7 @@ from clusterdeck.gui.controllers.inspection import ProcessInspector
 from clusterdeck.gui.controllers.jobcalls import JobCommands, JobWorker, SavepointAsk
 from clusterdeck.gui.controllers.recordings import RecordingOpener
 from clusterdeck.gui.controllers.reproduction import ReproductionFlow
+from clusterdeck.gui.controllers.stateinspection import StateInspection
 from clusterdeck.gui.controllers.statusline import (
     broker_style,
     broker_text,
@@ -87,6 +88,9 @@ class MainWindow(MainWindowView):
         self.recordings = RecordingOpener(self, self.bridge, self.session, self.notice)
         self.inspector = ProcessInspector(self.bridge, self)
         self.reproduction = ReproductionFlow(self, self.session, worker, self.notice)
+        self.state_inspection = StateInspection(self.bridge, self.session,
+                                                lambda: self.recordings.recording, self.notice,
+                                                self)
         self.notifier = DesktopNotifier(self, self.show_notice, self.bridge.call_on_gui_thread)
         self.comparisons: list[ComparisonWindow] = []
         self._overview: p.ClusterOverview | None = None
@@ -147,6 +151,7 @@ class MainWindow(MainWindowView):
         self.failures.failure_selected.connect(self.jobs.graph.focus)
         self.failures.logs_wanted.connect(self._show_attempt_logs)
         self.failures.reproduce_wanted.connect(self.reproduction.reproduce)
+        self.checkpoints.state_wanted.connect(self.inspect_state)
         self.logs.subtask_named.connect(self._find_subtask)
         self.result.rows_wanted.connect(self.commands.load_rows)
         self.commands.rows_loaded.connect(self.result.show_rows)
@@ -176,6 +181,7 @@ class MainWindow(MainWindowView):
         a.restart_process.triggered.connect(self.restart_selected)
         a.kill_process.triggered.connect(self.kill_selected)
         a.compare_jobs.triggered.connect(self.compare_selected_jobs)
+        a.inspect_state.triggered.connect(lambda: self.inspect_state())
         a.thread_dump.triggered.connect(self.thread_dump_selected)
         a.flame_graph.triggered.connect(self.flame_graph_selected)
         a.spark_ui.triggered.connect(self.open_selected_spark_ui)
@@ -334,6 +340,13 @@ class MainWindow(MainWindowView):
         window.show()
         return window
 
+    def inspect_state(self, which: str = "") -> None:
+        """The State view of the current job at ``which`` (a checkpoint id or savepoint
+        folder; empty: its latest checkpoint)."""
+        if self.current_job is not None:
+            self.state_inspection.open(self.current_job, self.jobs.snapshots.get(
+                self.current_job), which, self.checkpoints.savepoints())
+
     def zoom_in(self) -> None:
         self.jobs.graph.zoom_by(ZOOM_STEP)
 
@@ -390,7 +403,8 @@ class MainWindow(MainWindowView):
         enable_actions(self.actions, self.session.state, row,
                        self.metrics.spark_ui.get(row.name, "") if row is not None else "",
                        self.job_model.row(self.current_job or ""), self.commands.waiting,
-                       len(self.job_list.selected_jobs))
+                       len(self.job_list.selected_jobs),
+                       offline=self.recordings.recording is not None)
 
     def _on_overview(self, overview: p.ClusterOverview | None) -> None:
         self._overview = overview
@@ -492,6 +506,7 @@ class MainWindow(MainWindowView):
         self.save_layout()
         self.worker.shutdown()
         self.inspector.shutdown()
+        self.state_inspection.shutdown()
         self.notifier.shutdown()
         if choice == STOP:
             self.session.shutdown()

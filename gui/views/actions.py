@@ -27,6 +27,7 @@ class WindowActions:
     stop_job_savepoint: QAction
     stop_job: QAction
     compare_jobs: QAction
+    inspect_state: QAction
     open_recording: QAction
     quit: QAction
     show_log: QAction
@@ -92,6 +93,9 @@ def create_actions(owner: QWidget) -> WindowActions:
         compare_jobs=action("C&ompare Jobs", "Ctrl+Shift+C", None,
                             "Two runs side by side: select two jobs in the Jobs list "
                             "(Ctrl+click)"),
+        inspect_state=action("Inspect &State\u2026", None, None,
+                             "The selected streaming job's keyed state in its checkpoints "
+                             "and savepoints (clusterdeck state)"),
         open_recording=action("Open &Recording\u2026", "Ctrl+Shift+O",
                               pixmap.SP_DialogOpenButton, "Open a flight recording (clusterdeck "
                               "record export) offline, with no cluster"),

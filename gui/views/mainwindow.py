@@ -139,7 +139,8 @@ class MainWindowView(QMainWindow):
 
     def _job_actions(self) -> list[QAction]:
         a = self.actions
-        return [a.cancel_job, a.savepoint_job, a.stop_job_savepoint, a.stop_job]
+        return [a.cancel_job, a.savepoint_job, a.stop_job_savepoint, a.stop_job,
+                a.inspect_state]
 
     def _status_labels(self) -> None:
         self.savepoint_label = QLabel()  # while a savepoint asked for here is in progress

@@ -163,7 +163,8 @@ def test_the_job_lists_menu_holds_the_job_commands_for_the_job_clicked(qtbot):
     qtbot.addWidget(menu)
     assert window.current_job == JOB
     assert [action.text() for action in menu.actions()] == [
-        "&Cancel Job", "Take Save&point", "Stop &with Savepoint", "Stop &Job"]
+        "&Cancel Job", "Take Save&point", "Stop &with Savepoint", "Stop &Job",
+        "Inspect &State\u2026"]
     assert all(action.isEnabled() for action in menu.actions())
 
 

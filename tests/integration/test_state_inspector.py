@@ -8,6 +8,7 @@ real job adds (the chain's layout, the command) is the same in both backends, re
 
 from __future__ import annotations
 
+import gc
 import json
 import textwrap
 
@@ -18,6 +19,11 @@ from clusterdeck.core.cli.statecommands import cmd_state
 from clusterdeck.core.config import paths
 from clusterdeck.core.node import exitcodes
 from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.gui.bridge import ClusterBridge
+from clusterdeck.gui.controllers.jobcalls import JobWorker
+from clusterdeck.gui.models.statereading import PAGE, StatePlace, open_state
+from clusterdeck.gui.session import attach_config
+from clusterdeck.gui.views.stateview import StateWindow
 from tests.integration.clusters import SPARK_UP_AND_RESTARTS, wait_result
 from tests.integration.test_failover import described
 from tests.integration.test_streaming import committed
@@ -56,7 +62,7 @@ def inspect(config, capsys, *arguments: str) -> dict:
 
 @pytest.mark.timeout(400)
 def test_the_inspector_lists_pages_and_diffs_10000_keys_as_the_job_wrote_them(
-        client, cluster, tmp_path, capsys) -> None:
+        client, cluster, tmp_path, capsys, qtbot) -> None:
     local_cluster, _ = cluster
     config = local_cluster.config
     job = tmp_path / "sums.py"
@@ -117,3 +123,41 @@ def test_the_inspector_lists_pages_and_diffs_10000_keys_as_the_job_wrote_them(
     assert {row["key"]: (row["before"], row["after"]) for row in changes["changes"]} == \
         {user: (before.get(user), total) for user, total in sums.items()
          if before.get(user) != total}
+    state_view_shows(qtbot, config, job_id, vertex, sums, (first, last, changes["counts"]))
+
+
+def state_view_shows(qtbot, config, job_id: str, vertex: str, sums: dict[str, int],
+                     diffed: tuple[int, int, dict[str, int]]) -> None:
+    """The window's State view on the same job, read off the GUI thread by the command
+    in a child process: a page of the job's own sums, a search, the diff's counts."""
+    worker = JobWorker(ClusterBridge())
+    place = StatePlace(job_id, config)
+    window = StateWindow("running sums", {vertex: "sum per user"}, worker.run,
+                         lambda: open_state(place, attach_config))
+    qtbot.addWidget(window)
+    try:
+        qtbot.waitUntil(lambda: window.keys.shown is not None, timeout=120_000)
+        assert not window.message.text(), window.message.text()
+        assert window.keys.vertex.currentText() == f"sum per user ({vertex})"
+        page = window.keys.shown
+        assert page.matched == USERS and len(page.rows) == PAGE
+        assert {row.key: int(row.value) for row in page.rows} == \
+            {row.key: sums[row.key] for row in page.rows}
+        window.keys.prefix.setChecked(True)
+        window.keys.search.setText("user-999")
+        qtbot.waitUntil(lambda: window.keys.shown.query.prefix == "user-999", timeout=120_000)
+        assert sorted(row.key for row in window.keys.shown.rows) == \
+            sorted(f"user-{u}" for u in range(USERS) if str(u).startswith("999"))
+        first, last, counts = diffed
+        diff = window.diff
+        for combo, value in ((diff.before, str(first)), (diff.after, str(last)),
+                             (diff.vertex, vertex)):
+            combo.setCurrentIndex(combo.findData(value))
+        diff.compare.click()
+        qtbot.waitUntil(lambda: diff.shown is not None, timeout=120_000)
+        assert diff.shown.label == f"checkpoint {first} \u2192 checkpoint {last}"
+        assert diff.shown.counts == counts
+    finally:
+        worker.shutdown()
+        window.close()
+        gc.collect()  # here, not on a paho thread later (tests/gui/conftest.py)

@@ -69,3 +69,10 @@ def test_a_cluster_without_storage_here_says_where_to_run(tmp_path, monkeypatch,
     code, _, err = state(capsys, JOB)
     assert code == exitcodes.FAILED
     assert "checkpoints are where its JobManager runs" in err
+
+
+def test_checkpoints_lists_the_retained_ids_for_the_window(cluster_folder, capsys):
+    code, out, _ = state(capsys, JOB, "checkpoints", "--json")
+    assert code == exitcodes.OK
+    assert json.loads(out) == {"job": JOB, "checkpoints": [1, 2]}
+    assert state(capsys, JOB, "checkpoints")[1] == f"job {JOB}: retained checkpoints 1, 2\n"
