@@ -311,6 +311,20 @@ def shoot_checkpoints(shooter: Shooter, cluster_id: str, completed: int = 5) -> 
     graph.select(next(iter(graph.boxes)), 0)
     shooter.raise_dock(window.jobs_dock, 220)
     shooter.save(window, "streaming-job")
+    shoot_state(shooter)
+
+
+def shoot_state(shooter: Shooter) -> None:
+    """The current job's State view at its latest checkpoint: its keys' first page."""
+    window = shooter.window
+    window.inspect_state()
+    view = window.state_inspection.windows[-1]
+    view.resize(1100, 700)
+    shooter.wait(lambda: view.keys_model.rowCount() > 0 or view.message.text(), 120,
+                 "the State view's first page of keys (or why not)")
+    view.tabs.setCurrentIndex(1)  # Keys
+    shooter.settle(1.0)
+    shooter.save(view, "state-view")
 
 
 def _change_times(history: JobHistory) -> list[float]:

@@ -4,6 +4,7 @@ deletes or registers a file. Blocking file work, on the caller's thread."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,11 +47,21 @@ class Snapshot:
         return sorted({subtask.rpartition("#")[0] for subtask in self.states})
 
 
+LISTINGS = 5  # looks at a running job's checkpoint folder before "none completed"
+
+
 def retained_checkpoints(storage: CheckpointStorage, job_id: str) -> list[CompletedCheckpoint]:
-    """The job's completed checkpoints on disk, oldest first; InspectorError when none."""
+    """The job's completed checkpoints on disk, oldest first; InspectorError when none.
+    A running job's JobManager deletes a subsumed checkpoint as the next completes: one
+    listed may be gone when its metadata is read, while the newest is still in progress,
+    so a listing that finds none is taken again a few times."""
     if not storage.job_folder(job_id).is_dir():
         raise InspectorError(f"no checkpoints of job {job_id} in {storage.root}")
-    found, problems = storage.completed(job_id)
+    for _ in range(LISTINGS):
+        found, problems = storage.completed(job_id)
+        if found or not problems:
+            break
+        time.sleep(0.05)  # the checkpoint in progress completes, or the next listing misses
     if not found:
         why = f" ({problems[-1]})" if problems else ""
         raise InspectorError(f"job {job_id} has no completed checkpoint{why}")
