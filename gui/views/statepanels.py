@@ -92,14 +92,7 @@ class KeysPanel(QWidget):
         for widget in (QLabel("Vertex"), self.vertex, self.search, self.prefix, self.biggest):
             bar.addWidget(widget)
         bar.setStretch(2, 1)
-        pages = QHBoxLayout()
-        pages.addWidget(self.position, 1)
-        pages.addWidget(self.previous)
-        pages.addWidget(self.next)
-        layout = QVBoxLayout(self)
-        layout.addLayout(bar)
-        layout.addWidget(self.table, 1)
-        layout.addLayout(pages)
+        _paged(self, bar, self.table, self.position, self.previous, self.next)
         self.vertex.currentIndexChanged.connect(self.first_page)
         self.search.textChanged.connect(self._typing.start)
         self.search.returnPressed.connect(self.first_page)
@@ -187,14 +180,7 @@ class DiffPanel(QWidget):
                        QLabel("vertex"), self.vertex, self.compare):
             bar.addWidget(widget)
         bar.addStretch(1)
-        pages = QHBoxLayout()
-        pages.addWidget(self.summary, 1)
-        pages.addWidget(self.previous)
-        pages.addWidget(self.next)
-        layout = QVBoxLayout(self)
-        layout.addLayout(bar)
-        layout.addWidget(self.table, 1)
-        layout.addLayout(pages)
+        _paged(self, bar, self.table, self.summary, self.previous, self.next)
         self.compare.clicked.connect(lambda: self._ask(0))
         self.previous.clicked.connect(lambda: self._ask(-PAGE, relative=True))
         self.next.clicked.connect(lambda: self._ask(PAGE, relative=True))
@@ -239,6 +225,20 @@ class DiffPanel(QWidget):
         self.previous.setEnabled(shown is not None and shown.query.offset > 0)
         self.next.setEnabled(shown is not None
                              and shown.query.offset + len(shown.rows) < shown.total)
+
+
+def _paged(panel: QWidget, bar: QHBoxLayout, table: QTableView, where: QLabel,
+           previous: QPushButton, following: QPushButton) -> None:
+    """A panel's layout: its bar of choices, the table, then where the page is and the
+    buttons to the pages before and after it."""
+    pages = QHBoxLayout()
+    pages.addWidget(where, 1)
+    pages.addWidget(previous)
+    pages.addWidget(following)
+    layout = QVBoxLayout(panel)
+    layout.addLayout(bar)
+    layout.addWidget(table, 1)
+    layout.addLayout(pages)
 
 
 def _fill(combo: QComboBox, choices: list[tuple[str, str]]) -> None:
