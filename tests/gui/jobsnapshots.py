@@ -8,6 +8,7 @@ from clusterdeck.core.executiongraph import ExecutionState, FixedDelay, TaskFail
 from clusterdeck.core.protocol.jobgraph import JobKind
 from clusterdeck.core.protocol.snapshots import JobGraphSnapshot, JobProgress
 from clusterdeck.core.protocol.states import JobStatus
+from clusterdeck.gui.views.jobsview import JobsView
 from tests.unit.core.executiongraph.helpers import Harness, word_count
 
 
@@ -34,3 +35,16 @@ def empty_snapshot(job_id: str) -> JobGraphSnapshot:
     return JobGraphSnapshot(job_id=job_id, name="empty", epoch=0, kind=JobKind.DATAFLOW,
                             status=JobStatus.CREATED, status_timestamps={},
                             progress=JobProgress(0, 0), vertices=())
+
+
+def shown_word_count(qtbot):
+    """A JobsView on screen showing ``mixed_word_count``'s job-1; the view, and the
+    harness and snapshot of ``mixed_word_count``."""
+    harness, snapshot = mixed_word_count()
+    view = JobsView()
+    qtbot.addWidget(view)
+    view.resize(1000, 600)
+    view.show()
+    qtbot.waitExposed(view)
+    view.set_job("job-1", snapshot)
+    return view, harness, snapshot

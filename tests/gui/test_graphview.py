@@ -15,7 +15,7 @@ from clusterdeck.gui.models.graphlayout import layers
 from clusterdeck.gui.models.palette import BACKPRESSURE_COLOURS, execution_colour
 from clusterdeck.gui.views.graphview import MAX_FIT_SCALE
 from clusterdeck.gui.views.jobsview import JobsView
-from tests.gui.jobsnapshots import mixed_word_count
+from tests.gui.jobsnapshots import mixed_word_count, shown_word_count
 
 S = ExecutionState
 
@@ -42,13 +42,7 @@ def test_every_subtask_cell_is_coloured_by_its_state(qtbot):
 
 
 def test_clicking_a_cell_selects_the_subtask_and_shows_its_attempts(qtbot):
-    harness, snapshot = mixed_word_count()
-    view = JobsView()
-    qtbot.addWidget(view)
-    view.resize(1000, 600)
-    view.show()
-    qtbot.waitExposed(view)
-    view.set_job("job-1", snapshot)
+    view, harness, _snapshot = shown_word_count(qtbot)
     graph = view.graph
     target = graph.cell("source", 2)
     where = graph.mapFromScene(target.sceneBoundingRect().center())

@@ -17,8 +17,7 @@ from clusterdeck.gui.bridge import ClusterBridge
 from clusterdeck.gui.controllers import inspection
 from clusterdeck.gui.models.metrics import MetricsStore
 from clusterdeck.gui.views.flamegraph import ProfileWindow
-from clusterdeck.gui.views.jobsview import JobsView
-from tests.gui.jobsnapshots import mixed_word_count
+from tests.gui.jobsnapshots import mixed_word_count, shown_word_count
 
 
 def running(subtask: int, *workers: tuple[int, int], vertex: str = "source",
@@ -28,13 +27,7 @@ def running(subtask: int, *workers: tuple[int, int], vertex: str = "source",
 
 
 def test_a_double_click_or_the_vertex_menu_asks_for_its_workers_flame_graph(qtbot):
-    _harness, snapshot = mixed_word_count()
-    view = JobsView()
-    qtbot.addWidget(view)
-    view.resize(1000, 600)
-    view.show()
-    qtbot.waitExposed(view)
-    view.set_job("job-1", snapshot)
+    view, _harness, _snapshot = shown_word_count(qtbot)
     graph = view.graph
     where = graph.mapFromScene(graph.cell("source", 2).sceneBoundingRect().center())
 
