@@ -38,11 +38,13 @@ DEFAULT_TRIES = 3
 
 class FetchError(Exception):
     """A file could not be fetched; ``missing`` when the TaskManager answered that it
-    does not have it (as opposed to not answering at all)."""
+    does not have it; ``unanswered`` when it did not answer at all, each try (refused,
+    stalled, cut off mid-transfer): its data service cannot be reached from here."""
 
-    def __init__(self, message: str, missing: bool = False) -> None:
+    def __init__(self, message: str, missing: bool = False, unanswered: bool = False) -> None:
         super().__init__(message)
         self.missing = missing
+        self.unanswered = unanswered
 
 
 def fetch_file(endpoint: DataEndpoint, root: str, path: str, dest: str | None = None, *,
@@ -69,7 +71,8 @@ def fetch_file(endpoint: DataEndpoint, root: str, path: str, dest: str | None = 
             os.replace(partial, dest)
             return total
         raise FetchError(f"{_where(endpoint, path)}: {problem} (after {tries} tries, "
-                         f"{got} of {'?' if total is None else total} bytes)")
+                         f"{got} of {'?' if total is None else total} bytes)",
+                         unanswered=True)
     finally:
         if os.path.exists(partial):
             os.unlink(partial)

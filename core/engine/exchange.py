@@ -56,6 +56,7 @@ from clusterdeck.core.engine.streams import (
 )
 from clusterdeck.core.engine.tally import Tally
 from clusterdeck.core.jobapi.errors import SubtaskFailed
+from clusterdeck.core.protocol.failures import MAX_UNREACHABLE
 from clusterdeck.core.protocol.jobgraph import JobEdge, ShipStrategy
 from clusterdeck.core.protocol.wiring import ResultPartitionRef
 from clusterdeck.core.protocol.workdir import COMPLETE_FILE
@@ -112,7 +113,8 @@ class PartitionNotFound(SubtaskFailed):
     ``lost_producers`` (their attempt ids) must run again first, and the JobMaster's
     failover does that when the failure names them."""
 
-    def __init__(self, missing: Sequence[tuple[InputPartition, str]], attempt_id: str) -> None:
+    def __init__(self, missing: Sequence[tuple[InputPartition, str]], attempt_id: str,
+                 unreachable: Iterable[str] = ()) -> None:
         named = "; ".join(f"{partition.describe()}: {why}"
                           for partition, why in missing[:NAMED_IN_MESSAGE])
         more = len(missing) - NAMED_IN_MESSAGE
@@ -126,6 +128,10 @@ class PartitionNotFound(SubtaskFailed):
         self.lost_producers = tuple(dict.fromkeys(
             partition.producer.producer_attempt_id for partition in self.missing
         ))[:MAX_LOST_PRODUCERS]
+        # The producers' TaskManagers whose data service did not answer a fetch (not one
+        # that answered "not here"): the JobMaster blocks them for the job, so their
+        # producers run again where this consumer can reach them.
+        self.unreachable = tuple(dict.fromkeys(unreachable))[:MAX_UNREACHABLE]
 
 
 @dataclass(frozen=True)
@@ -258,7 +264,17 @@ def _partition_column(edge: JobEdge, df: DataFrame, key: HashKey | None, count: 
     return F.pmod(F.hash(key_column), F.lit(count))
 
 
-FetchMissing = Callable[[Sequence[InputPartition]], dict[InputPartition, str]]
+@dataclass(frozen=True)
+class Unfetched:
+    """Why a partition could not be fetched; ``unanswered`` when its TaskManager's data
+    service did not answer at all (cut off, a port closed one way), as opposed to answering
+    that it does not have the partition."""
+
+    why: str
+    unanswered: bool = False
+
+
+FetchMissing = Callable[[Sequence[InputPartition]], dict[InputPartition, Unfetched]]
 
 
 def read_inputs(work: Work, inputs: Sequence[Sequence[InputPartition]],
@@ -271,15 +287,18 @@ def read_inputs(work: Work, inputs: Sequence[Sequence[InputPartition]],
     PartitionNotFound names all that are missing and failover reruns their producers in
     one go."""
     found, missing = _located(p for edge in inputs for p in edge)
+    unfetched: dict[InputPartition, Unfetched] = {}
     if missing and fetch_missing is not None:
         unfetched = fetch_missing(list(missing))
         fetched, still = _located(p for p in missing if p not in unfetched)
         found.update(fetched)
-        missing = {**{partition: f"{why}; {unfetched[partition]}"
+        missing = {**{partition: f"{why}; {unfetched[partition].why}"
                       for partition, why in missing.items() if partition in unfetched},
                    **still}
     if missing:
-        raise PartitionNotFound(list(missing.items()), work.attempt_id)
+        raise PartitionNotFound(list(missing.items()), work.attempt_id, unreachable=(
+            p.producer.taskmanager_id for p, u in unfetched.items()
+            if u.unanswered and p.producer.taskmanager_id))
     return [_read_edge(work, [(partition.path, found[partition]) for partition in edge])
             for edge in inputs]
 

@@ -13,6 +13,14 @@ TaskManager has a slot, the requests wait for the block to end, then go to the b
 again: the wait is bounded by the timeout, the failures that follow by the restart
 strategy.
 
+A consumer whose fetch of a producer's partitions got no answer at all (refused, stalled,
+cut off each try: a port closed one way, two machines parted) blames the producer's
+TaskManager instead (``TaskFailure.unreachable``): blocked, the producers it ran run again
+elsewhere, so the job recovers while the port stays closed. Only the producers' own hosts
+may be named so (``vouched``), and a blocked TaskManager's word against another does not
+block that one: two machines parted from each other would otherwise block both, and the
+job would wait out the block with nowhere to run.
+
 Only causes that blame the host block it; a failure of the task's own code does not. State
 of the JobMaster's main thread: blocks start on a failure and end by the JobMaster's timer,
 so nothing here reads a clock.
@@ -20,12 +28,17 @@ so nothing here reads a clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
-from clusterdeck.core.protocol.failures import DISK_FULL, FailureRecord
+from clusterdeck.core.protocol.failures import (
+    DISK_FULL,
+    MAX_UNREACHABLE,
+    FailureRecord,
+    TaskFailure,
+)
 
 HOST_BLAMING = frozenset({DISK_FULL})
 """Failure types that blame the TaskManager's host resources, not the task: a restart on
@@ -72,17 +85,30 @@ class Blocklist:
         self._blocks: dict[str, Block] = {}
         self._timers: dict[str, Timer] = {}  # the timer that ends each block
 
-    def failed(self, failure: FailureRecord | None) -> Block | None:
+    def failed(self, failure: FailureRecord | None) -> tuple[Block, ...]:
         """An attempt moved, with its failure if it failed: its TaskManager is blocked
-        (again, for longer) if the cause blames the host; the new block, or None."""
-        if failure is None:
-            return None
-        taskmanager_id = failure.taskmanager_id
-        if failure.exception_type not in HOST_BLAMING or not taskmanager_id \
-                or self.timeout <= 0:
-            return None
-        block = Block(taskmanager_id, failure.exception_type, failure.message,
-                      failure.timestamp + self.timeout)
+        (again, for longer) if the cause blames the host, and so are the producers'
+        TaskManagers it found unreachable; the new or longer blocks."""
+        if failure is None or self.timeout <= 0:
+            return ()
+        return tuple(block for taskmanager_id, cause in self._blamed(failure)
+                     if (block := self._block(taskmanager_id, cause, failure)) is not None)
+
+    def _blamed(self, failure: FailureRecord) -> Iterator[tuple[str, str]]:
+        """The TaskManagers a failure blames, each with the cause to name."""
+        reporter = failure.taskmanager_id
+        if failure.exception_type in HOST_BLAMING and reporter:
+            yield reporter, failure.exception_type
+        for taskmanager_id in failure.failure.unreachable:
+            if taskmanager_id == reporter:  # the JobManager's own fetch of what it left
+                yield taskmanager_id, (f"{failure.exception_type} (its data service did not "
+                                       f"answer the JobManager)")
+            elif reporter not in self._blocks:
+                yield taskmanager_id, (f"{failure.exception_type} (its data service did not "
+                                       f"answer {reporter})")
+
+    def _block(self, taskmanager_id: str, cause: str, failure: FailureRecord) -> Block | None:
+        block = Block(taskmanager_id, cause, failure.message, failure.timestamp + self.timeout)
         known = self._blocks.get(taskmanager_id)
         if known is not None and known.until >= block.until:
             return None  # a sibling's failure heard late: the block holds already
@@ -118,3 +144,16 @@ class Blocklist:
             del self._blocks[block.taskmanager_id]
             del self._timers[block.taskmanager_id]
             self._changed()
+
+
+
+def vouched(failure: TaskFailure | None, host_of: Callable[[str], str | None]
+            ) -> TaskFailure | None:
+    """A reported failure with only the unreachable TaskManagers it may name: hosts of its
+    own lost producers (``host_of`` an attempt id), at most ``MAX_UNREACHABLE``. A
+    TaskManager's word is data: a stolen login could otherwise block any TaskManager."""
+    if failure is None or not failure.unreachable:
+        return failure
+    hosts = {host_of(producer) for producer in failure.lost_producers}
+    return replace(failure, unreachable=tuple(
+        t for t in dict.fromkeys(failure.unreachable) if t in hosts)[:MAX_UNREACHABLE])

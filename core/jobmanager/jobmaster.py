@@ -29,7 +29,7 @@ from clusterdeck.core.executiongraph.execution import Execution
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.executiongraph.recovery import FinishedSubtask
 from clusterdeck.core.executiongraph.scheduler import Scheduler
-from clusterdeck.core.jobmanager.blocklist import Blocklist
+from clusterdeck.core.jobmanager.blocklist import Blocklist, vouched
 from clusterdeck.core.jobmanager.checkpointhandlers import CheckpointHandlers
 from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints, tasks_to_checkpoint
 from clusterdeck.core.jobmanager.datapeers import DataPeers
@@ -265,13 +265,14 @@ class JobMaster(CheckpointHandlers):
         failure of the attempt instead, so failover runs it again."""
         if not self._running():
             return ["the job is not running"]
-        state, failure = update.state, update.failure
-        carried_by = CarriedBy("UpdateTaskExecutionStates", self._host_of(update.attempt_id)
-                               or "?", time.time())
-        if fetch_error is not None:
+        state, failure = update.state, vouched(update.failure, self._host_of)
+        host = self._host_of(update.attempt_id)
+        carried_by = CarriedBy("UpdateTaskExecutionStates", host or "?", time.time())
+        if fetch_error is not None:  # its host did not answer: it is blocked for the job
             state, failure = ExecutionState.FAILED, TaskFailure(
                 "ResultNotFetched", f"the task finished, but what it left for the client "
-                f"could not be fetched: {fetch_error}")
+                f"could not be fetched: {fetch_error}", unreachable=(host,) if host and getattr(
+                    fetch_error, "unanswered", False) else ())
         out = self.scheduler.task_state_changed(update.attempt_id, state, time.time(),
                                                 failure=failure, result=update.result)
         self._execute(out, carried_by)

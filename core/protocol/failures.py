@@ -15,6 +15,8 @@ TASKMANAGER_LOST = "TaskManagerLost"
 DISK_FULL = "DiskFull"
 """``exception_type`` of a failure for want of space on the TaskManager's disks
 (``clusterdeck.core.taskmanager.fulldisk``); the job blocks that TaskManager a while."""
+MAX_UNREACHABLE = 16
+"""TaskManagers one failure may name as ``unreachable``."""
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,9 @@ class TaskFailure:
 
     ``lost_producers``: the attempt ids of producers whose result partitions the task
     could not find or read (a PartitionNotFound); failover runs them again before it.
+    ``unreachable``: the TaskManagers among their hosts whose data service did not answer
+    a fetch (not one that answered "not here"); the job blocks them a while, so the
+    producers run again elsewhere (core/jobmanager/blocklist.py).
     ``exit_code``: a PySpark script's exit status (``clusterdeck submit`` exits with it,
     as spark-submit does); None for every other failure. ``stdout_path``/``stderr_path``:
     the files on the TaskManager's machine of all that a failed script printed ("" when
@@ -36,12 +41,14 @@ class TaskFailure:
     exit_code: int | None = None
     stdout_path: str = ""
     stderr_path: str = ""
+    unreachable: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"exception_type": self.exception_type, "message": self.message,
                 "traceback": self.traceback, "log_excerpt": list(self.log_excerpt),
                 "lost_producers": list(self.lost_producers), "exit_code": self.exit_code,
-                "stdout_path": self.stdout_path, "stderr_path": self.stderr_path}
+                "stdout_path": self.stdout_path, "stderr_path": self.stderr_path,
+                "unreachable": list(self.unreachable)}
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> TaskFailure:
@@ -53,7 +60,9 @@ class TaskFailure:
                                                 in data.get("lost_producers", ())),
                            exit_code=_exit_code(data.get("exit_code")),
                            stdout_path=str(data.get("stdout_path", "")),
-                           stderr_path=str(data.get("stderr_path", "")))
+                           stderr_path=str(data.get("stderr_path", "")),
+                           unreachable=tuple(str(taskmanager_id) for taskmanager_id
+                                             in data.get("unreachable", ())))
 
 
 def _exit_code(value: Any) -> int | None:

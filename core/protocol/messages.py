@@ -167,7 +167,7 @@ from clusterdeck.core.protocol.wiring import (
 # 29: CauseKind JOB_RESCALED (reactive mode, docs/elastic.md)
 # 30: AttemptMetrics.workers (where an attempt runs: a vertex's flame graph)
 # (every version, 5 to 11 and 16 too, is explained in docs/protocol.md)
-PROTOCOL_VERSION = 30
+PROTOCOL_VERSION = 31
 
 __all__ = [
     "ATTEMPT_WORKERS",

@@ -28,6 +28,7 @@ from clusterdeck.core.engine.exchange import (
     SCHEMA_FILE,
     FetchMissing,
     InputPartition,
+    Unfetched,
 )
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.wiring import DataEndpoint
@@ -46,7 +47,8 @@ def fetcher(deployment: p.SubmitTask, kept: str, canceled: threading.Event,
     long a connect or a read may stall (core/dataservice/client.py)."""
     endpoints = {e.taskmanager_id: e for e in deployment.data_endpoints}
 
-    def fetch_missing(partitions: Sequence[InputPartition]) -> dict[InputPartition, str]:
+    def fetch_missing(partitions: Sequence[InputPartition]
+                      ) -> dict[InputPartition, Unfetched]:
         pool = ThreadPoolExecutor(PARALLEL_FETCHES, thread_name_prefix="fetch")
         unanswered: set[str] = set()  # added to by the fetch threads (one add is atomic)
         try:
@@ -59,7 +61,7 @@ def fetcher(deployment: p.SubmitTask, kept: str, canceled: threading.Event,
                     raise TaskCanceled(deployment.attempt_id)
                 _, pending = wait(pending, CANCEL_CHECK)
             pairs = zip(partitions, (future.result() for future in futures), strict=True)
-            return {partition: why for partition, why in pairs if why}
+            return {partition: why for partition, why in pairs if why is not None}
         finally:  # never waits: a cancelled attempt's fetches end on their own
             pool.shutdown(wait=False, cancel_futures=True)
     return fetch_missing
@@ -67,28 +69,29 @@ def fetcher(deployment: p.SubmitTask, kept: str, canceled: threading.Event,
 
 def _fetch(endpoint: DataEndpoint | None, root: str, kept: str, partition: InputPartition,
            canceled: threading.Event, unanswered: set[str],
-           timeout: float = DEFAULT_TIMEOUT) -> str:
-    """"" once the partition is here, else why not. ``partition.path`` is under ``kept``,
+           timeout: float = DEFAULT_TIMEOUT) -> Unfetched | None:
+    """None once the partition is here, else why not. ``partition.path`` is under ``kept``,
     the producer's TaskManager knows it under ``root``. A TaskManager that did not
     answer one fetch (``unanswered``) is not asked for the next ones: on a silent peer
     the partitions in the pool's queue would each wait out the stall timeout again."""
     if endpoint is None:
-        return (f"nowhere to fetch it from: its TaskManager "
-                f"{partition.producer.taskmanager_id} is this one or announced no data service")
+        return Unfetched(f"nowhere to fetch it from: its TaskManager "
+                         f"{partition.producer.taskmanager_id} is this one or announced no "
+                         f"data service")
     if endpoint.taskmanager_id in unanswered:
-        return (f"not fetched: its TaskManager {endpoint.taskmanager_id} did not answer "
-                f"a fetch of another partition")
+        return Unfetched(f"not fetched: its TaskManager {endpoint.taskmanager_id} did not "
+                         f"answer a fetch of another partition", unanswered=True)
     try:
         mirror_partition(endpoint, root,
                          os.path.join(root, os.path.relpath(partition.path, kept)), kept,
                          stop=canceled, timeout=timeout)
     except FetchError as error:
-        if not error.missing:
+        if error.unanswered:
             unanswered.add(endpoint.taskmanager_id)
-        return f"fetching it failed: {error}"
+        return Unfetched(f"fetching it failed: {error}", unanswered=error.unanswered)
     except (OSError, ValueError) as error:
-        return f"fetching it failed: {error}"
-    return ""
+        return Unfetched(f"fetching it failed: {error}")
+    return None
 
 
 def mirror_partition(endpoint: DataEndpoint, root: str, path: str,

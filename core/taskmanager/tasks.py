@@ -259,6 +259,7 @@ class Task:
             user_type, getattr(error, "user_message", str(error)), text,
             self._logs.excerpt(self.attempt_id),
             lost_producers=tuple(getattr(error, "lost_producers", ())),
+            unreachable=tuple(getattr(error, "unreachable", ())),
             exit_code=getattr(error, "exit_code", None),
             stdout_path=getattr(error, "stdout_path", ""),
             stderr_path=getattr(error, "stderr_path", "")))

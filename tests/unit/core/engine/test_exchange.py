@@ -17,6 +17,7 @@ from clusterdeck.core.engine.exchange import (
     IncompletePartition,
     InputPartition,
     PartitionNotFound,
+    Unfetched,
     declare_partitions,
     partition_files,
     read_inputs,
@@ -109,6 +110,26 @@ def test_reading_inputs_with_missing_partitions_names_every_one_before_any_spark
     assert [p.path for p in raised.value.missing] == [gone, also_gone]
     assert raised.value.lost_producers == ("job/map#1/a0",)
     assert raised.value.attempt_id == "job/sink#0/a0"
+
+
+def test_only_producers_whose_data_service_did_not_answer_are_named_unreachable(
+        tmp_path) -> None:
+    """tm-2 did not answer (a port closed one way); tm-3 answered that it has no such
+    partition (deleted): only tm-2 is the failure's to blame."""
+    silent = input_partition(str(tmp_path / "a"), subtask=1, taskmanager_id="tm-2")
+    answered = input_partition(str(tmp_path / "b"), subtask=2, taskmanager_id="tm-3")
+    work = SimpleNamespace(attempt_id="job/sink#0/a0")
+
+    def fetch_missing(partitions):
+        return {silent: Unfetched("TimeoutError (after 3 tries)", unanswered=True),
+                answered: Unfetched("404 not found")}
+
+    with pytest.raises(PartitionNotFound) as raised:
+        read_inputs(work, [[silent, answered]], fetch_missing)  # type: ignore[arg-type]
+
+    assert raised.value.unreachable == ("tm-2",)
+    assert raised.value.lost_producers == ("job/map#1/a0", "job/map#2/a0")
+    assert "TimeoutError (after 3 tries)" in str(raised.value)
 
 
 def test_the_failure_names_the_partition_its_path_and_its_producer() -> None:

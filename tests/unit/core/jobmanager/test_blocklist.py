@@ -15,7 +15,7 @@ from clusterdeck.core.executiongraph import (
 )
 from clusterdeck.core.executiongraph import ExecutionState as S
 from clusterdeck.core.executiongraph.causes import CauseLinker
-from clusterdeck.core.jobmanager.blocklist import Blocklist
+from clusterdeck.core.jobmanager.blocklist import Blocklist, vouched
 from clusterdeck.core.jobmanager.jobslots import JobSlots
 from clusterdeck.core.jobmanager.slotpool import PendingRequest, SlotPool
 from clusterdeck.core.jobmanager.slotrequests import SlotRequestQueue
@@ -85,9 +85,9 @@ def blocklist(timeout: float = TIMEOUT) -> tuple[Blocklist, Timers, Recorder]:
 def test_a_full_disk_blocks_its_taskmanager_for_the_timeout_and_says_so() -> None:
     blocks, timers, recorder = blocklist()
 
-    block = blocks.failed(failure(at=1000.0))
+    block, = blocks.failed(failure(at=1000.0))
 
-    assert block is not None and block.until == 1000.0 + TIMEOUT
+    assert block.until == 1000.0 + TIMEOUT
     assert FULL in blocks and blocks.blocked() == (FULL,)
     assert [delay for delay, _ in timers.due] == [TIMEOUT]
     (_, summary), = recorder.blocked
@@ -121,16 +121,16 @@ def test_the_blocks_of_a_job_that_ended_end_with_it_and_their_timers_are_cancell
 def test_a_failure_of_the_tasks_own_does_not_block() -> None:
     blocks, timers, recorder = blocklist()
 
-    assert blocks.failed(failure("ValueError")) is None
-    assert blocks.failed(None) is None
-    assert blocks.failed(failure(taskmanager_id=None)) is None
+    assert blocks.failed(failure("ValueError")) == ()
+    assert blocks.failed(None) == ()
+    assert blocks.failed(failure(taskmanager_id=None)) == ()
     assert blocks.blocked() == () and not timers.due and not recorder.blocked
 
 
 def test_a_timeout_of_zero_never_blocks() -> None:
     blocks, _, _ = blocklist(timeout=0.0)
 
-    assert blocks.failed(failure()) is None and FULL not in blocks
+    assert blocks.failed(failure()) == () and FULL not in blocks
 
 
 def test_a_later_failure_makes_the_block_longer_and_the_first_timer_ends_nothing() -> None:
@@ -138,10 +138,10 @@ def test_a_later_failure_makes_the_block_longer_and_the_first_timer_ends_nothing
     blocks.failed(failure(at=1000.0))
     (_, first), = timers.due
 
-    longer = blocks.failed(failure(at=1030.0))
+    longer, = blocks.failed(failure(at=1030.0))
     first.fn()  # had it run before it was cancelled
 
-    assert longer is not None and longer.until == 1030.0 + TIMEOUT and first.cancelled
+    assert longer.until == 1030.0 + TIMEOUT and first.cancelled
     assert FULL in blocks and len(recorder.blocked) == 2 and recorder.changes == 1
     timers.due[-1][1].fn()
     assert FULL not in blocks
@@ -151,9 +151,9 @@ def test_a_siblings_failure_of_the_same_moment_makes_it_longer_untold() -> None:
     blocks, timers, recorder = blocklist()
     blocks.failed(failure(at=1000.0))
 
-    longer = blocks.failed(failure(at=1001.0, attempt="job/source#1/a0"))
+    longer, = blocks.failed(failure(at=1001.0, attempt="job/source#1/a0"))
 
-    assert longer is not None and longer.until == 1001.0 + TIMEOUT
+    assert longer.until == 1001.0 + TIMEOUT
     assert len(timers.due) == 2 and len(recorder.blocked) == 1
 
 
@@ -161,8 +161,62 @@ def test_a_siblings_failure_heard_late_changes_nothing() -> None:
     blocks, timers, recorder = blocklist()
     blocks.failed(failure(at=1000.0))
 
-    assert blocks.failed(failure(at=990.0, attempt="job/source#1/a0")) is None
+    assert blocks.failed(failure(at=990.0, attempt="job/source#1/a0")) == ()
     assert len(timers.due) == 1 and len(recorder.blocked) == 1
+
+
+def unreachable(reporter: str, *silent: str, at: float = 1000.0,
+                exception_type: str = "PartitionNotFound") -> FailureRecord:
+    """A consumer on ``reporter`` whose fetches from ``silent`` got no answer."""
+    return FailureRecord("job/reduce#0/a0", "reduce", 0, 0, reporter, TaskFailure(
+        exception_type, "result partition not found: ... did not answer",
+        lost_producers=("job/source#0/a0",), unreachable=silent), at)
+
+
+def test_a_producers_taskmanager_that_did_not_answer_a_fetch_is_blocked_not_the_consumers(
+        ) -> None:
+    blocks, _, recorder = blocklist()
+
+    block, = blocks.failed(unreachable("tm-consumer", "tm-silent"))
+
+    assert block.taskmanager_id == "tm-silent" and blocks.blocked() == ("tm-silent",)
+    (_, summary), = recorder.blocked
+    assert "PartitionNotFound (its data service did not answer tm-consumer)" in summary
+
+
+def test_a_blocked_taskmanagers_word_against_another_blocks_nothing() -> None:
+    """Two machines parted from each other: each one's consumers blame the other. The
+    first blame blocks one; the blocked one's blame of the other would leave the job
+    nowhere to run."""
+    blocks, _, _ = blocklist()
+    blocks.failed(unreachable("tm-a", "tm-b"))
+
+    assert blocks.failed(unreachable("tm-b", "tm-a", at=1001.0)) == ()
+    assert blocks.blocked() == ("tm-b",)
+
+
+def test_the_jobmanager_that_got_no_answer_from_a_taskmanager_blocks_it() -> None:
+    blocks, _, recorder = blocklist()
+
+    block, = blocks.failed(unreachable("tm-silent", "tm-silent",
+                                       exception_type="ResultNotFetched"))
+
+    assert block.taskmanager_id == "tm-silent"
+    assert "did not answer the JobManager" in recorder.blocked[0][1]
+
+
+def test_a_failure_may_name_as_unreachable_only_its_lost_producers_hosts() -> None:
+    hosts = {"job/source#0/a0": "tm-silent", "job/source#1/a0": "tm-other"}
+    reported = TaskFailure("PartitionNotFound", "m", lost_producers=("job/source#0/a0",),
+                           unreachable=("tm-silent", "tm-innocent", "tm-silent"))
+
+    kept = vouched(reported, hosts.get)
+
+    assert kept is not None and kept.unreachable == ("tm-silent",)
+    assert vouched(None, hosts.get) is None
+    many = TaskFailure("PartitionNotFound", "m", lost_producers=tuple(hosts),
+                       unreachable=(*(f"tm-{i}" for i in range(1000)), "tm-other"))
+    assert vouched(many, hosts.get).unreachable == ("tm-other",)
 
 
 def test_the_block_goes_under_its_failure_in_the_chain_of_causes() -> None:

@@ -3,6 +3,7 @@ gives up within its bound, and cancelling the attempt ends it at once (issue 41)
 
 from __future__ import annotations
 
+import http.server
 import socket
 import threading
 import time
@@ -85,7 +86,40 @@ def test_a_partition_that_cannot_be_fetched_says_why_and_nothing_waits_for_it(
     partition = _partition(tmp_path)
     why = fetch_missing([partition])
     assert list(why) == [partition]
-    assert "fetching it failed" in why[partition]
+    assert "fetching it failed" in why[partition].why
+    assert why[partition].unanswered  # refused: its data service is not there to ask
+
+
+@pytest.fixture
+def answering_peer() -> Iterator[DataEndpoint]:
+    """A data service that answers every request: 404, it has no such file."""
+
+    class NotHere(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_error(404, "no such partition")
+
+        def log_message(self, *_args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotHere)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield DataEndpoint("taskmanager-2", f"http://127.0.0.1:{server.server_port}", "",
+                           "token")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_peer_that_answers_it_has_no_such_partition_is_not_taken_for_unreachable(
+        answering_peer: DataEndpoint, tmp_path: Path) -> None:
+    fetch_missing = partitionfetch.fetcher(_deployment(answering_peer, tmp_path),
+                                           str(tmp_path), threading.Event())
+    partition = _partition(tmp_path)
+
+    why = fetch_missing([partition])
+
+    assert "404" in why[partition].why and not why[partition].unanswered
 
 
 def test_after_one_fetch_a_silent_peer_did_not_answer_its_other_partitions_wait_no_more(
@@ -102,7 +136,9 @@ def test_after_one_fetch_a_silent_peer_did_not_answer_its_other_partitions_wait_
     why = fetch_missing(partitions)
     assert time.monotonic() - started < 0.5 * 2  # one wave, not three
     assert set(why) == set(partitions)
-    assert sum("did not answer a fetch of another partition" in w for w in why.values()) >= 6
+    assert sum("did not answer a fetch of another partition" in w.why
+               for w in why.values()) >= 6
+    assert all(w.unanswered for w in why.values())
 
 
 def test_the_stall_timeout_given_is_the_one_each_fetch_waits(
@@ -114,4 +150,4 @@ def test_the_stall_timeout_given_is_the_one_each_fetch_waits(
     started = time.monotonic()
     why = fetch_missing([_partition(tmp_path)])
     assert time.monotonic() - started < 0.2 * 3 + 1.5
-    assert "fetching it failed" in why[_partition(tmp_path)]
+    assert "fetching it failed" in why[_partition(tmp_path)].why
