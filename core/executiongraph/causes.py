@@ -91,13 +91,15 @@ class CauseLinker:
                 self._events[event_id] = replace(event, cause_id=loss)
                 del self._suspects[event_id]
 
-    def taskmanager_blocked(self, failure: FailureRecord, summary: str) -> None:
-        """The job gives the failure's TaskManager no new work a while (its blocklist):
-        under the failure, once ``observe`` has seen it."""
+    def taskmanager_blocked(self, failure: FailureRecord, summary: str,
+                            taskmanager_id: str) -> None:
+        """The job gives ``taskmanager_id`` (the failure's own, or a producer's it could
+        not reach) no new work a while (its blocklist): under the failure, once
+        ``observe`` has seen it."""
         self._add(CauseKind.TASKMANAGER_BLOCKED, failure.timestamp, summary,
                   self._by_attempt.get(failure.attempt_id), None,
                   self._decided(summary, failure.timestamp),
-                  taskmanager_id=failure.taskmanager_id or "")
+                  taskmanager_id=taskmanager_id)
 
     def observe(self, instructions: Sequence[ins.Instruction],
                 failures: Sequence[FailureRecord], carried_by: CarriedBy | None) -> None:

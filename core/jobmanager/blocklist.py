@@ -72,12 +72,12 @@ class Block:
 
 class Blocklist:
     def __init__(self, timeout: float, schedule: Callable[[float, Callable[[], None]], Timer],
-                 blocked: Callable[[FailureRecord, str], None],
+                 blocked: Callable[[FailureRecord, str, str], None],
                  changed: Callable[[], None]) -> None:
         """``schedule(delay, fn)`` runs ``fn`` on the JobMaster's main thread later;
-        ``blocked(failure, summary)`` tells the job's observers of a new or longer block
-        (the job's chain of causes); ``changed()`` after a block starts or ends (the slot
-        requests out go again)."""
+        ``blocked(failure, summary, taskmanager_id)`` tells the job's observers of a new or
+        longer block of ``taskmanager_id`` (the job's chain of causes); ``changed()``
+        after a block starts or ends (the slot requests out go again)."""
         self.timeout = timeout
         self._schedule = schedule
         self._blocked = blocked
@@ -118,7 +118,7 @@ class Blocklist:
         self._timers[taskmanager_id] = self._schedule(self.timeout,
                                                       lambda: self._expired(block))
         if known is None or block.until - known.until >= TOLD_AGAIN_AFTER:
-            self._blocked(failure, block.summary())
+            self._blocked(failure, block.summary(), taskmanager_id)
         if known is None:
             self._changed()
         return block

@@ -60,7 +60,8 @@ class Recorder:
         self.blocked: list[tuple[FailureRecord, str]] = []
         self.changes = 0
 
-    def told(self, failure: FailureRecord, summary: str) -> None:
+    def told(self, failure: FailureRecord, summary: str, taskmanager_id: str) -> None:
+        assert summary.startswith(f"TaskManager {taskmanager_id} blocked")
         self.blocked.append((failure, summary))
 
     def changed(self) -> None:
@@ -224,7 +225,7 @@ def test_the_block_goes_under_its_failure_in_the_chain_of_causes() -> None:
     record = failure()
     causes.observe([], [record], None)
 
-    causes.taskmanager_blocked(record, "TaskManager tm-full blocked until 00:17:40 UTC")
+    causes.taskmanager_blocked(record, "TaskManager tm-full blocked until 00:17:40 UTC", FULL)
 
     chain = causes.chain()
     assert chain is not None
@@ -232,6 +233,17 @@ def test_the_block_goes_under_its_failure_in_the_chain_of_causes() -> None:
     assert failed.kind is CauseKind.ATTEMPT_FAILED
     assert (blocked.kind, blocked.cause_id, blocked.taskmanager_id) == (
         CauseKind.TASKMANAGER_BLOCKED, failed.id, FULL)
+
+
+def test_a_block_of_a_producers_taskmanager_names_it_not_the_consumers() -> None:
+    causes = CauseLinker(lambda _attempt: "tm-consumer", "jobmanager", lambda _line: None)
+    record = unreachable("tm-consumer", "tm-silent")
+    causes.observe([], [record], None)
+
+    causes.taskmanager_blocked(record, "TaskManager tm-silent blocked until ...", "tm-silent")
+
+    chain = causes.chain()
+    assert chain is not None and chain.events[-1].taskmanager_id == "tm-silent"
 
 
 # -- the ResourceManager's pool --------------------------------------------------------------
