@@ -339,6 +339,10 @@ OPTIONS: tuple[Option, ...] = (
            "partition from another TaskManager's data service may stall (a connect or a "
            "read) before it is tried again; after three tries the consumer fails with "
            "PartitionNotFound naming the producer's TaskManager."),
+    Option("taskmanager.data.connect-timeout", duration, 60.0, "How long a streaming "
+           "task's input channel tries to reach its producer's stream channel server "
+           "(refused or unanswered connections are tried again) before the task fails, "
+           "naming the producer's TaskManager, which the job then blocks a while."),
     Option("taskmanager.data.max-connections", positive_int, 16, "Requests the data "
            "service serves at once; more wait for a free one."),
     Option("taskmanager.attempt-log.max-size", size, 2 * 1024 * 1024, "Largest attempt "

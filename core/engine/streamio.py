@@ -52,6 +52,7 @@ from clusterdeck.core.protocol.keygroups import DEFAULT_MAX_PARALLELISM, subtask
 from clusterdeck.core.protocol.wiring import StreamChannel
 from clusterdeck.core.streaming.eventtime import InputWatermarks
 from clusterdeck.core.streaming.network import (
+    DEFAULT_CONNECT_TIMEOUT,
     BufferKind,
     ChannelError,
     ChannelServer,
@@ -228,16 +229,18 @@ class GateInput:
     """A consuming task's input gate with its barrier alignment and input watermark."""
 
     def __init__(self, channels: Sequence[StreamChannel], mode: CheckpointingMode,
-                 loop: Any = None, consumer: str = "", *, columnar: bool = False) -> None:
+                 loop: Any = None, consumer: str = "", *, columnar: bool = False,
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
         """``consumer``: this task's TaskManager, named to its producers; ``columnar``:
-        records come as the buffers' record batches (``Polled.batches``), not elements."""
+        records come as the buffers' record batches (``Polled.batches``), not elements;
+        ``connect_timeout``: how long a channel tries to reach its producer."""
         self.columnar = columnar
         self.channels = tuple(channels)
         self.gate = InputGate([SubpartitionLocation(c.host, c.port, c.partition_id,
                                                     c.subpartition, c.capability,
                                                     c.fingerprint, c.taskmanager_id, consumer)
                                for c in channels],
-                              loop=loop)
+                              loop=loop, connect_timeout=connect_timeout)
         self.barriers = barrier_handler(len(channels), mode)
         self.watermarks = InputWatermarks(len(channels))
         self.ended = False

@@ -233,7 +233,8 @@ class _StreamTask:
                                    f"names no input channels")
             self.input = GateInput(deployment.stream_inputs, graph.checkpointing.mode,
                                    loop=channels.loop, consumer=channels.owner,
-                                   columnar=self.chain.takes_columns)
+                                   columnar=self.chain.takes_columns,
+                                   connect_timeout=channels.connect_timeout)
 
     def restore(self) -> None:
         """From the deployment's checkpoint (its state read and checked), or afresh: the

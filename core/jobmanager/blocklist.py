@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
+from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.protocol.failures import (
     DISK_FULL,
     MAX_UNREACHABLE,
@@ -147,13 +148,19 @@ class Blocklist:
 
 
 
-def vouched(failure: TaskFailure | None, host_of: Callable[[str], str | None]
+def vouched(failure: TaskFailure | None, graph: ExecutionGraph, attempt_id: str
             ) -> TaskFailure | None:
-    """A reported failure with only the unreachable TaskManagers it may name: hosts of its
-    own lost producers (``host_of`` an attempt id), at most ``MAX_UNREACHABLE``. A
-    TaskManager's word is data: a stolen login could otherwise block any TaskManager."""
+    """A reported failure of ``attempt_id`` with only the unreachable TaskManagers it may
+    name, at most ``MAX_UNREACHABLE``: hosts of its lost producers, or of the producers
+    its subtask reads now (a stream's). A TaskManager's word is data: a stolen login
+    could otherwise block any TaskManager."""
     if failure is None or not failure.unreachable:
         return failure
-    hosts = {host_of(producer) for producer in failure.lost_producers}
+    hosts = {e.taskmanager_id for p in failure.lost_producers
+             if (e := graph.execution(p)) is not None}
+    execution = graph.execution(attempt_id)
+    if execution is not None:
+        hosts.update(v.current.taskmanager_id for v in graph.producers_of(
+            graph.subtask(execution.vertex_id, execution.subtask)))
     return replace(failure, unreachable=tuple(
         t for t in dict.fromkeys(failure.unreachable) if t in hosts)[:MAX_UNREACHABLE])

@@ -265,7 +265,7 @@ class JobMaster(CheckpointHandlers):
         failure of the attempt instead, so failover runs it again."""
         if not self._running():
             return ["the job is not running"]
-        state, failure = update.state, vouched(update.failure, self._host_of)
+        state, failure = update.state, vouched(update.failure, self.graph, update.attempt_id)
         host = self._host_of(update.attempt_id)
         carried_by = CarriedBy("UpdateTaskExecutionStates", host or "?", time.time())
         if fetch_error is not None:  # its host did not answer: it is blocked for the job

@@ -71,7 +71,8 @@ def start_data_plane(config: Config, broker: BrokerAddress, scratch: Path,
                         locate=locate)
     address = server.start(bind, advertised, None, port=config["taskmanager.data.port"],
                            certificate=certificate)
-    channels = ChannelServer(key, certificate=certificate, owner=owner)
+    channels = ChannelServer(key, certificate=certificate, owner=owner,
+                             connect_timeout=config["taskmanager.data.connect-timeout"])
     try:
         channel_address = channels.start(bind, advertised)
     except BaseException:

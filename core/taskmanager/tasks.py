@@ -27,7 +27,7 @@ from clusterdeck.core.engine.sparkwatch import SparkWatch
 from clusterdeck.core.engine.tally import LiveCounts
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.protocol import messages as p
-from clusterdeck.core.protocol.failures import TaskFailure
+from clusterdeck.core.protocol.failures import MAX_UNREACHABLE, TaskFailure
 from clusterdeck.core.protocol.jobgraph import InputSplit, JobKind
 from clusterdeck.core.protocol.sparkwork import SparkWork
 from clusterdeck.core.protocol.states import ExecutionState
@@ -41,6 +41,7 @@ from clusterdeck.core.taskmanager.sparkhealth import (
 )
 
 log = logging.getLogger(__name__)
+MAX_CAUSES = 20  # links of an exception's chain looked through for an unreachable peer
 # An attempt's routine steps (starting, each split, finished) go to the attempt's own log
 # (and its failure excerpt) only (AttemptLogHandler.step): written to the process log as
 # well, they cost a quarter of a 2,000-subtask job's throughput (benchmarks.md, section 4).
@@ -259,7 +260,7 @@ class Task:
             user_type, getattr(error, "user_message", str(error)), text,
             self._logs.excerpt(self.attempt_id),
             lost_producers=tuple(getattr(error, "lost_producers", ())),
-            unreachable=tuple(getattr(error, "unreachable", ())),
+            unreachable=_unreachable(error),
             exit_code=getattr(error, "exit_code", None),
             stdout_path=getattr(error, "stdout_path", ""),
             stderr_path=getattr(error, "stderr_path", "")))
@@ -279,3 +280,16 @@ class Task:
             return None
         log.error("attempt %s failed: %s", self.attempt_id, ended)
         return ended.failure(text, self._logs.excerpt(self.attempt_id))
+
+
+def _unreachable(error: BaseException) -> tuple[str, ...]:
+    """The TaskManagers the error or one of its causes found unreachable (a partition's
+    fetch, a stream channel's connection), for the job to block a while."""
+    seen: list[str] = []
+    cause: BaseException | None = error
+    for _ in range(MAX_CAUSES):
+        if cause is None:
+            break
+        seen.extend(str(t) for t in getattr(cause, "unreachable", ()))
+        cause = cause.__cause__ or cause.__context__
+    return tuple(dict.fromkeys(seen))[:MAX_UNREACHABLE]

@@ -60,10 +60,13 @@ SKEW = -30.0  # the second TaskManager's wall clock, against this machine's
 # patient with it, as in test_network_cuts.py.
 JOBMANAGER_HEARTBEATS = {"heartbeat.interval": 0.5, "heartbeat.timeout": 4.0}
 # A fetch from a silent data port stalls 4 s before its next try, not the default 10 s: the
-# two data-port tests wait out three tries (a 5% loss stalls a TCP read far less).
+# two data-port tests wait out three tries (a 5% loss stalls a TCP read far less). A stream
+# channel tries to reach its producer for 8 s, not 60 s (TCP's own SYN retries under 5%
+# loss take 1 s, then 3 s).
 TASKMANAGER_CONFIG = {**FAST_HEARTBEATS, "heartbeat.interval": 0.5, "heartbeat.timeout": 60.0,
                       "taskmanager.slots": 2, "spark.start": "eager",
-                      "taskmanager.data.fetch-timeout": 4.0}
+                      "taskmanager.data.fetch-timeout": 4.0,
+                      "taskmanager.data.connect-timeout": 8.0}
 RESTARTS = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 10,
             "restart-strategy.fixed-delay.delay": 0.2}
 DELAY, LOSS = 0.2, 5
@@ -195,6 +198,13 @@ def _data_port(taskmanager: NamespacedTaskManager) -> int:
     return int(found.group(1))
 
 
+def _channel_port(taskmanager: NamespacedTaskManager) -> int:
+    found = re.search(r"stream channels at [\d.]+:(\d+)",
+                      taskmanager.log.read_text(errors="replace"))
+    assert found, taskmanager.output()
+    return int(found.group(1))
+
+
 def _failures(client: JobClient, job_id: str) -> list[p.FailureRecord]:
     snapshot = client.snapshot(job_id, timeout=5.0)
     return list(snapshot.graph.failures) if snapshot is not None else []
@@ -238,6 +248,56 @@ def test_a_data_port_unreachable_one_way_is_blamed_on_its_taskmanager_and_the_jo
     assert "did not answer" in blocks[0].summary, blocks[0].summary
     print(f"data port closed one way: {blamed[0].failure.exception_type} naming "
           f"{producer.id}, blocked; exact {took:.1f} s after the submission, port closed")
+
+
+# streaming_window.py's job in two subtasks, so it fits one TaskManager's two slots
+NARROW_WINDOWS = '''
+def build(env):
+    env.set_job_name("narrow rate windows").set_parallelism(1)
+    env.enable_checkpointing(0.5)
+    (env.rate_source(500.0, int(env.args[1]))
+        .assign_timestamps(lambda record: record[0] / 100, max_out_of_orderness=0.2)
+        .key_by(1)
+        .window(1.0).count()
+        .map(lambda window: f"{window[0]},{window[1]:g},{window[2]:g},{window[3]}")
+        .write_text(env.args[0]))
+'''
+
+
+def test_stream_channel_ports_unreachable_one_way_are_blamed_and_the_stream_recovers(
+        cluster: Cluster, client: JobClient, tmp_path: Path) -> None:
+    """Each TaskManager's stream channel port lets connections in but nothing out (its
+    own tasks still reach it, over its loopback): the window subtask reading the source
+    subtask on the other TaskManager (two slots are asked for at once, one from each)
+    fails within taskmanager.data.connect-timeout naming it; the job blocks that one
+    and runs on the other alone: every window exactly once, the ports still closed."""
+    ids = {t.id for t in cluster.taskmanagers}
+    job_file, out = tmp_path / "narrow.py", tmp_path / "out"
+    job_file.write_text(NARROW_WINDOWS, encoding="utf-8")
+    for taskmanager, machine in zip(cluster.taskmanagers, cluster.network.machines,
+                                    strict=True):
+        machine.close_port(_channel_port(taskmanager))
+    try:
+        closed_at = time.monotonic()
+        job_id = client.submit(job_file, (str(out), "3000"), restart_strategy=RESTARTS)
+        result = wait_result(client, job_id, 180)
+        took = time.monotonic() - closed_at
+        snapshot = client.snapshot(job_id, timeout=5.0)
+    finally:
+        for machine in cluster.network.machines:
+            machine.reopen_port()
+    assert result.status is JobStatus.FINISHED, _why(result)
+    assert _committed(out) == sorted(f"key-{k},{t},{t + 1},10" for k in range(10)
+                                     for t in range(30))
+    assert snapshot is not None
+    failures = list(snapshot.graph.failures)
+    assert failures and all("nothing served within 8 s" in f.failure.message
+                            for f in failures), [f.failure.message for f in failures]
+    blocked = {e.taskmanager_id for e in _blocks_of(snapshot)}
+    assert len(blocked) == 1 and blocked < ids, _blocks_of(snapshot)
+    assert blocked.pop() in failures[0].failure.message
+    print(f"stream channel ports closed one way: {len(failures)} failure(s), one "
+          f"TaskManager blocked; exact {took:.1f} s after the submission, ports closed")
 
 
 @pytest.mark.slow

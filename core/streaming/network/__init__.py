@@ -19,7 +19,7 @@ queues), ``partitionrequest`` and ``server`` (serving them), ``channel`` and ``g
 consumer), ``ioloop`` (the IO thread), ``tls``, ``errors``.
 """
 
-from clusterdeck.core.streaming.network.channel import SubpartitionLocation
+from clusterdeck.core.streaming.network.channel import DEFAULT_CONNECT_TIMEOUT, SubpartitionLocation
 from clusterdeck.core.streaming.network.errors import (
     ChannelCancelled,
     ChannelError,
@@ -36,6 +36,7 @@ from clusterdeck.core.streaming.network.subpartition import BufferKind
 from clusterdeck.core.streaming.network.writer import ResultPartitionWriter
 
 __all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
     "BufferKind",
     "ChannelCancelled",
     "ChannelError",

@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 
 FIRST_BACKOFF = 0.05
 MAX_BACKOFF = 1.0
+DEFAULT_CONNECT_TIMEOUT = 60.0  # taskmanager.data.connect-timeout's default
 
 
 @dataclass(frozen=True)
@@ -108,15 +109,19 @@ class InputChannel(asyncio.Protocol):
         self._connecting = self._loop.create_task(self._connect("", 0.0))
 
     async def _connect(self, why: str, delay: float) -> None:
-        """Until connected or ``_deadline``: a refused connection is tried again."""
+        """Until connected or ``_deadline``: a refused connection is tried again. Failed
+        at the deadline, the producer's TaskManager is called unreachable when its last
+        try got no connection (not when it answered that the partition is not there)."""
         context = tls.client_context() if self.location.fingerprint else None
         delay = delay or FIRST_BACKOFF
+        unanswered = False
         while not self._closed:
             await asyncio.sleep(min(delay, max(0.0, self._deadline - self._loop.time()))
                                 if why else 0.0)
             remaining = self._deadline - self._loop.time()
             if remaining <= 0:
-                self._fail(f"nothing served within {self._connect_timeout:g} s: {why}")
+                self._fail(f"nothing served within {self._connect_timeout:g} s: {why}",
+                           unreachable=unanswered)
                 return
             try:
                 await asyncio.wait_for(self._loop.create_connection(
@@ -124,7 +129,7 @@ class InputChannel(asyncio.Protocol):
                     server_hostname=self.location.host if context else None), remaining)
                 return
             except (OSError, ssl.SSLError, TimeoutError) as error:
-                why = f"{type(error).__name__}: {error}"
+                why, unanswered = f"{type(error).__name__}: {error}", True
             delay = min(2 * delay, MAX_BACKOFF)
 
     # -- the connection ---------------------------------------------------------------------
@@ -215,8 +220,12 @@ class InputChannel(asyncio.Protocol):
         if self._transport is not None:
             self._transport.abort()
 
-    def _fail(self, why: str) -> None:
+    def _fail(self, why: str, unreachable: bool = False) -> None:
+        """``unreachable``: its producer's TaskManager served nothing within the connect
+        timeout, and the failure says so."""
         if self._closed:
             return
         self.close()
-        self._gate.fail(self.index, ChannelError(f"{self}: {why}"))
+        producer = self.location.taskmanager_id
+        self._gate.fail(self.index, ChannelError(f"{self}: {why}", unreachable=(
+            producer,) if unreachable and producer else ()))

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 class ChannelError(Exception):
     """A channel failed: its connection was lost, its peer refused it or broke the
-    protocol, or its partition was released. The task fails with this as its cause."""
+    protocol, or its partition was released. The task fails with this as its cause.
+    ``unreachable``: the producer's TaskManager, when nothing it served could be reached
+    within the connect timeout (the job blocks it: core/jobmanager/blocklist.py)."""
+
+    def __init__(self, *args: object, unreachable: tuple[str, ...] = ()) -> None:
+        super().__init__(*args)
+        self.unreachable = unreachable
 
 
 class ChannelTimeout(ChannelError):

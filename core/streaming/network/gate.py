@@ -32,7 +32,11 @@ from collections import deque
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from clusterdeck.core.streaming.network.channel import InputChannel, SubpartitionLocation
+from clusterdeck.core.streaming.network.channel import (
+    DEFAULT_CONNECT_TIMEOUT,
+    InputChannel,
+    SubpartitionLocation,
+)
 from clusterdeck.core.streaming.network.errors import ChannelError
 from clusterdeck.core.streaming.network.ioloop import IoLoop
 from clusterdeck.core.streaming.network.subpartition import BufferKind
@@ -40,7 +44,6 @@ from clusterdeck.core.streaming.network.writer import DEFAULT_MAX_BUFFER_SIZE
 
 DEFAULT_CREDITS = 4
 EVENT_ALLOWANCE = 16
-DEFAULT_CONNECT_TIMEOUT = 60.0
 
 
 class Received(NamedTuple):

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from clusterdeck.core.dataservice import capability
 from clusterdeck.core.dataservice.selfsigned import SelfSigned
 from clusterdeck.core.streaming.network import tls
+from clusterdeck.core.streaming.network.channel import DEFAULT_CONNECT_TIMEOUT
 from clusterdeck.core.streaming.network.errors import ChannelError
 from clusterdeck.core.streaming.network.frames import MAX_PARTITION_ID, PROTOCOL_VERSION, Hello
 from clusterdeck.core.streaming.network.ioloop import IoLoop
@@ -69,13 +70,17 @@ class ChannelServer:
     def __init__(self, key: str, *, loop: IoLoop | None = None,
                  certificate: SelfSigned | None = None,
                  max_connections: int = DEFAULT_MAX_CONNECTIONS,
-                 hello_timeout: float = DEFAULT_HELLO_TIMEOUT, owner: str = "") -> None:
+                 hello_timeout: float = DEFAULT_HELLO_TIMEOUT, owner: str = "",
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
         """``loop``: the process's IO loop, shared with its input gates (one of its own
         if none, stopped by ``close``); ``certificate``: TLS with it, pinned by its
         fingerprint (the data service's, core/dataservice/selfsigned.py); ``owner``: its
-        TaskManager's id, which its tasks' input gates name to their producers."""
+        TaskManager's id, which its tasks' input gates name to their producers;
+        ``connect_timeout``: how long those gates try to reach a producer
+        (``taskmanager.data.connect-timeout``)."""
         self.key = key
         self.owner = owner
+        self.connect_timeout = connect_timeout
         self.loop = loop or IoLoop("stream-channel-server")
         self._owns_loop = loop is None
         self.ssl_context = tls.server_context(certificate) if certificate else None

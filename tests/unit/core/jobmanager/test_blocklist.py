@@ -5,6 +5,7 @@ or from offers made before the block, and gets it again when the block ends."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 
 from clusterdeck.core.executiongraph import (
     CancelAttempt,
@@ -206,18 +207,50 @@ def test_the_jobmanager_that_got_no_answer_from_a_taskmanager_blocks_it() -> Non
     assert "did not answer the JobManager" in recorder.blocked[0][1]
 
 
+class Graph:
+    """What ``vouched`` reads of an ExecutionGraph: attempts' hosts and the producer
+    subtasks a subtask reads now."""
+
+    def __init__(self, hosts: dict[str, str], reads_from: tuple[str, ...] = ()) -> None:
+        self.hosts, self.reads_from = hosts, reads_from
+
+    def execution(self, attempt_id: str) -> SimpleNamespace | None:
+        host = self.hosts.get(attempt_id)
+        return None if host is None else SimpleNamespace(
+            taskmanager_id=host, vertex_id=attempt_id.split("#")[0], subtask=0)
+
+    def subtask(self, vertex_id: str, subtask: int) -> tuple[str, int]:
+        return vertex_id, subtask
+
+    def producers_of(self, _subtask: object) -> list[SimpleNamespace]:
+        return [SimpleNamespace(current=SimpleNamespace(taskmanager_id=host))
+                for host in self.reads_from]
+
+
 def test_a_failure_may_name_as_unreachable_only_its_lost_producers_hosts() -> None:
-    hosts = {"job/source#0/a0": "tm-silent", "job/source#1/a0": "tm-other"}
+    graph = Graph({"job/source#0/a0": "tm-silent", "job/source#1/a0": "tm-other",
+                   "job/reduce#0/a0": "tm-consumer"})
     reported = TaskFailure("PartitionNotFound", "m", lost_producers=("job/source#0/a0",),
                            unreachable=("tm-silent", "tm-innocent", "tm-silent"))
 
-    kept = vouched(reported, hosts.get)
+    kept = vouched(reported, graph, "job/reduce#0/a0")  # type: ignore[arg-type]
 
     assert kept is not None and kept.unreachable == ("tm-silent",)
-    assert vouched(None, hosts.get) is None
-    many = TaskFailure("PartitionNotFound", "m", lost_producers=tuple(hosts),
+    assert vouched(None, graph, "job/reduce#0/a0") is None  # type: ignore[arg-type]
+    many = TaskFailure("PartitionNotFound", "m",
+                       lost_producers=("job/source#0/a0", "job/source#1/a0"),
                        unreachable=(*(f"tm-{i}" for i in range(1000)), "tm-other"))
-    assert vouched(many, hosts.get).unreachable == ("tm-other",)
+    assert vouched(many, graph, "x").unreachable == ("tm-other",)  # type: ignore[arg-type]
+
+
+def test_a_stream_consumer_may_name_the_hosts_of_the_producers_it_reads_now() -> None:
+    graph = Graph({"job/window#0/a1": "tm-consumer"}, reads_from=("tm-a", "tm-b"))
+    reported = TaskFailure("ChannelError", "nothing served within 30 s",
+                           unreachable=("tm-b", "tm-elsewhere"))
+
+    kept = vouched(reported, graph, "job/window#0/a1")  # type: ignore[arg-type]
+
+    assert kept is not None and kept.unreachable == ("tm-b",)
 
 
 def test_the_block_goes_under_its_failure_in_the_chain_of_causes() -> None:

@@ -4,6 +4,8 @@ buffers, and a blocked channel holds back only itself."""
 
 from __future__ import annotations
 
+import dataclasses
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -192,9 +194,26 @@ def test_a_consumer_that_comes_before_the_partition_is_served_once_it_is_registe
 
 def test_a_partition_never_registered_fails_the_channel_at_its_deadline(
         network: Network) -> None:
+    """Its TaskManager answered each time ("not registered"): it is not unreachable."""
     gate = network.gate([network.location("never")], connect_timeout=0.5)
-    with pytest.raises(ChannelError, match=r"channel 0 .*never.*not registered"):
+    with pytest.raises(ChannelError, match=r"channel 0 .*never.*not registered") as raised:
         gate.poll(DEADLINE)
+    assert raised.value.__cause__.unreachable == ()
+
+
+def test_a_producer_that_takes_no_connection_is_named_unreachable_at_the_deadline(
+        network: Network) -> None:
+    """Nothing listens where the producer's TaskManager said it serves (a port closed,
+    a peer cut off): the failure names that TaskManager for the job to block."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    location = dataclasses.replace(network.location("p"), port=port,
+                                   taskmanager_id="taskmanager-7")
+    gate = network.gate([location], connect_timeout=0.5)
+    with pytest.raises(ChannelError, match=r"nothing served within 0\.5 s") as raised:
+        gate.poll(DEADLINE)
+    assert raised.value.__cause__.unreachable == ("taskmanager-7",)
 
 
 def test_a_consumed_partition_is_answered_gone_not_later(network: Network) -> None:

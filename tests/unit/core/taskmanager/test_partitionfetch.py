@@ -17,8 +17,9 @@ import pytest
 from clusterdeck.core.dataservice.client import FetchError, fetch_file
 from clusterdeck.core.engine.exchange import InputPartition
 from clusterdeck.core.protocol.wiring import DataEndpoint, ResultPartitionRef
+from clusterdeck.core.streaming.network import ChannelError
 from clusterdeck.core.taskmanager import partitionfetch
-from clusterdeck.core.taskmanager.tasks import TaskCanceled
+from clusterdeck.core.taskmanager.tasks import TaskCanceled, _unreachable
 
 
 @pytest.fixture
@@ -151,3 +152,19 @@ def test_the_stall_timeout_given_is_the_one_each_fetch_waits(
     why = fetch_missing([_partition(tmp_path)])
     assert time.monotonic() - started < 0.2 * 3 + 1.5
     assert "fetching it failed" in why[_partition(tmp_path)].why
+
+
+def test_an_unreachable_producer_is_found_however_deep_in_the_failures_chain() -> None:
+    """A stream channel's ChannelError is raised again by the gate and may be wrapped by
+    the task: the failure reported still names the TaskManager it could not reach."""
+    try:
+        try:
+            try:
+                raise ChannelError("nothing served", unreachable=("taskmanager-7",))
+            except ChannelError as first:
+                raise ChannelError(str(first)) from first
+        except ChannelError as again:
+            raise RuntimeError("the task failed") from again
+    except RuntimeError as error:
+        assert _unreachable(error) == ("taskmanager-7",)
+    assert _unreachable(ValueError("the user's own")) == ()
