@@ -221,9 +221,10 @@ class Phase:
 
     def lag(self) -> float:
         """How far event time of the committed output was behind the wall clock at the
-        end: the newest window end committed, against the time the run was stopped."""
+        end: the newest window end committed, against the time the run was stopped (the
+        whole run when nothing was committed, not the time since the epoch)."""
         newest = max((x.end for x in self.lines), default=0.0)
-        return self.ended - (self.origin + newest)
+        return self.ended - (self.origin + newest) if self.lines else self.ended - self.began
 
     def check(self) -> str:
         """Every window once, and (keys dividing the window's records) each key's count
