@@ -226,23 +226,32 @@ class DelayRelay:
 
 
 @contextmanager
-def process_cut_from(pid: int, port: int) -> Iterator[None]:
-    """A process of this machine cut off from the local server on ``port`` (the broker),
-    silently, while the block runs: every frame of its connections to that port dropped
-    both ways, and no new connection to the port opened (it would be the process's
-    reconnect; the others' stay up). A process on the JobManager's machine cannot have a
-    network namespace of its own after it started, so its sockets are cut instead."""
-    listed = subprocess.run(["ss", "-tnpH", "state", "established", f"( dport = :{port} )"],
+def process_cut_from(pid: int, *servers: int,
+                     refuse_new: tuple[int, ...] | None = None) -> Iterator[None]:
+    """A process of this machine cut off from the local servers on the ports ``servers``
+    (the broker; ZooKeeper), silently, while the block runs: every frame of its
+    connections to them dropped both ways, and no new connection to the ports
+    ``refuse_new`` (default: all of ``servers``) opened, from any process (it would be
+    the process's reconnect; the others' stay up, but a process that connects only now,
+    a standby that starts to lead, is refused too). A process on the JobManager's machine
+    cannot have a network namespace of its own after it started, and nftables here cannot
+    tell one process's new sockets from another's, so its sockets are cut instead. New
+    connections are told by their SYN, not by conntrack's state: a connection made before
+    the first ``ct`` rule would be picked up as "new" mid-stream, and cut for everyone."""
+    refused = servers if refuse_new is None else refuse_new
+    wanted = " or ".join(f"dport = :{port}" for port in servers)
+    listed = subprocess.run(["ss", "-tnpH", "state", "established", f"( {wanted} )"],
                             capture_output=True, text=True, check=False).stdout
     ports = sorted({int(line.split()[2].rsplit(":", 1)[1]) for line in listed.splitlines()
                     if f"pid={pid}," in line})
-    assert ports, f"process {pid} has no connection to port {port}:\n{listed}"
+    assert ports, f"process {pid} has no connection to ports {servers}:\n{listed}"
     table = f"{ISOLATION_TABLE}{os.getpid()}"
     own = ", ".join(map(str, ports))
     _run(["nft", "-f", "-"], stdin=(
         f"table inet {table} {{\n chain output {{\n  type filter hook output priority 0;\n"
         f"  tcp sport {{ {own} }} drop;\n  tcp dport {{ {own} }} drop;\n"
-        f"  tcp dport {port} ct state new drop;\n }}\n}}\n"))
+        + (f"  tcp dport {{ {', '.join(map(str, refused))} }} tcp flags & (syn | ack) == syn "
+           "drop;\n" if refused else "") + " }\n}\n"))
     try:
         yield
     finally:
