@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +126,7 @@ class JobCheckpoints:
         self.coordinator = CheckpointCoordinator(job_id, options, time.time(), store)
         self._timers: list[ScheduledCall] = []
         self._stopped = False
+        self._storage_tail: Future[Any] | None = None  # the last storage work asked for
         self._fetching: dict[str, int] = {}  # attempt id -> its snapshots being fetched
         self._finished_while_fetching: dict[str, str] = {}  # attempt id -> subtask id
         surplus = store.recovered_surplus()
@@ -327,8 +328,7 @@ class JobCheckpoints:
                 self._tell(attempt_id, p.NotifyCheckpointComplete(
                     self.job_id, attempt_id, checkpoint.checkpoint_id))
         self._endpoint.on_main_thread(
-            self._endpoint.run_in_worker(self.storage.commit, checkpoint, name="checkpoint"),
-            written)
+            self._in_order(self.storage.commit, checkpoint, name="checkpoint"), written)
 
     def _write_savepoint(self, checkpoint: Any) -> None:
         """Copied out on a worker; it completes as a checkpoint once whole."""
@@ -373,8 +373,21 @@ class JobCheckpoints:
         def done(_result: Any, error: BaseException | None) -> None:
             if error is not None:
                 log.warning("job %s: old checkpoint state not deleted: %s", self.job_id, error)
-        self._endpoint.on_main_thread(self._endpoint.run_in_worker(fn, *args, name="discard"),
-                                      done)
+        self._endpoint.on_main_thread(self._in_order(fn, *args, name="discard"), done)
+
+    def _in_order(self, fn: Callable[..., Any], *args: Any, name: str) -> Future[Any]:
+        """Storage work on a worker thread, each after the work asked for before it: a
+        completed checkpoint's metadata is on disk before the one it subsumes is deleted,
+        and a checkpoint subsumed at once is never deleted under its own commit (a commit
+        into a folder gone failed the job under load)."""
+        before = self._storage_tail
+
+        def after_the_last() -> Any:
+            if before is not None:
+                wait([before])  # its outcome is its own caller's to read
+            return fn(*args)
+        self._storage_tail = self._endpoint.run_in_worker(after_the_last, name=name)
+        return self._storage_tail
 
     def _arm(self) -> None:
         """Timers for what is next: the trigger, or the timeout of the one in progress."""

@@ -5,6 +5,8 @@ work at once and keeps timers for the test to fire."""
 
 from __future__ import annotations
 
+import threading
+import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from clusterdeck.core.checkpointing import CheckpointStorage, CheckpointTask
 from clusterdeck.core.jobmanager.checkpoints import JobCheckpoints
 from clusterdeck.core.protocol import messages as p
 from clusterdeck.core.protocol.checkpoints import CheckpointOptions, SharedStateFile, StateHandle
+from tests.waiting import wait_for
 
 
 class Endpoint:
@@ -326,3 +329,56 @@ def test_a_restore_asks_only_for_the_shared_files_its_checkpoint_names(tmp_path)
                                                           tmp_path / "job-1" / delta.path)
     with pytest.raises(ValueError, match="names no"):
         driver.snapshot_file("v#0", 1, delta.path)
+
+
+class ThreadedEndpoint(Endpoint):
+    """Worker work on threads of its own, as the JobMaster's endpoint runs it; its
+    outcome is handed back whenever it ends."""
+
+    def run_in_worker(self, fn: Any, *args: Any, name: str = "worker") -> Future:
+        future: Future = Future()
+
+        def work() -> None:
+            try:
+                future.set_result(fn(*args))
+            except Exception as error:
+                future.set_exception(error)
+        threading.Thread(target=work, daemon=True).start()
+        return future
+
+    def on_main_thread(self, future: Future, callback: Any) -> None:
+        future.add_done_callback(lambda f: callback(
+            None if f.exception() else f.result(), f.exception()))
+
+
+class SlowFirstCommit(CheckpointStorage):
+    """Checkpoint 1's metadata is written late, as on a loaded machine."""
+
+    def commit(self, checkpoint: Any) -> None:
+        if checkpoint.checkpoint_id == 1:
+            time.sleep(0.5)
+        super().commit(checkpoint)
+
+
+def test_a_checkpoint_subsumed_at_once_is_deleted_only_after_its_own_commit(tmp_path):
+    """Checkpoint 2 completes while 1's metadata is still being written: 1 is deleted
+    after its commit (which would otherwise fail into a folder gone, failing the job),
+    and 2's metadata is on disk before then."""
+    endpoint, told, failed = ThreadedEndpoint(), [], []
+    storage = SlowFirstCommit(tmp_path)
+    driver = JobCheckpoints("job-1", CheckpointOptions(interval=1.0, retained=1), storage,
+                            endpoint, lambda: TASKS,
+                            lambda attempt, message: told.append((attempt, message)),
+                            failed.append)
+    driver.start()
+    for checkpoint_id in (1, 2):
+        endpoint.fire()
+        for attempt, subtask in (("a0", "v#0"), ("a1", "v#1")):
+            state = storage.write_state("job-1", checkpoint_id, subtask, b"{}")
+            driver.acknowledged(p.AcknowledgeCheckpoint("job-1", attempt, subtask,
+                                                        checkpoint_id, state))
+    wait_for(lambda: len([m for _, m in told if isinstance(m, p.NotifyCheckpointComplete)])
+             == 4 and not (tmp_path / "job-1" / "chk-1").exists(), 10,
+             "both committed, the first deleted")
+    assert failed == []
+    assert [c.checkpoint_id for c in storage.completed("job-1")[0]] == [2]
