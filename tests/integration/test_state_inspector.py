@@ -96,7 +96,9 @@ def test_the_inspector_lists_pages_and_diffs_10000_keys_as_the_job_wrote_them(
     assert sum(row["keys"] for row in vertices) == USERS
 
     growth = inspect(config, capsys, job_id, "growth")["checkpoints"]
-    assert len(growth) >= 3, growth
+    # Two at least, one before all users had a record: on a loaded machine few of the
+    # 0.5 s checkpoints complete within the job's 12 s (2 of them in one CI run).
+    assert len(growth) >= 2, growth
     keys_by_checkpoint = [row["vertices"].get(vertex, {"keys": 0})["keys"] for row in growth]
     assert keys_by_checkpoint == sorted(keys_by_checkpoint) and keys_by_checkpoint[-1] == USERS
     first = next(row["checkpoint"] for row in growth if 0 < row["vertices"].get(
