@@ -24,6 +24,7 @@ from clusterdeck.core.engine.arrowbuffers import (
     BufferFormatError,
     decode_buffer,
     encode_buffers,
+    native_columns,
 )
 from clusterdeck.core.engine.records import Partial, decode_record, encode_record
 
@@ -203,3 +204,14 @@ def test_a_damaged_buffer_decodes_or_is_refused_never_crashes(data) -> None:
         payload[data.draw(st.integers(0, len(payload) - 1))] = data.draw(st.integers(0, 255))
     with contextlib.suppress(BufferFormatError):
         decode_buffer(bytes(payload))
+
+
+def test_a_field_of_a_given_columns_very_values_is_that_column_unless_all_null() -> None:
+    strings, nulls = pa.array(["a", None, "b"]), pa.array([None, None], pa.string())
+    values = strings.to_pylist()
+    records = [(value, index) for index, value in enumerate(values)]
+    columns = native_columns(records, [(strings, values)])
+    assert columns is not None and columns[0][1] is strings
+    copies = [(value, 1) for value in (None, None)]
+    columns = native_columns(copies, [(nulls, [None, None])])
+    assert columns is not None and columns[0][1].type == pa.int64()  # as without it
