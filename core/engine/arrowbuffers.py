@@ -169,13 +169,12 @@ def native_columns(records: Sequence[Any],
     in Python. A field whose values are, row for row, the very objects made of a
     ``given`` column (``records_and_columns``) is that column: no check, no conversion."""
     shapes = set(map(type, records))
+    fields: Sequence[Sequence[Any]] | None
     if shapes == {tuple}:
-        widths = set(map(len, records))
-        if len(widths) != 1 or not 0 < (width := widths.pop()) <= MAX_FIELDS:
+        fields = _tuple_fields(records)
+        if fields is None:
             return None
-        fields: Sequence[Sequence[Any]] = [list(map(itemgetter(index), records))
-                                           for index in range(width)]
-        names = [f"_{index + 1}" for index in range(width)]
+        names = [f"_{index + 1}" for index in range(len(fields))]
     elif shapes - {_NONE} and all(shape in NATIVE_TYPES for shape in shapes - {_NONE}):
         fields, names = [records], [SCALAR_COLUMN]
     else:
@@ -189,6 +188,19 @@ def native_columns(records: Sequence[Any],
             return None
         columns.append((name, array))
     return columns
+
+
+def _tuple_fields(records: Sequence[tuple[Any, ...]]) -> list[list[Any]] | None:
+    """The fields of tuples all as wide as the first (at most ``MAX_FIELDS``), else None.
+    Their widths add up to n times the first's, and none is narrower (its last field
+    raises IndexError): so all are that wide, and a sum is cheaper than a set of them."""
+    width = len(records[0])
+    if not 0 < width <= MAX_FIELDS or sum(map(len, records)) != width * len(records):
+        return None
+    try:
+        return [list(map(itemgetter(index), records)) for index in range(width)]
+    except IndexError:
+        return None
 
 
 def _given_array(values: Sequence[Any], given: Sequence[GivenColumn]) -> pa.Array | None:

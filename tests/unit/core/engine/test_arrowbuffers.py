@@ -215,3 +215,14 @@ def test_a_field_of_a_given_columns_very_values_is_that_column_unless_all_null()
     copies = [(value, 1) for value in (None, None)]
     columns = native_columns(copies, [(nulls, [None, None])])
     assert columns is not None and columns[0][1].type == pa.int64()  # as without it
+
+
+@pytest.mark.parametrize("records", [
+    [(1, 2), (1,), (1, 2, 3)],  # widths adding up to twice three
+    [(1, 2, 3), (1, 2, 3), ()],
+    [(1,), (1, 2)],
+])
+def test_tuples_of_different_widths_are_not_columns_and_come_back_exactly(records) -> None:
+    assert native_columns(records) is None
+    elements = [(None, record) for record in records]
+    assert decode_buffer(encode_buffers(elements, LIMIT)[0]) == elements
