@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from operator import itemgetter
+from operator import is_, itemgetter
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,7 @@ from clusterdeck.core.engine.records import (
 )
 
 Element = tuple[float | None, Any]  # (event timestamp or None, record)
+GivenColumn = tuple[pa.Array, list[Any]]  # a record column and the values made of it
 TIMESTAMP_COLUMN = "timestamp"
 MAX_FIELDS = 64
 """Tuple fields that go as columns at most; wider records go as tagged JSON."""
@@ -125,16 +126,25 @@ def elements_of(batch: pa.RecordBatch) -> list[Element]:
 def records_of(batch: pa.RecordBatch) -> list[Any]:
     """A batch's records without their timestamps, as ``elements_of`` gives them (a
     function run over a column batch's rows takes them so, columnrows.py)."""
+    return records_and_columns(batch)[0]
+
+
+def records_and_columns(batch: pa.RecordBatch) -> tuple[list[Any], list[GivenColumn]]:
+    """``records_of``, and each typed record column with the Python values made of it
+    (none for tagged JSON): ``native_columns`` takes such a column back as it is for a
+    field of records that holds those very values (a function that passes a field on)."""
     try:
         if batch.schema.names[1] == RECORD_COLUMN:
             texts = batch.column(1)
             if texts.null_count:
                 raise BufferFormatError("a null record text")
             return [decode_record(text.decode("utf-8", "surrogatepass"))
-                    for text in texts.to_pylist()]
+                    for text in texts.to_pylist()], []
+        columns = batch.columns[1:]
+        values = [column.to_pylist() for column in columns]
         if batch.schema.names[1] == SCALAR_COLUMN:
-            return batch.column(1).to_pylist()
-        return list(zip(*(column.to_pylist() for column in batch.columns[1:]), strict=True))
+            return values[0], [(columns[0], values[0])]
+        return list(zip(*values, strict=True)), list(zip(columns, values, strict=True))
     except BufferFormatError:
         raise
     except (pa.ArrowException, ValueError, TypeError, KeyError, AttributeError,
@@ -152,29 +162,55 @@ def is_native(schema: pa.Schema) -> bool:
     return schema.names[1] != RECORD_COLUMN
 
 
-def native_columns(records: Sequence[Any]) -> list[tuple[str, pa.Array]] | None:
+def native_columns(records: Sequence[Any],
+                   given: Sequence[GivenColumn] = ()) -> list[tuple[str, pa.Array]] | None:
     """The records as typed columns, or None when they are not all alike (see the module
     docstring). Checks run over whole columns (``set(map(type, ...))``), not per record
-    in Python."""
+    in Python. A field whose values are, row for row, the very objects made of a
+    ``given`` column (``records_and_columns``) is that column: no check, no conversion."""
     shapes = set(map(type, records))
+    fields: Sequence[Sequence[Any]] | None
     if shapes == {tuple}:
-        widths = set(map(len, records))
-        if len(widths) != 1 or not 0 < (width := widths.pop()) <= MAX_FIELDS:
+        fields = _tuple_fields(records)
+        if fields is None:
             return None
-        fields: Sequence[Sequence[Any]] = [list(map(itemgetter(index), records))
-                                           for index in range(width)]
-        names = [f"_{index + 1}" for index in range(width)]
+        names = [f"_{index + 1}" for index in range(len(fields))]
     elif shapes - {_NONE} and all(shape in NATIVE_TYPES for shape in shapes - {_NONE}):
         fields, names = [records], [SCALAR_COLUMN]
     else:
         return None
     columns = []
     for name, values in zip(names, fields, strict=True):
-        array = _native_array(values)
+        array = _given_array(values, given)
+        if array is None:
+            array = _native_array(values)
         if array is None:
             return None
         columns.append((name, array))
     return columns
+
+
+def _tuple_fields(records: Sequence[tuple[Any, ...]]) -> list[list[Any]] | None:
+    """The fields of tuples all as wide as the first (at most ``MAX_FIELDS``), else None.
+    Their widths add up to n times the first's, and none is narrower (its last field
+    raises IndexError): so all are that wide, and a sum is cheaper than a set of them."""
+    width = len(records[0])
+    if not 0 < width <= MAX_FIELDS or sum(map(len, records)) != width * len(records):
+        return None
+    try:
+        return [list(map(itemgetter(index), records)) for index in range(width)]
+    except IndexError:
+        return None
+
+
+def _given_array(values: Sequence[Any], given: Sequence[GivenColumn]) -> pa.Array | None:
+    """The given column whose values ``values`` are (``is``, so the same type and value,
+    which the column gives back), unless all null (an all-None field is int64 here)."""
+    for array, objects in given:
+        if len(objects) == len(values) and array.null_count < len(array) \
+                and all(map(is_, values, objects)):
+            return array
+    return None
 
 
 def _native_array(values: Sequence[Any]) -> pa.Array | None:

@@ -4,11 +4,14 @@ lambdas keeps its batches columns: Arrow to and from its Spark worker, routed an
 at the exchange without a Python object per record (docs/streaming.md, "Columnar
 batches").
 
-Per batch the records are made Python values once (``arrowbuffers.records_of``: one
-``to_pylist`` per column, zipped) and stay so through a whole run of such stages
+Per batch the records are made Python values once (``arrowbuffers.records_and_columns``:
+one ``to_pylist`` per column, zipped) and stay so through a whole run of such stages
 (``Rows``, ``over_rows``): each function runs in a tight loop over them, and what the
 last one returns is made columns again in one go (``arrowbuffers.native_columns``, the
 exchange's own check); timestamps stay the batch's column until a stage makes new ones.
+A field the functions passed on (the very objects made of an input column, row for row:
+a ``map`` keeping ``record[0]``) is that input column again, neither checked nor
+converted; a ``filter`` or ``flat_map`` ends that (its rows are no longer the batch's).
 Each stage is its per-record twin (streamfunctions.py) with ``over_rows``: the same
 function on the same records in the same order. When the run's records out cannot be
 columns (dicts, mixed types) it gives the elements and the stages after it run per
@@ -31,8 +34,9 @@ import pyarrow as pa
 
 from clusterdeck.core.engine.arrowbuffers import (
     TIMESTAMP_COLUMN,
+    GivenColumn,
     native_columns,
-    records_of,
+    records_and_columns,
 )
 from clusterdeck.core.engine.streamfunctions import (
     BATCH,
@@ -49,17 +53,20 @@ class Rows:
     per-record path has it, and its timestamp (the batch's column, or a list once a
     ``flat_map`` repeated them). A run of row stages passes them on as they are, so the
     records are made Python values once and columns again once, whatever the run's
-    length."""
+    length. ``columns``: the batch's record columns with the values made of them, while
+    the rows are still the batch's row for row (a ``map`` keeps them, a ``filter`` not)."""
 
-    __slots__ = ("records", "stamps")
+    __slots__ = ("columns", "records", "stamps")
 
-    def __init__(self, stamps: pa.Array | list[float | None], records: list[Any]) -> None:
+    def __init__(self, stamps: pa.Array | list[float | None], records: list[Any],
+                 columns: list[GivenColumn] | None = None) -> None:
         self.stamps = stamps
         self.records = records
+        self.columns = columns or []
 
     @classmethod
     def of(cls, batch: pa.RecordBatch) -> Rows:
-        return cls(batch.column(0), records_of(batch))
+        return cls(batch.column(0), *records_and_columns(batch))
 
     def out(self) -> pa.RecordBatch | list[Element]:
         """A column batch again, or the elements when the records are not alike enough
@@ -67,7 +74,7 @@ class Rows:
         stamps = self.stamps
         if isinstance(stamps, list):
             stamps = pa.array(stamps, pa.float64())
-        return with_records(stamps, self.records)
+        return with_records(stamps, self.records, self.columns)
 
 
 class RowStage(Protocol):
@@ -93,7 +100,7 @@ class RowMap(MapElement):
     """``map`` over a column batch's rows."""
 
     def over_rows(self, rows: Rows) -> Rows:
-        return Rows(rows.stamps, list(map(self.fn, rows.records)))
+        return Rows(rows.stamps, list(map(self.fn, rows.records)), rows.columns)
 
     def over_columns(self, batch: pa.RecordBatch) -> pa.RecordBatch | list[Element]:
         return over_rows([self], batch)
@@ -150,7 +157,7 @@ class RowTimestamped(Timestamped):
             raise NotSeconds("a time that is not finite")
         if len(stamps) and stamps.max() > BATCH.largest:
             BATCH.largest = float(stamps.max())
-        return Rows(pa.array(stamps, pa.float64()), rows.records)
+        return Rows(pa.array(stamps, pa.float64()), rows.records, rows.columns)
 
     def over_columns(self, batch: pa.RecordBatch) -> pa.RecordBatch | list[Element]:
         return over_rows([self], batch)
@@ -161,10 +168,12 @@ def _is_seconds(kind: type) -> bool:
     return issubclass(kind, int | float) and not issubclass(kind, bool)
 
 
-def with_records(timestamps: pa.Array, records: list[Any]) -> pa.RecordBatch | list[Element]:
+def with_records(timestamps: pa.Array, records: list[Any],
+                 given: Sequence[GivenColumn] = ()) -> pa.RecordBatch | list[Element]:
     """``records`` with ``timestamps`` as a column batch, or as elements when they are
-    not alike enough to be the exchange's typed columns (arrowbuffers.py)."""
-    columns = native_columns(records)
+    not alike enough to be the exchange's typed columns (arrowbuffers.py; ``given``:
+    columns whose very values a field may hold)."""
+    columns = native_columns(records, given)
     if columns is None:
         return list(zip(timestamps.to_pylist(), records, strict=True))
     return pa.record_batch([timestamps, *(array for _, array in columns)],

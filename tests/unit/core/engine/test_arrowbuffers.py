@@ -24,6 +24,7 @@ from clusterdeck.core.engine.arrowbuffers import (
     BufferFormatError,
     decode_buffer,
     encode_buffers,
+    native_columns,
 )
 from clusterdeck.core.engine.records import Partial, decode_record, encode_record
 
@@ -203,3 +204,25 @@ def test_a_damaged_buffer_decodes_or_is_refused_never_crashes(data) -> None:
         payload[data.draw(st.integers(0, len(payload) - 1))] = data.draw(st.integers(0, 255))
     with contextlib.suppress(BufferFormatError):
         decode_buffer(bytes(payload))
+
+
+def test_a_field_of_a_given_columns_very_values_is_that_column_unless_all_null() -> None:
+    strings, nulls = pa.array(["a", None, "b"]), pa.array([None, None], pa.string())
+    values = strings.to_pylist()
+    records = [(value, index) for index, value in enumerate(values)]
+    columns = native_columns(records, [(strings, values)])
+    assert columns is not None and columns[0][1] is strings
+    copies = [(value, 1) for value in (None, None)]
+    columns = native_columns(copies, [(nulls, [None, None])])
+    assert columns is not None and columns[0][1].type == pa.int64()  # as without it
+
+
+@pytest.mark.parametrize("records", [
+    [(1, 2), (1,), (1, 2, 3)],  # widths adding up to twice three
+    [(1, 2, 3), (1, 2, 3), ()],
+    [(1,), (1, 2)],
+])
+def test_tuples_of_different_widths_are_not_columns_and_come_back_exactly(records) -> None:
+    assert native_columns(records) is None
+    elements = [(None, record) for record in records]
+    assert decode_buffer(encode_buffers(elements, LIMIT)[0]) == elements

@@ -129,3 +129,27 @@ def test_a_window_keyed_by_a_function_over_the_rows_gives_the_per_record_partial
 def comparable(partials: list) -> list:
     return [(key, value.records if isinstance(value, Late) else value)
             for key, value in partials]
+
+
+def data_address(array: pa.Array) -> int:
+    return array.buffers()[1].address
+
+
+def test_a_field_passed_on_is_the_input_column_again_a_new_field_is_converted() -> None:
+    batch = column_batch([(None, (index * 1000, f"k{index}")) for index in range(5)])
+    passed_on = RowMap(lambda record: (record[0], record[1] + "!"))
+    (out,) = ColumnarChain([passed_on, STAGES[6]()])(iter([batch]))
+    assert data_address(out.column(1)) == data_address(batch.column(1))
+    assert data_address(out.column(2)) != data_address(batch.column(2))
+    assert elements_of(out) == [(index * 250.0, (index * 1000, f"k{index}!"))
+                                for index in range(5)]
+
+
+def test_equal_values_that_are_not_the_columns_own_or_rows_filtered_are_converted() -> None:
+    batch = column_batch([(None, (index * 1000, "k")) for index in range(5)])
+    for stages, kept in (([RowMap(lambda record: (int(str(record[0])), "k"))], range(5)),
+                         ([RowFilter(lambda record: record[0] > 0), RowMap(tuple)],
+                          range(1, 5))):
+        (out,) = ColumnarChain(stages)(iter([batch]))
+        assert data_address(out.column(1)) != data_address(batch.column(1))
+        assert elements_of(out) == [(None, (index * 1000, "k")) for index in kept]

@@ -5,9 +5,11 @@ reported, and the worker ending when its task closes the connection."""
 
 from __future__ import annotations
 
+import gc
 import socket
 import tempfile
 import threading
+import weakref
 from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
@@ -17,6 +19,7 @@ from pyspark import cloudpickle
 
 from clusterdeck.core.engine.continuous import BatchCounters, socket_folder
 from clusterdeck.core.engine.continuousworker import (
+    YOUNG_OBJECTS,
     BatchFailed,
     Hello,
     WorkerSpec,
@@ -47,6 +50,7 @@ class Served:
         self.listener.listen(1)
         self.listener.settimeout(10)
         self.ended: Future[list[int]] = Future()
+        self.threshold_before = gc.get_threshold()  # the collector's, before serve
         spec = WorkerSpec(path, TOKEN)
         threading.Thread(target=lambda: self.ended.set_result(list(serve(iter([spec])))),
                          daemon=True).start()
@@ -162,3 +166,30 @@ def test_the_sockets_folder_is_private_and_short_even_under_a_deep_temp_folder(
         assert folder.stat().st_mode & 0o777 == 0o700
     finally:
         folder.rmdir()
+
+
+class Cycle:
+    """An object in a reference cycle: freed only by the collector."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def cyclic_garbage_left(items: Iterator[int]) -> list[tuple[int, int]]:
+    """Makes ``3 * YOUNG_OBJECTS`` cycles, dropping each at once; how many are left
+    uncollected, and the collector's first threshold while the batch ran."""
+    alive: weakref.WeakSet[Cycle] = weakref.WeakSet()
+    for _ in range(3 * next(items)):
+        alive.add(Cycle())
+    return [(len(alive), gc.get_threshold()[0])]
+
+
+def test_the_worker_collects_less_often_while_it_serves_and_as_before_after(served: Served):
+    receive_frame(served.connection), served.answer()
+    served.ask(cyclic_garbage_left, [YOUNG_OBJECTS])
+    ((left, threshold),) = served.answer().results
+    assert threshold == YOUNG_OBJECTS
+    assert left < 2 * YOUNG_OBJECTS  # cyclic garbage is still collected: memory bounded
+    served.connection.close()
+    served.ended.result(timeout=10)
+    assert gc.get_threshold() == served.threshold_before
