@@ -147,7 +147,6 @@ class Blocklist:
             self._changed()
 
 
-
 def vouched(failure: TaskFailure | None, graph: ExecutionGraph, attempt_id: str
             ) -> TaskFailure | None:
     """A reported failure of ``attempt_id`` with only the unreachable TaskManagers it may
