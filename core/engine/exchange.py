@@ -56,7 +56,7 @@ from clusterdeck.core.engine.streams import (
 )
 from clusterdeck.core.engine.tally import Tally
 from clusterdeck.core.jobapi.errors import SubtaskFailed
-from clusterdeck.core.protocol.failures import MAX_UNREACHABLE
+from clusterdeck.core.protocol.failures import unreachable_ids
 from clusterdeck.core.protocol.jobgraph import JobEdge, ShipStrategy
 from clusterdeck.core.protocol.wiring import ResultPartitionRef
 from clusterdeck.core.protocol.workdir import COMPLETE_FILE
@@ -131,7 +131,7 @@ class PartitionNotFound(SubtaskFailed):
         # The producers' TaskManagers whose data service did not answer a fetch (not one
         # that answered "not here"): the JobMaster blocks them for the job, so their
         # producers run again where this consumer can reach them.
-        self.unreachable = tuple(dict.fromkeys(unreachable))[:MAX_UNREACHABLE]
+        self.unreachable = unreachable_ids(unreachable)
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,9 @@ from typing import Protocol
 from clusterdeck.core.executiongraph.graph import ExecutionGraph
 from clusterdeck.core.protocol.failures import (
     DISK_FULL,
-    MAX_UNREACHABLE,
     FailureRecord,
     TaskFailure,
+    unreachable_ids,
 )
 
 HOST_BLAMING = frozenset({DISK_FULL})
@@ -161,5 +161,5 @@ def vouched(failure: TaskFailure | None, graph: ExecutionGraph, attempt_id: str
     if execution is not None:
         hosts.update(v.current.taskmanager_id for v in graph.producers_of(
             graph.subtask(execution.vertex_id, execution.subtask)))
-    return replace(failure, unreachable=tuple(
-        t for t in dict.fromkeys(failure.unreachable) if t in hosts)[:MAX_UNREACHABLE])
+    return replace(failure, unreachable=unreachable_ids(
+        t for t in failure.unreachable if t in hosts))

@@ -268,7 +268,7 @@ class JobMaster(CheckpointHandlers):
         state, failure = update.state, vouched(update.failure, self.graph, update.attempt_id)
         host = self._host_of(update.attempt_id)
         carried_by = CarriedBy("UpdateTaskExecutionStates", host or "?", time.time())
-        if fetch_error is not None:  # its host did not answer: it is blocked for the job
+        if fetch_error is not None:  # blocked for the job if its host did not answer
             state, failure = ExecutionState.FAILED, TaskFailure(
                 "ResultNotFetched", f"the task finished, but what it left for the client "
                 f"could not be fetched: {fetch_error}", unreachable=(host,) if host and getattr(

@@ -7,6 +7,7 @@ every failure, in order; the first one is the root cause a user is shown.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,12 @@ DISK_FULL = "DiskFull"
 (``clusterdeck.core.taskmanager.fulldisk``); the job blocks that TaskManager a while."""
 MAX_UNREACHABLE = 16
 """TaskManagers one failure may name as ``unreachable``."""
+
+
+def unreachable_ids(taskmanager_ids: Iterable[str]) -> tuple[str, ...]:
+    """A failure's ``unreachable``: each TaskManager once, in order, at most
+    ``MAX_UNREACHABLE`` of them (where it is made, and again where it is received)."""
+    return tuple(dict.fromkeys(taskmanager_ids))[:MAX_UNREACHABLE]
 
 
 @dataclass(frozen=True)

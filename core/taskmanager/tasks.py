@@ -27,7 +27,7 @@ from clusterdeck.core.engine.sparkwatch import SparkWatch
 from clusterdeck.core.engine.tally import LiveCounts
 from clusterdeck.core.jobapi.loader import LoadedJob
 from clusterdeck.core.protocol import messages as p
-from clusterdeck.core.protocol.failures import MAX_UNREACHABLE, TaskFailure
+from clusterdeck.core.protocol.failures import TaskFailure, unreachable_ids
 from clusterdeck.core.protocol.jobgraph import InputSplit, JobKind
 from clusterdeck.core.protocol.sparkwork import SparkWork
 from clusterdeck.core.protocol.states import ExecutionState
@@ -292,4 +292,4 @@ def _unreachable(error: BaseException) -> tuple[str, ...]:
             break
         seen.extend(str(t) for t in getattr(cause, "unreachable", ()))
         cause = cause.__cause__ or cause.__context__
-    return tuple(dict.fromkeys(seen))[:MAX_UNREACHABLE]
+    return unreachable_ids(seen)
