@@ -192,15 +192,16 @@ def _committed(folder: Path) -> list[str]:
 
 
 def _data_port(taskmanager: NamespacedTaskManager) -> int:
-    found = re.search(r"data service at https://[\d.]+:(\d+)",
-                      taskmanager.log.read_text(errors="replace"))
-    assert found, taskmanager.output()
-    return int(found.group(1))
+    return _logged_port(taskmanager, r"data service at https://[\d.]+:(\d+)")
 
 
 def _channel_port(taskmanager: NamespacedTaskManager) -> int:
-    found = re.search(r"stream channels at [\d.]+:(\d+)",
-                      taskmanager.log.read_text(errors="replace"))
+    return _logged_port(taskmanager, r"stream channels at [\d.]+:(\d+)")
+
+
+def _logged_port(taskmanager: NamespacedTaskManager, pattern: str) -> int:
+    """The port its start-up line names (``pattern``'s group)."""
+    found = re.search(pattern, taskmanager.log.read_text(errors="replace"))
     assert found, taskmanager.output()
     return int(found.group(1))
 
